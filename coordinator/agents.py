@@ -1,0 +1,176 @@
+"""Reaching worker agents: spawning local ones, and a client with a deadline on every call."""
+
+import contextlib
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from bgbench.errors import SystemFault, UserError
+from bgbench.protos import PROTOCOL_VERSION
+from bgbench.protos import worker_pb2 as pb
+from bgbench.protos import worker_pb2_grpc as pb_grpc
+
+HANDSHAKE_TIMEOUT_S = 10.0
+PREPARE_TIMEOUT_S = 3600.0
+VALIDATE_TIMEOUT_S = 3600.0
+RUN_SLACK_S = 120.0  # beyond the duration, for stopping and flushing logs
+READY_LINE = "BGBENCH-AGENT LISTENING "
+
+
+def _raise(error: pb.Error, address: str) -> None:
+    if error.message:
+        cls = UserError if error.kind == "user" else SystemFault
+        raise cls(f"agent {address}: {error.message}")
+
+
+class AgentClient:
+    def __init__(self, address: str) -> None:
+        self.address = address
+        self.channel = grpc.insecure_channel(address)
+        self.stub = pb_grpc.WorkerStub(self.channel)
+        self.facts: pb.HandshakeReply | None = None
+        self.current_run: Any = None
+
+    def cancel_run(self) -> None:
+        if self.current_run is not None:
+            self.current_run.cancel()
+
+    def _call(self, method, request, timeout: float):
+        try:
+            return method(request, timeout=timeout)
+        except grpc.RpcError as exc:
+            raise SystemFault(f"agent {self.address}: {_rpc_message(exc)}") from None
+
+    def handshake(self) -> pb.HandshakeReply:
+        reply = self._call(
+            self.stub.Handshake,
+            pb.HandshakeRequest(protocol_version=PROTOCOL_VERSION),
+            HANDSHAKE_TIMEOUT_S,
+        )
+        _raise(reply.error, self.address)
+        self.facts = reply
+        return reply  # type: ignore[no-any-return]
+
+    def prepare(self, request: pb.PrepareRequest) -> pb.PrepareReply:
+        reply = self._call(self.stub.Prepare, request, PREPARE_TIMEOUT_S)
+        _raise(reply.error, self.address)
+        return reply  # type: ignore[no-any-return]
+
+    def run(self, request: pb.RunRequest) -> Iterator[pb.RunEvent]:
+        timeout = request.duration_seconds + RUN_SLACK_S
+        self.current_run = self.stub.Run(request, timeout=timeout)
+        try:
+            for event in self.current_run:
+                if event.HasField("error"):
+                    _raise(event.error, self.address)
+                yield event
+        except grpc.RpcError as exc:
+            raise SystemFault(f"agent {self.address}: {_rpc_message(exc)}") from None
+
+    def validate(self, experiment_id: str) -> pb.ValidateReply:
+        reply = self._call(
+            self.stub.Validate, pb.ValidateRequest(experiment_id=experiment_id), VALIDATE_TIMEOUT_S
+        )
+        _raise(reply.error, self.address)
+        return reply  # type: ignore[no-any-return]
+
+    def shutdown(self) -> None:
+        with contextlib.suppress(grpc.RpcError):
+            self.stub.Shutdown(pb.ShutdownRequest(), timeout=5)
+
+    def close(self) -> None:
+        self.channel.close()
+
+
+def _rpc_message(exc: grpc.RpcError) -> str:
+    code = exc.code() if hasattr(exc, "code") else None
+    details = exc.details() if hasattr(exc, "details") else str(exc)
+    if code == grpc.StatusCode.UNAVAILABLE:
+        return f"unreachable ({details})"
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        return "no answer before the deadline"
+    name = code.name if code is not None else "error"
+    return f"{name}: {details}"
+
+
+@dataclass
+class LocalAgents:
+    """Agent processes spawned on loopback; stopped by PID on close."""
+
+    processes: list[subprocess.Popen] = field(default_factory=list)
+    addresses: list[str] = field(default_factory=list)
+
+    def close(self) -> None:
+        for p in self.processes:
+            if p.poll() is None:
+                p.terminate()
+        for p in self.processes:
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(5)
+        self.processes.clear()
+
+
+def spawn_local_agents(count: int, processes: int, work_dir: Path, timeout: float) -> LocalAgents:
+    agents = LocalAgents()
+    try:
+        for i in range(count):
+            agent_dir = work_dir / f"agent-{i}"
+            agent_dir.mkdir(parents=True, exist_ok=True)
+            log = open(agent_dir / "agent.log", "wb")  # noqa: SIM115 - owned by the child
+            proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "bgbench.worker.agent",
+                    "--listen",
+                    "127.0.0.1:0",
+                    "--work-dir",
+                    str(agent_dir),
+                    "--processes",
+                    str(processes),
+                ],
+                stdout=subprocess.PIPE,
+                stderr=log,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+            agents.processes.append(proc)
+        for i, proc in enumerate(agents.processes):
+            agents.addresses.append(_await_ready(proc, timeout, work_dir / f"agent-{i}"))
+    except BaseException:
+        agents.close()
+        raise
+    return agents
+
+
+def _await_ready(proc: subprocess.Popen, timeout: float, agent_dir: Path) -> str:
+    found: list[str] = []
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            line = raw.decode(errors="replace").strip()
+            if line.startswith(READY_LINE):
+                found.append(line[len(READY_LINE) :])
+                return
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(timeout)
+    if found:
+        return found[0]
+    code = proc.poll()
+    log = (agent_dir / "agent.log").read_text(errors="replace").strip().splitlines()
+    last = log[-1] if log else "no output"
+    if code is not None:
+        raise SystemFault(f"local agent exited with code {code} before serving: {last}")
+    raise SystemFault(f"local agent did not start within {timeout:.0f} s (see {agent_dir})")

@@ -1,0 +1,163 @@
+"""The one typed config: defaults, overridden by a TOML/YAML file, overridden by flags.
+
+Flags reach any field by its dotted path (`-p bg.database.usercount=5000`) or by
+BG's own parameter name (`-p usercount=5000`).
+"""
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from bgbench.errors import UserError
+from bgbench.workloads.bg.config import BGConfig
+
+
+class StoreConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field("sqlite", description="store binding (see `bgbench stores`)")
+    options: dict[str, Any] = Field(default_factory=dict, description="the binding's options")
+
+
+class RunConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    threadcount: Annotated[int, Field(ge=1, le=100_000, description="T: threads in all")] = 8
+    maxexecutiontime: Annotated[
+        float, Field(gt=0, le=86_400, description="experiment duration in seconds")
+    ] = 20
+    operationcount: Annotated[
+        int, Field(ge=0, description="stop after this many actions in all (0: no limit)")
+    ] = 0
+    seed: int = Field(1, description="seed of the load (socialites, targets, mix)")
+
+
+class AgentsConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    local: Annotated[int, Field(ge=1, le=64, description="local agents to spawn")] = 2
+    processes: Annotated[int, Field(ge=1, le=64, description="load processes per local agent")] = 1
+    capacities: list[Annotated[float, Field(gt=0)]] | None = Field(
+        None, description="capacity weight of each agent (default: equal)"
+    )
+    start_timeout: Annotated[float, Field(gt=0)] = 60.0
+
+    @model_validator(mode="after")
+    def _one_capacity_each(self) -> "AgentsConfig":
+        if self.capacities is not None and len(self.capacities) != self.local:
+            raise ValueError(
+                f"capacities lists {len(self.capacities)} weights for {self.local} agents"
+            )
+        return self
+
+
+class SLAConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    alpha: Annotated[float, Field(gt=0, le=100, description="% of actions within beta")] = 95
+    beta_ms: Annotated[float, Field(gt=0, description="latency bound in ms")] = 100
+    tau: Annotated[float, Field(ge=0, le=100, description="max % of unpredictable reads")] = 0.1
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    bg: BGConfig = BGConfig()
+    store: StoreConfig = StoreConfig()
+    run: RunConfig = RunConfig()
+    agents: AgentsConfig = AgentsConfig()
+    sla: SLAConfig = SLAConfig()
+    results_dir: Path = Field(Path("results"), description="where experiments are recorded")
+
+
+# BG's parameter names (paper Table 2 and the BG client) and where they live here.
+BG_PARAMETERS = {
+    **{
+        name: f"bg.database.{name}"
+        for name in (
+            "usercount",
+            "friendcountperuser",
+            "resourcecountperuser",
+            "confperc",
+            "insertimage",
+            "imagesize",
+            "commentcountperresource",
+            "attrcount",
+            "attrlength",
+        )
+    },
+    **{name: f"bg.workload.{name}" for name in ("zipfianmean", "thinktime", "interarrivaltime")},
+    "threadcount": "run.threadcount",
+    "maxexecutiontime": "run.maxexecutiontime",
+    "operationcount": "run.operationcount",
+}
+
+
+def read_file(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise UserError(f"cannot read config file {path}: {exc.strerror}") from None
+    try:
+        if path.suffix in (".yaml", ".yml"):
+            data = yaml.safe_load(text) or {}
+        else:
+            data = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
+        first = str(exc).splitlines()[0]
+        raise UserError(f"config file {path} is not valid TOML/YAML: {first}") from None
+    if not isinstance(data, dict):
+        raise UserError(f"config file {path} must hold a table of settings")
+    return data
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """`name=value`; the value is read as JSON when it parses, else as a string."""
+    if "=" not in text:
+        raise UserError(f"parameter {text!r} must look like name=value")
+    name, raw = text.split("=", 1)
+    name = BG_PARAMETERS.get(name.strip(), name.strip())
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        value = raw
+    return name, value
+
+
+def set_path(data: dict[str, Any], dotted: str, value: Any) -> None:
+    parts = dotted.split(".")
+    node = data
+    for part in parts[:-1]:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise UserError(f"parameter {dotted}: {part} is not a section")
+        node = child
+    node[parts[-1]] = value
+
+
+def load_settings(file: Path | None, overrides: list[tuple[str, Any]]) -> Settings:
+    data = read_file(file) if file else {}
+    for dotted, value in overrides:
+        set_path(data, dotted, value)
+    try:
+        settings = Settings.model_validate(data)
+    except ValidationError as exc:
+        raise UserError(describe_validation_error(exc, file)) from None
+    return settings
+
+
+def describe_validation_error(exc: ValidationError, file: Path | None = None) -> str:
+    err = exc.errors()[0]
+    where = ".".join(str(p) for p in err["loc"]) or "config"
+    msg = err["msg"]
+    if err["type"] == "extra_forbidden":
+        msg = "unknown setting (check its spelling and section)"
+    given = err.get("input")
+    shown = "" if isinstance(given, dict) or err["type"] == "missing" else f" (got {given!r})"
+    source = f" in {file}" if file else ""
+    more = f"; and {len(exc.errors()) - 1} more" if len(exc.errors()) > 1 else ""
+    return f"invalid config{source}: {where}: {msg}{shown}{more}"

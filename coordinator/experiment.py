@@ -1,0 +1,321 @@
+"""One experiment at T threads across connected agents: run, validate, merge, judge."""
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from bgbench.coordinator.agents import AgentClient
+from bgbench.coordinator.config import Settings
+from bgbench.coordinator.metrics import LatencySummary, decode, judge, new_histogram, share_within
+from bgbench.coordinator.plan import AgentSlot, FragmentLayout, layout, split_threads
+from bgbench.errors import BGBenchError
+from bgbench.protos import worker_pb2 as pb
+
+
+@dataclass
+class Cluster:
+    clients: list[AgentClient]
+    capacities: list[float]
+    layout: FragmentLayout
+    store_description: str = ""
+
+    @classmethod
+    def connect(cls, addresses: list[str], capacities: list[float] | None) -> "Cluster":
+        clients = [AgentClient(a) for a in addresses]
+        caps = capacities or [1.0] * len(clients)
+        slots = []
+        for client, cap in zip(clients, caps, strict=True):
+            facts = client.handshake()
+            slots.append(AgentSlot(processes=facts.load_processes, capacity=cap))
+        return cls(clients, caps, layout(slots))
+
+    def prepare(self, settings: Settings) -> list[pb.PrepareReply]:
+        requests = [
+            pb.PrepareRequest(
+                workload="bg",
+                workload_config_json=settings.bg.model_dump_json(),
+                store=settings.store.name,
+                store_options_json=json.dumps(settings.store.options),
+                capacities=self.layout.capacities,
+                fragments=frags,
+            )
+            for frags in self.layout.fragments
+        ]
+        calls = [lambda c=c, r=r: c.prepare(r) for c, r in zip(self.clients, requests, strict=True)]
+        replies = _parallel(calls)
+        self.store_description = replies[0].store_description
+        return replies
+
+    def close(self) -> None:
+        for c in self.clients:
+            c.close()
+
+
+@dataclass
+class AgentOutcome:
+    address: str
+    threads: int
+    actions: int = 0
+    sessions: int = 0
+    errors: int = 0
+    elapsed_s: float = 0.0
+    cpu_percent: float = 0.0  # of one core, all load processes
+    load_processes: int = 0
+    saturated: bool = False
+    embedded_store: bool = False
+    within_percent: float = 100.0
+    reads: int = 0
+    unpredictable_reads: int = 0
+    sessions_read: int = 0
+    unpredictable_sessions: int = 0
+    log_records_written: int = 0
+    log_records_read: int = 0
+    validation_s: float = 0.0
+    state_uncertain: bool = False
+    aborted: str = ""
+    passed: bool = False
+    reasons: list[str] = field(default_factory=list)
+    error_counts: list[dict] = field(default_factory=list)
+    log_dir: str = ""
+
+    @property
+    def unpredictable_percent(self) -> float:
+        return 100.0 * self.unpredictable_reads / self.reads if self.reads else 0.0
+
+
+@dataclass
+class ActionFigures:
+    action: str
+    count: int
+    errors: int
+    response: LatencySummary
+    service: LatencySummary
+    within_percent: float
+
+
+@dataclass
+class ExperimentResult:
+    experiment_id: str
+    threads: int
+    duration_s: float
+    elapsed_s: float
+    store: str
+    actions: int
+    sessions: int
+    errors: int
+    actions_per_s: float
+    sessions_per_s: float
+    within_percent: float
+    unpredictable_percent: float
+    reads: int
+    unpredictable_reads: int
+    per_action: list[ActionFigures]
+    overall: LatencySummary
+    agents: list[AgentOutcome]
+    passed: bool
+    fault: str = ""  # an infrastructure failure: the experiment is not rated
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2)
+
+
+ProgressCallback = Callable[[int, pb.Progress], None]
+
+
+def run_experiment(
+    cluster: Cluster,
+    settings: Settings,
+    threads: int,
+    duration_s: float,
+    experiment_id: str,
+    on_progress: ProgressCallback | None = None,
+) -> ExperimentResult:
+    shares = split_threads(threads, cluster.capacities)
+    outcomes = [AgentOutcome(c.address, n) for c, n in zip(cluster.clients, shares, strict=True)]
+    results: list[pb.RunResult | None] = [None] * len(cluster.clients)
+    faults: list[str] = []
+
+    def drive(i: int) -> None:
+        client = cluster.clients[i]
+        request = pb.RunRequest(
+            experiment_id=experiment_id,
+            threads=shares[i],
+            duration_seconds=duration_s,
+            operation_count=_share(settings.run.operationcount, shares[i], threads),
+            seed=settings.run.seed,
+        )
+        try:
+            for event in client.run(request):
+                if event.HasField("progress") and on_progress:
+                    on_progress(i, event.progress)
+                elif event.HasField("result"):
+                    results[i] = event.result
+        except BGBenchError as exc:
+            faults.append(str(exc))
+            for other in cluster.clients:  # end the experiment everywhere
+                if other is not client:
+                    other.cancel_run()
+
+    workers = [threading.Thread(target=drive, args=(i,), daemon=True) for i in range(len(shares))]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    if faults or any(r is None for r in results):
+        fault = "; ".join(faults) or "an agent ended the experiment without a result"
+        return _faulted(experiment_id, threads, duration_s, cluster, outcomes, fault)
+
+    validations = _parallel(
+        [lambda c=c: c.validate(experiment_id) for c in cluster.clients], tolerate=True
+    )
+    return _merge(
+        experiment_id, threads, duration_s, cluster, outcomes, results, validations, settings
+    )
+
+
+def _share(total_ops: int, threads: int, all_threads: int) -> int:
+    if not total_ops or not all_threads:
+        return 0
+    return -(-total_ops * threads // all_threads)
+
+
+def _faulted(experiment_id, threads, duration_s, cluster, outcomes, fault) -> ExperimentResult:
+    empty = LatencySummary.of(new_histogram())
+    return ExperimentResult(
+        experiment_id, threads, duration_s, 0.0, cluster.store_description, 0, 0, 0, 0.0, 0.0,
+        0.0, 0.0, 0, 0, [], empty, outcomes, False, fault,
+    )  # fmt: skip
+
+
+def _merge(experiment_id, threads, duration_s, cluster, outcomes, results, validations, settings):
+    bound_us = settings.sla.beta_ms * 1000
+    pooled_resp: dict[str, object] = {}
+    pooled_serv: dict[str, object] = {}
+    counts: dict[str, list[int]] = {}
+    overall = new_histogram()
+    faults = []
+    for out, res, val in zip(outcomes, results, validations, strict=True):
+        agent_hist = new_histogram()
+        for stats in res.per_action:
+            resp, serv = decode(stats.response_hist), decode(stats.service_hist)
+            agent_hist.add(resp)
+            pooled_resp.setdefault(stats.action, new_histogram()).add(resp)
+            pooled_serv.setdefault(stats.action, new_histogram()).add(serv)
+            c = counts.setdefault(stats.action, [0, 0])
+            c[0] += stats.count
+            c[1] += stats.errors
+        overall.add(agent_hist)
+        out.actions, out.sessions, out.errors = res.actions, res.sessions, res.errors
+        out.elapsed_s = res.elapsed_seconds
+        out.cpu_percent = (
+            100.0 * res.cpu_seconds / res.elapsed_seconds if res.elapsed_seconds else 0
+        )
+        out.load_processes = res.load_processes
+        out.saturated, out.embedded_store = res.engine_saturated, res.embedded_store
+        out.within_percent = share_within(agent_hist, bound_us)
+        out.log_records_written, out.log_dir = res.log_records, res.log_dir
+        out.state_uncertain, out.aborted = res.state_uncertain, res.aborted
+        out.error_counts = [
+            {"action": e.action, "type": e.type, "count": e.count, "sample": e.sample}
+            for e in res.error_counts
+        ]
+        if isinstance(val, BaseException):
+            faults.append(f"validation on {out.address} failed: {val}")
+        else:
+            out.reads, out.unpredictable_reads = val.reads, val.unpredictable_reads
+            out.sessions_read, out.unpredictable_sessions = val.sessions, val.unpredictable_sessions
+            out.log_records_read, out.validation_s = val.log_records, val.seconds
+            if out.log_records_read != out.log_records_written:
+                faults.append(
+                    f"{out.address} wrote {out.log_records_written} log records but "
+                    f"{out.log_records_read} were read back"
+                )
+        verdict = judge(
+            out.within_percent,
+            out.unpredictable_percent,
+            out.errors,
+            out.saturated and not out.embedded_store,
+            settings.sla,
+        )
+        if out.aborted:
+            faults.append(f"{out.address}: {out.aborted}")
+        out.passed, out.reasons = verdict.passed, verdict.reasons
+    elapsed = max(o.elapsed_s for o in outcomes) or duration_s
+    actions = sum(o.actions for o in outcomes)
+    sessions = sum(o.sessions for o in outcomes)
+    reads = sum(o.reads for o in outcomes)
+    unpredictable = sum(o.unpredictable_reads for o in outcomes)
+    per_action = [
+        ActionFigures(
+            name,
+            counts[name][0],
+            counts[name][1],
+            LatencySummary.of(pooled_resp[name]),  # type: ignore[arg-type]
+            LatencySummary.of(pooled_serv[name]),  # type: ignore[arg-type]
+            share_within(pooled_resp[name], bound_us),  # type: ignore[arg-type]
+        )
+        for name in sorted(counts, key=_action_order)
+    ]
+    fault = "; ".join(faults)
+    return ExperimentResult(
+        experiment_id=experiment_id,
+        threads=threads,
+        duration_s=duration_s,
+        elapsed_s=elapsed,
+        store=cluster.store_description,
+        actions=actions,
+        sessions=sessions,
+        errors=sum(o.errors for o in outcomes),
+        actions_per_s=actions / elapsed,
+        sessions_per_s=sessions / elapsed,
+        within_percent=share_within(overall, bound_us),
+        unpredictable_percent=100.0 * unpredictable / reads if reads else 0.0,
+        reads=reads,
+        unpredictable_reads=unpredictable,
+        per_action=per_action,
+        overall=LatencySummary.of(overall),
+        agents=outcomes,
+        passed=not fault and all(o.passed for o in outcomes),
+        fault=fault,
+    )
+
+
+def _action_order(name: str) -> int:
+    from bgbench.workloads.bg.actions import Action
+
+    return Action[name].value if name in Action.__members__ else 99
+
+
+def _parallel(calls: list[Callable], tolerate: bool = False) -> list:
+    out: list = [None] * len(calls)
+
+    def one(i: int) -> None:
+        try:
+            out[i] = calls[i]()
+        except BaseException as exc:
+            out[i] = exc
+
+    threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(len(calls))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if not tolerate:
+        for r in out:
+            if isinstance(r, BaseException):
+                raise r
+    return out
+
+
+def new_experiment_id(threads: int) -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + f"-T{threads}"
+
+
+def save(result: ExperimentResult, results_dir: Path) -> Path:
+    results_dir.mkdir(parents=True, exist_ok=True)
+    path = results_dir / f"{result.experiment_id}.json"
+    path.write_text(result.to_json())
+    return path

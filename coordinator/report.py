@@ -1,0 +1,142 @@
+"""Human-readable output of experiments (rich), and the live progress view."""
+
+import time
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from bgbench.coordinator.config import Settings
+from bgbench.coordinator.experiment import ExperimentResult
+from bgbench.protos import worker_pb2 as pb
+from bgbench.workloads.bg.actions import ACTION_NAMES, Action
+
+
+def _ms(v: float) -> str:
+    return f"{v:.2f}" if v < 100 else f"{v:.0f}"
+
+
+def render(result: ExperimentResult, settings: Settings) -> Group:
+    sla = settings.sla
+    head = Text()
+    head.append(f"Experiment {result.experiment_id}", style="bold")
+    head.append(f" on {result.store}\n")
+    head.append(
+        f"T={result.threads} threads over {len(result.agents)} agents, "
+        f"{result.elapsed_s:.1f} s (asked {result.duration_s:g} s)\n"
+    )
+    if result.fault:
+        head.append(f"INFRASTRUCTURE FAILURE (not an SLA verdict): {result.fault}\n", style="red")
+    head.append(
+        f"actions/s {result.actions_per_s:,.1f}   sessions/s {result.sessions_per_s:,.1f}   "
+    )
+    head.append(f"actions {result.actions:,}   sessions {result.sessions:,}   ")
+    head.append(f"errors {result.errors:,}\n", style="red" if result.errors else "")
+    head.append(
+        f"latency: p50 {_ms(result.overall.p50_ms)} ms, p95 {_ms(result.overall.p95_ms)} ms, "
+        f"p99 {_ms(result.overall.p99_ms)} ms, max {_ms(result.overall.max_ms)} ms; "
+        f"{result.within_percent:.2f}% within {sla.beta_ms:g} ms\n"
+    )
+    head.append(
+        f"unpredictable reads {result.unpredictable_percent:.3f}% "
+        f"({result.unpredictable_reads:,} of {result.reads:,} reads)\n"
+    )
+    verdict = "PASS" if result.passed else "FAIL"
+    head.append(
+        f"SLA ({sla.alpha:g}% within {sla.beta_ms:g} ms, at most {sla.tau:g}% unpredictable, "
+        f"judged per agent): ",
+    )
+    head.append(verdict, style="bold green" if result.passed else "bold red")
+
+    actions = Table(title="per action (response time = end - intended start)", title_justify="left")
+    for col in ("action", "count", "errors", "p50 ms", "p95 ms", "p99 ms", "max ms", "≤ β %"):
+        actions.add_column(col, justify="left" if col == "action" else "right")
+    for a in result.per_action:
+        actions.add_row(
+            f"{a.action} {ACTION_NAMES[Action[a.action]]}",
+            f"{a.count:,}",
+            f"{a.errors:,}",
+            _ms(a.response.p50_ms),
+            _ms(a.response.p95_ms),
+            _ms(a.response.p99_ms),
+            _ms(a.response.max_ms),
+            f"{a.within_percent:.2f}",
+        )
+
+    agents = Table(title="per agent (the SLA is judged on each)", title_justify="left")
+    for col in (
+        "agent", "T", "procs", "actions/s", "CPU %", "≤ β %", "unpredictable", "log records",
+        "verdict",
+    ):  # fmt: skip
+        agents.add_column(col, justify="left" if col in ("agent", "verdict") else "right")
+    for o in result.agents:
+        cpu = f"{o.cpu_percent:.0f}" + ("*" if o.embedded_store else "")
+        agents.add_row(
+            o.address,
+            str(o.threads),
+            str(o.load_processes),
+            f"{o.actions / o.elapsed_s:,.1f}" if o.elapsed_s else "-",
+            cpu,
+            f"{o.within_percent:.2f}",
+            f"{o.unpredictable_reads:,}/{o.reads:,}",
+            f"{o.log_records_written:,}",
+            "pass" if o.passed else "fail: " + "; ".join(o.reasons or [o.aborted or "fault"]),
+        )
+    notes = Text()
+    if any(o.embedded_store for o in result.agents):
+        notes.append("* embedded store: the load processes' CPU includes the store's own work\n")
+    for o in result.agents:
+        for e in o.error_counts[:5]:
+            notes.append(
+                f"{o.address}: {e['count']} x {e['action']} {e['type']}: {e['sample']}\n",
+                style="red",
+            )
+    return Group(head, actions, agents, notes)
+
+
+class LiveProgress:
+    """Live per-agent view while an experiment runs (stderr, refreshed by rich)."""
+
+    def __init__(self, addresses: list[str], duration_s: float, console: Console) -> None:
+        self.addresses = addresses
+        self.duration_s = duration_s
+        self.latest: dict[int, pb.Progress] = {}
+        self.previous: dict[int, tuple[float, int]] = {}
+        self.rates: dict[int, float] = {}
+        self.started = time.monotonic()
+        self.live = Live(self._table(), console=console, refresh_per_second=2, transient=True)
+
+    def update(self, i: int, progress: pb.Progress) -> None:
+        prev = self.previous.get(i)
+        if prev and progress.elapsed_seconds > prev[0]:
+            self.rates[i] = (progress.actions - prev[1]) / (progress.elapsed_seconds - prev[0])
+        self.previous[i] = (progress.elapsed_seconds, progress.actions)
+        self.latest[i] = progress
+        self.live.update(self._table())
+
+    def _table(self) -> Table:
+        elapsed = time.monotonic() - self.started
+        t = Table(title=f"running: {elapsed:.0f} / {self.duration_s:g} s", title_justify="left")
+        for col in ("agent", "actions", "actions/s", "errors", "CPU %"):
+            t.add_column(col, justify="left" if col == "agent" else "right")
+        for i, addr in enumerate(self.addresses):
+            p = self.latest.get(i)
+            if p is None:
+                t.add_row(addr, "-", "-", "-", "-")
+            else:
+                t.add_row(
+                    addr,
+                    f"{p.actions:,}",
+                    f"{self.rates.get(i, 0):,.0f}",
+                    f"{p.errors:,}",
+                    f"{p.cpu_percent:.0f}",
+                )
+        return t
+
+    def __enter__(self) -> "LiveProgress":
+        self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.live.__exit__(*exc)  # type: ignore[arg-type]

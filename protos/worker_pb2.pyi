@@ -1,0 +1,217 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class Error(_message.Message):
+    __slots__ = ("kind", "message", "field")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    FIELD_FIELD_NUMBER: _ClassVar[int]
+    kind: str
+    message: str
+    field: str
+    def __init__(self, kind: _Optional[str] = ..., message: _Optional[str] = ..., field: _Optional[str] = ...) -> None: ...
+
+class HandshakeRequest(_message.Message):
+    __slots__ = ("protocol_version", "token")
+    PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    protocol_version: int
+    token: str
+    def __init__(self, protocol_version: _Optional[int] = ..., token: _Optional[str] = ...) -> None: ...
+
+class HandshakeReply(_message.Message):
+    __slots__ = ("protocol_version", "agent_id", "hostname", "cores", "memory_bytes", "load_processes", "bgbench_version", "python_version", "error")
+    PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    HOSTNAME_FIELD_NUMBER: _ClassVar[int]
+    CORES_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
+    LOAD_PROCESSES_FIELD_NUMBER: _ClassVar[int]
+    BGBENCH_VERSION_FIELD_NUMBER: _ClassVar[int]
+    PYTHON_VERSION_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    protocol_version: int
+    agent_id: str
+    hostname: str
+    cores: int
+    memory_bytes: int
+    load_processes: int
+    bgbench_version: str
+    python_version: str
+    error: Error
+    def __init__(self, protocol_version: _Optional[int] = ..., agent_id: _Optional[str] = ..., hostname: _Optional[str] = ..., cores: _Optional[int] = ..., memory_bytes: _Optional[int] = ..., load_processes: _Optional[int] = ..., bgbench_version: _Optional[str] = ..., python_version: _Optional[str] = ..., error: _Optional[_Union[Error, _Mapping]] = ...) -> None: ...
+
+class PrepareRequest(_message.Message):
+    __slots__ = ("workload", "workload_config_json", "store", "store_options_json", "capacities", "fragments")
+    WORKLOAD_FIELD_NUMBER: _ClassVar[int]
+    WORKLOAD_CONFIG_JSON_FIELD_NUMBER: _ClassVar[int]
+    STORE_FIELD_NUMBER: _ClassVar[int]
+    STORE_OPTIONS_JSON_FIELD_NUMBER: _ClassVar[int]
+    CAPACITIES_FIELD_NUMBER: _ClassVar[int]
+    FRAGMENTS_FIELD_NUMBER: _ClassVar[int]
+    workload: str
+    workload_config_json: str
+    store: str
+    store_options_json: str
+    capacities: _containers.RepeatedScalarFieldContainer[float]
+    fragments: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, workload: _Optional[str] = ..., workload_config_json: _Optional[str] = ..., store: _Optional[str] = ..., store_options_json: _Optional[str] = ..., capacities: _Optional[_Iterable[float]] = ..., fragments: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class FragmentInfo(_message.Message):
+    __slots__ = ("fragment", "members", "load_seconds")
+    FRAGMENT_FIELD_NUMBER: _ClassVar[int]
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    LOAD_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    fragment: int
+    members: int
+    load_seconds: float
+    def __init__(self, fragment: _Optional[int] = ..., members: _Optional[int] = ..., load_seconds: _Optional[float] = ...) -> None: ...
+
+class PrepareReply(_message.Message):
+    __slots__ = ("fragments", "store_description", "error")
+    FRAGMENTS_FIELD_NUMBER: _ClassVar[int]
+    STORE_DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    fragments: _containers.RepeatedCompositeFieldContainer[FragmentInfo]
+    store_description: str
+    error: Error
+    def __init__(self, fragments: _Optional[_Iterable[_Union[FragmentInfo, _Mapping]]] = ..., store_description: _Optional[str] = ..., error: _Optional[_Union[Error, _Mapping]] = ...) -> None: ...
+
+class RunRequest(_message.Message):
+    __slots__ = ("experiment_id", "threads", "duration_seconds", "operation_count", "seed")
+    EXPERIMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    THREADS_FIELD_NUMBER: _ClassVar[int]
+    DURATION_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    OPERATION_COUNT_FIELD_NUMBER: _ClassVar[int]
+    SEED_FIELD_NUMBER: _ClassVar[int]
+    experiment_id: str
+    threads: int
+    duration_seconds: float
+    operation_count: int
+    seed: int
+    def __init__(self, experiment_id: _Optional[str] = ..., threads: _Optional[int] = ..., duration_seconds: _Optional[float] = ..., operation_count: _Optional[int] = ..., seed: _Optional[int] = ...) -> None: ...
+
+class Progress(_message.Message):
+    __slots__ = ("elapsed_seconds", "actions", "errors", "sessions", "cpu_percent")
+    ELAPSED_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    ACTIONS_FIELD_NUMBER: _ClassVar[int]
+    ERRORS_FIELD_NUMBER: _ClassVar[int]
+    SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    CPU_PERCENT_FIELD_NUMBER: _ClassVar[int]
+    elapsed_seconds: float
+    actions: int
+    errors: int
+    sessions: int
+    cpu_percent: float
+    def __init__(self, elapsed_seconds: _Optional[float] = ..., actions: _Optional[int] = ..., errors: _Optional[int] = ..., sessions: _Optional[int] = ..., cpu_percent: _Optional[float] = ...) -> None: ...
+
+class ActionStats(_message.Message):
+    __slots__ = ("action", "count", "errors", "response_hist", "service_hist")
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    ERRORS_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_HIST_FIELD_NUMBER: _ClassVar[int]
+    SERVICE_HIST_FIELD_NUMBER: _ClassVar[int]
+    action: str
+    count: int
+    errors: int
+    response_hist: bytes
+    service_hist: bytes
+    def __init__(self, action: _Optional[str] = ..., count: _Optional[int] = ..., errors: _Optional[int] = ..., response_hist: _Optional[bytes] = ..., service_hist: _Optional[bytes] = ...) -> None: ...
+
+class ErrorCount(_message.Message):
+    __slots__ = ("action", "type", "count", "sample")
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    SAMPLE_FIELD_NUMBER: _ClassVar[int]
+    action: str
+    type: str
+    count: int
+    sample: str
+    def __init__(self, action: _Optional[str] = ..., type: _Optional[str] = ..., count: _Optional[int] = ..., sample: _Optional[str] = ...) -> None: ...
+
+class RunResult(_message.Message):
+    __slots__ = ("elapsed_seconds", "actions", "sessions", "errors", "per_action", "error_counts", "cpu_seconds", "load_processes", "engine_saturated", "embedded_store", "log_records", "log_dir", "state_uncertain", "aborted", "threads")
+    ELAPSED_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    ACTIONS_FIELD_NUMBER: _ClassVar[int]
+    SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    ERRORS_FIELD_NUMBER: _ClassVar[int]
+    PER_ACTION_FIELD_NUMBER: _ClassVar[int]
+    ERROR_COUNTS_FIELD_NUMBER: _ClassVar[int]
+    CPU_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    LOAD_PROCESSES_FIELD_NUMBER: _ClassVar[int]
+    ENGINE_SATURATED_FIELD_NUMBER: _ClassVar[int]
+    EMBEDDED_STORE_FIELD_NUMBER: _ClassVar[int]
+    LOG_RECORDS_FIELD_NUMBER: _ClassVar[int]
+    LOG_DIR_FIELD_NUMBER: _ClassVar[int]
+    STATE_UNCERTAIN_FIELD_NUMBER: _ClassVar[int]
+    ABORTED_FIELD_NUMBER: _ClassVar[int]
+    THREADS_FIELD_NUMBER: _ClassVar[int]
+    elapsed_seconds: float
+    actions: int
+    sessions: int
+    errors: int
+    per_action: _containers.RepeatedCompositeFieldContainer[ActionStats]
+    error_counts: _containers.RepeatedCompositeFieldContainer[ErrorCount]
+    cpu_seconds: float
+    load_processes: int
+    engine_saturated: bool
+    embedded_store: bool
+    log_records: int
+    log_dir: str
+    state_uncertain: bool
+    aborted: str
+    threads: int
+    def __init__(self, elapsed_seconds: _Optional[float] = ..., actions: _Optional[int] = ..., sessions: _Optional[int] = ..., errors: _Optional[int] = ..., per_action: _Optional[_Iterable[_Union[ActionStats, _Mapping]]] = ..., error_counts: _Optional[_Iterable[_Union[ErrorCount, _Mapping]]] = ..., cpu_seconds: _Optional[float] = ..., load_processes: _Optional[int] = ..., engine_saturated: _Optional[bool] = ..., embedded_store: _Optional[bool] = ..., log_records: _Optional[int] = ..., log_dir: _Optional[str] = ..., state_uncertain: _Optional[bool] = ..., aborted: _Optional[str] = ..., threads: _Optional[int] = ...) -> None: ...
+
+class RunEvent(_message.Message):
+    __slots__ = ("progress", "result", "error")
+    PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    progress: Progress
+    result: RunResult
+    error: Error
+    def __init__(self, progress: _Optional[_Union[Progress, _Mapping]] = ..., result: _Optional[_Union[RunResult, _Mapping]] = ..., error: _Optional[_Union[Error, _Mapping]] = ...) -> None: ...
+
+class ValidateRequest(_message.Message):
+    __slots__ = ("experiment_id",)
+    EXPERIMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    experiment_id: str
+    def __init__(self, experiment_id: _Optional[str] = ...) -> None: ...
+
+class ValidateReply(_message.Message):
+    __slots__ = ("reads", "unpredictable_reads", "sessions", "unpredictable_sessions", "writes", "log_records", "seconds", "details_json", "error")
+    READS_FIELD_NUMBER: _ClassVar[int]
+    UNPREDICTABLE_READS_FIELD_NUMBER: _ClassVar[int]
+    SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    UNPREDICTABLE_SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    WRITES_FIELD_NUMBER: _ClassVar[int]
+    LOG_RECORDS_FIELD_NUMBER: _ClassVar[int]
+    SECONDS_FIELD_NUMBER: _ClassVar[int]
+    DETAILS_JSON_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    reads: int
+    unpredictable_reads: int
+    sessions: int
+    unpredictable_sessions: int
+    writes: int
+    log_records: int
+    seconds: float
+    details_json: str
+    error: Error
+    def __init__(self, reads: _Optional[int] = ..., unpredictable_reads: _Optional[int] = ..., sessions: _Optional[int] = ..., unpredictable_sessions: _Optional[int] = ..., writes: _Optional[int] = ..., log_records: _Optional[int] = ..., seconds: _Optional[float] = ..., details_json: _Optional[str] = ..., error: _Optional[_Union[Error, _Mapping]] = ...) -> None: ...
+
+class ShutdownRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ShutdownReply(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...

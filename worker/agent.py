@@ -1,0 +1,372 @@
+"""The worker agent: a gRPC server that drives load processes, one per fragment.
+
+`python -m bgbench.worker.agent --listen 127.0.0.1:0` prints one line
+"BGBENCH-AGENT LISTENING host:port" once it serves, so a parent can find the port.
+"""
+
+import contextlib
+import json
+import multiprocessing as mp
+import os
+import platform
+import signal
+import socket
+import sys
+import threading
+import time
+import uuid
+from concurrent import futures
+from multiprocessing.connection import wait as wait_any
+from pathlib import Path
+from typing import Annotated
+
+import grpc
+import psutil
+import typer
+from hdrh.histogram import HdrHistogram
+
+from bgbench import __version__
+from bgbench.protos import PROTOCOL_VERSION
+from bgbench.protos import worker_pb2 as pb
+from bgbench.protos import worker_pb2_grpc as pb_grpc
+from bgbench.worker import loadproc
+
+PROGRESS_EVERY_S = 1.0
+PREPARE_TIMEOUT_S = 3600.0
+VALIDATE_TIMEOUT_S = 3600.0
+RUN_GRACE_S = 60.0
+
+
+class LoadProcess:
+    """One child process serving one fragment."""
+
+    def __init__(self, ctx: mp.context.SpawnContext) -> None:
+        self.conn, child_conn = ctx.Pipe()
+        self.stop = ctx.Event()
+        self.counters = ctx.Array("q", 3, lock=False)
+        self.process = ctx.Process(
+            target=loadproc.serve, args=(child_conn, self.stop, self.counters), daemon=True
+        )
+        self.process.start()
+        child_conn.close()
+
+    def request(self, msg: dict, timeout: float) -> dict:
+        self.conn.send(msg)
+        return self.reply(timeout)
+
+    def reply(self, timeout: float) -> dict:
+        deadline = time.monotonic() + timeout
+        while not self.conn.poll(0.2):
+            if not self.process.is_alive():
+                return self._died()
+            if time.monotonic() > deadline:
+                return {"ok": False, "kind": "system", "message": f"no answer in {timeout:.0f} s"}
+        try:
+            return self.conn.recv()  # type: ignore[no-any-return]
+        except EOFError:
+            return self._died()
+
+    def _died(self) -> dict:
+        self.process.join(1)
+        return {
+            "ok": False,
+            "kind": "system",
+            "message": f"load process {self.process.pid} died (exit code {self.process.exitcode})",
+        }
+
+    def close(self) -> None:
+        if self.process.is_alive():
+            with contextlib.suppress(BrokenPipeError, OSError):
+                self.request({"op": "exit"}, timeout=5)
+            self.process.join(5)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(5)
+
+
+def _error(kind: str, message: str, field: str = "") -> pb.Error:
+    return pb.Error(kind=kind, message=message, field=field)
+
+
+class AgentService(pb_grpc.WorkerServicer):
+    def __init__(self, work_dir: Path, stopper: threading.Event, processes: int) -> None:
+        self.work_dir = work_dir
+        self.load_processes = processes
+        self.agent_id = uuid.uuid4().hex[:12]
+        self.processes: list[LoadProcess] = []
+        self.fragments: list[int] = []
+        self._ctx = mp.get_context("spawn")
+        self._busy = threading.Lock()
+        self._stopper = stopper
+
+    # -- helpers -----------------------------------------------------------------
+    def _ensure_processes(self, n: int) -> None:
+        while len(self.processes) > n:
+            self.processes.pop().close()
+        while len(self.processes) < n:
+            self.processes.append(LoadProcess(self._ctx))
+
+    def _all(self, msgs: list[dict], timeout: float) -> list[dict]:
+        for proc, msg in zip(self.processes, msgs, strict=True):
+            proc.conn.send(msg)
+        return [proc.reply(timeout) for proc in self.processes]
+
+    def _log_dir(self, experiment_id: str) -> Path:
+        return self.work_dir / "experiments" / experiment_id
+
+    def close(self) -> None:
+        for proc in self.processes:
+            proc.close()
+        self.processes.clear()
+
+    # -- RPCs --------------------------------------------------------------------
+    def Handshake(self, request, context):
+        reply = pb.HandshakeReply(
+            protocol_version=PROTOCOL_VERSION,
+            agent_id=self.agent_id,
+            hostname=socket.gethostname(),
+            cores=os.cpu_count() or 1,
+            memory_bytes=psutil.virtual_memory().total,
+            load_processes=self.load_processes,
+            bgbench_version=__version__,
+            python_version=platform.python_version(),
+        )
+        if request.protocol_version != PROTOCOL_VERSION:
+            reply.error.CopyFrom(
+                _error(
+                    "user",
+                    f"protocol version mismatch: coordinator speaks {request.protocol_version}, "
+                    f"agent speaks {PROTOCOL_VERSION}; install the same bgbench on both",
+                )
+            )
+        return reply
+
+    def Prepare(self, request, context):
+        if not self._busy.acquire(blocking=False):
+            return pb.PrepareReply(error=_error("user", "agent busy with another request"))
+        try:
+            if request.workload != "bg":
+                return pb.PrepareReply(
+                    error=_error("user", f"unknown workload {request.workload!r}", "workload")
+                )
+            fragments = list(request.fragments)
+            if len(fragments) != self.load_processes:
+                return pb.PrepareReply(
+                    error=_error(
+                        "user",
+                        f"got {len(fragments)} fragments for {self.load_processes} load processes",
+                    )
+                )
+            self._ensure_processes(len(fragments))
+            self.fragments = fragments
+            msgs = [
+                {
+                    "op": "prepare",
+                    "config": request.workload_config_json,
+                    "store": request.store,
+                    "options": json.loads(request.store_options_json or "{}"),
+                    "capacities": list(request.capacities),
+                    "fragment": k,
+                }
+                for k in fragments
+            ]
+            replies = self._all(msgs, PREPARE_TIMEOUT_S)
+            failed = [r for r in replies if not r["ok"]]
+            if failed:
+                self.close()
+                return pb.PrepareReply(error=_error(failed[0]["kind"], failed[0]["message"]))
+            return pb.PrepareReply(
+                fragments=[
+                    pb.FragmentInfo(
+                        fragment=r["result"]["fragment"],
+                        members=r["result"]["members"],
+                        load_seconds=r["result"]["load_seconds"],
+                    )
+                    for r in replies
+                ],
+                store_description=replies[0]["result"]["store"],
+            )
+        finally:
+            self._busy.release()
+
+    def Run(self, request, context):
+        if not self._busy.acquire(blocking=False):
+            yield pb.RunEvent(error=_error("user", "agent busy with another request"))
+            return
+        try:
+            yield from self._run(request, context)
+        finally:
+            self._busy.release()
+
+    def _run(self, request, context):
+        if not self.processes:
+            yield pb.RunEvent(error=_error("user", "prepare must come before run"))
+            return
+        n = len(self.processes)
+        shares = [request.threads // n + (1 if i < request.threads % n else 0) for i in range(n)]
+        log_dir = self._log_dir(request.experiment_id)
+        for proc, threads in zip(self.processes, shares, strict=True):
+            proc.stop.clear()
+            for i in range(3):
+                proc.counters[i] = 0
+            proc.conn.send(
+                {
+                    "op": "run",
+                    "experiment_id": request.experiment_id,
+                    "threads": threads,
+                    "duration": request.duration_seconds,
+                    "operations": request.operation_count,
+                    "seed": request.seed,
+                    "log_dir": str(log_dir),
+                }
+            )
+        children = [psutil.Process(p.process.pid) for p in self.processes]
+        cpu_last = sum(_cpu(c) for c in children)
+        t0 = last_tick = time.monotonic()
+        hard_deadline = t0 + request.duration_seconds + RUN_GRACE_S
+        replies: dict[int, dict] = {}
+        while len(replies) < n:
+            pending = {p.conn: i for i, p in enumerate(self.processes) if i not in replies}
+            wait_any(
+                list(pending), timeout=max(0.0, last_tick + PROGRESS_EVERY_S - time.monotonic())
+            )
+            for i in pending.values():
+                proc = self.processes[i]
+                if proc.conn.poll():
+                    replies[i] = proc.reply(1)
+                elif not proc.process.is_alive():
+                    replies[i] = proc._died()
+            now = time.monotonic()
+            if not context.is_active() or now > hard_deadline:
+                for p in self.processes:
+                    p.stop.set()
+            if now - last_tick >= PROGRESS_EVERY_S and len(replies) < n:
+                cpu_now = sum(_cpu(c) for c in children)
+                yield pb.RunEvent(
+                    progress=pb.Progress(
+                        elapsed_seconds=now - t0,
+                        actions=sum(p.counters[loadproc.ACTIONS] for p in self.processes),
+                        errors=sum(p.counters[loadproc.ERRORS] for p in self.processes),
+                        sessions=sum(p.counters[loadproc.SESSIONS] for p in self.processes),
+                        cpu_percent=100.0 * (cpu_now - cpu_last) / (now - last_tick),
+                    )
+                )
+                cpu_last, last_tick = cpu_now, now
+        failed = [r for r in replies.values() if not r["ok"]]
+        if failed:
+            yield pb.RunEvent(error=_error(failed[0]["kind"], failed[0]["message"]))
+            return
+        yield pb.RunEvent(result=_merge_runs([replies[i]["result"] for i in range(n)], log_dir))
+
+    def Validate(self, request, context):
+        if not self.processes:
+            return pb.ValidateReply(error=_error("user", "nothing to validate: no experiment ran"))
+        with self._busy:
+            log_dir = self._log_dir(request.experiment_id)
+            replies = self._all(
+                [{"op": "validate", "log_dir": str(log_dir)}] * len(self.processes),
+                VALIDATE_TIMEOUT_S,
+            )
+        failed = [r for r in replies if not r["ok"]]
+        if failed:
+            return pb.ValidateReply(error=_error(failed[0]["kind"], failed[0]["message"]))
+        results = [r["result"] for r in replies]
+        return pb.ValidateReply(
+            reads=sum(r["reads"] for r in results),
+            unpredictable_reads=sum(r["unpredictable_reads"] for r in results),
+            sessions=sum(r["sessions"] for r in results),
+            unpredictable_sessions=sum(r["unpredictable_sessions"] for r in results),
+            writes=sum(r["writes"] for r in results),
+            log_records=sum(r["log_records"] for r in results),
+            seconds=max(r["seconds"] for r in results),
+            details_json=json.dumps(results),
+        )
+
+    def Shutdown(self, request, context):
+        self._stopper.set()
+        return pb.ShutdownReply()
+
+
+def _cpu(process: psutil.Process) -> float:
+    try:
+        t = process.cpu_times()
+        return t.user + t.system
+    except psutil.Error:
+        return 0.0
+
+
+def _merge_runs(results: list[dict], log_dir: Path) -> pb.RunResult:
+    per_action: dict[str, pb.ActionStats] = {}
+    hists: dict[str, tuple[HdrHistogram, HdrHistogram]] = {}
+    for r in results:
+        for name, s in r["per_action"].items():
+            stats = per_action.setdefault(name, pb.ActionStats(action=name))
+            stats.count += s["count"]
+            stats.errors += s["errors"]
+            resp = HdrHistogram.decode(s["response"].encode())
+            serv = HdrHistogram.decode(s["service"].encode())
+            if name in hists:
+                hists[name][0].add(resp)
+                hists[name][1].add(serv)
+            else:
+                hists[name] = (resp, serv)
+    for name, (resp, serv) in hists.items():
+        per_action[name].response_hist = resp.encode()
+        per_action[name].service_hist = serv.encode()
+    embedded = all(r["embedded"] for r in results)
+    return pb.RunResult(
+        elapsed_seconds=max(r["elapsed"] for r in results),
+        actions=sum(r["actions"] for r in results),
+        sessions=sum(r["sessions"] for r in results),
+        errors=sum(r["errors"] for r in results),
+        per_action=list(per_action.values()),
+        error_counts=[pb.ErrorCount(**e) for r in results for e in r["error_counts"]],
+        cpu_seconds=sum(r["cpu_seconds"] for r in results),
+        load_processes=len(results),
+        engine_saturated=any(r["saturated"] for r in results if r["threads"]),
+        embedded_store=embedded,
+        log_records=sum(r["log_records"] for r in results),
+        log_dir=str(log_dir),
+        state_uncertain=any(r["state_uncertain"] for r in results),
+        aborted="; ".join(r["aborted"] for r in results if r["aborted"]),
+        threads=sum(r["threads"] for r in results),
+    )
+
+
+def serve(listen: str, work_dir: Path, processes: int) -> None:
+    stopper = threading.Event()
+    service = AgentService(work_dir, stopper, processes)
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+    pb_grpc.add_WorkerServicer_to_server(service, server)
+    port = server.add_insecure_port(listen)
+    if port == 0:
+        raise SystemExit(f"bgbench agent: cannot listen on {listen}")
+    server.start()
+    host = listen.rsplit(":", 1)[0]
+    print(f"BGBENCH-AGENT LISTENING {host}:{port}", flush=True)
+    signal.signal(signal.SIGTERM, lambda *_: stopper.set())
+    try:
+        stopper.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        service.close()
+        server.stop(grace=1).wait(5)
+
+
+def main(
+    listen: Annotated[str, typer.Option(help="host:port to listen on (port 0: any)")] = (
+        "127.0.0.1:0"
+    ),
+    work_dir: Annotated[Path, typer.Option(help="where logs are written")] = Path("bgbench-agent"),
+    processes: Annotated[
+        int, typer.Option(min=1, max=256, help="load processes, one fragment each")
+    ] = 1,
+) -> None:
+    """Run a bgbench worker agent."""
+    work_dir.mkdir(parents=True, exist_ok=True)
+    serve(listen, work_dir, processes)
+
+
+if __name__ == "__main__":
+    sys.exit(typer.run(main))

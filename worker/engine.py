@@ -1,0 +1,323 @@
+"""The load engine of one fragment: a closed loop of threads acting as socialites.
+
+Each thread picks a socialite (D-Zipfian, exclusive), a unit of the mix (an
+action or a session) and plays it through the timed connection, paced by the
+inter-arrival and think times, until the duration passes, the operation count is
+reached, or the store keeps failing.
+"""
+
+import bisect
+import json
+import random
+import resource
+import threading
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bgbench.errors import SystemFault, UserError
+from bgbench.validation.delta import InitialValues, validate
+from bgbench.validation.logformat import LogWriter, read_log
+from bgbench.worker.measurement import ACTION_DTYPE, ThreadRecorder, summarize
+from bgbench.workloads.bg.actions import Action, Item
+from bgbench.workloads.bg.bookkeeping import FragmentState
+from bgbench.workloads.bg.config import BGConfig
+from bgbench.workloads.bg.generator import Fragment, FragmentPlan
+from bgbench.workloads.bg.mixes import resolve_mix
+from bgbench.workloads.bg.sessions import Actor
+from bgbench.workloads.bg.store import make_binding
+from bgbench.workloads.bg.timed import TimedConnection
+
+MAX_CONSECUTIVE_ERRORS = 100
+SATURATED_CPU_SHARE = 0.9
+DRAW_BATCH = 1024
+STOP_GRACE_S = 30.0
+PUBLISH_EVERY_S = 0.2
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    experiment_id: str
+    threads: int
+    duration_s: float
+    operation_count: int
+    seed: int
+    log_dir: Path
+
+
+def log_path(log_dir: Path, fragment: int) -> Path:
+    return log_dir / f"log-f{fragment}.bglog"
+
+
+def initial_path(log_dir: Path, fragment: int) -> Path:
+    return log_dir / f"initial-f{fragment}.npz"
+
+
+class FragmentEngine:
+    def __init__(
+        self, config: BGConfig, store: str, store_options: dict, plan: FragmentPlan, index: int
+    ) -> None:
+        self.config = config
+        self.fragment = Fragment(config.database, plan, index)
+        self.binding = make_binding(store, store_options)
+        self.state: FragmentState | None = None
+        self.mix = resolve_mix(config.workload.mix)
+        self.units = list(self.mix)
+        self.cumulative = list(np.cumsum([self.mix[u] for u in self.units]))
+        self.cumulative[-1] = 1.0
+
+    def prepare(self) -> dict:
+        t0 = time.perf_counter()
+        self.binding.create_schema(self.config.database)
+        self.binding.load_fragment(self.fragment)
+        self.state = FragmentState(self.fragment, self.config.workload.exclusive)
+        return {
+            "fragment": self.fragment.index,
+            "members": self.fragment.size,
+            "load_seconds": time.perf_counter() - t0,
+            "store": self.binding.describe(),
+        }
+
+    def _save_initial(self, path: Path) -> None:
+        assert self.state is not None
+        rids, comments = self.state.comment_counts()
+        np.savez(
+            path,
+            members=self.fragment.members,
+            friends=self.state.friend_counts(),
+            pending=self.state.pending_counts(),
+            resources=self.fragment.initial_resource_count,
+            rids=rids,
+            comments=comments,
+        )
+
+    def run(self, spec: RunSpec, stop: threading.Event, publish: Callable[[int, int, int], None]):
+        if self.state is None:
+            raise UserError("the fragment is not loaded: prepare before running")
+        if self.state.uncertain:
+            raise SystemFault(
+                "a write failed in the last experiment, so the store's state is unknown: "
+                "prepare (reload) before the next experiment"
+            )
+        if spec.threads > self.fragment.size:
+            raise UserError(
+                f"{spec.threads} threads on a fragment of {self.fragment.size} members: "
+                "raise usercount or lower threadcount"
+            )
+        spec.log_dir.mkdir(parents=True, exist_ok=True)
+        self._save_initial(initial_path(spec.log_dir, self.fragment.index))
+        log = LogWriter(log_path(spec.log_dir, self.fragment.index))
+        log_lock = threading.Lock()
+        recorders = [ThreadRecorder(t, log, log_lock) for t in range(spec.threads)]
+        sessions = [0] * spec.threads
+        aborted: list[str] = []
+        per_thread_ops = (
+            -(-spec.operation_count // spec.threads) if spec.operation_count and spec.threads else 0
+        )
+        threads = [
+            threading.Thread(
+                target=self._thread_main,
+                args=(t, spec, recorders[t], stop, sessions, aborted, per_thread_ops),
+                name=f"bg-f{self.fragment.index}-t{t}",
+                daemon=True,
+            )
+            for t in range(spec.threads)
+        ]
+        cpu0 = _cpu_seconds()
+        t0 = time.monotonic()
+        deadline = t0 + spec.duration_s
+        for th in threads:
+            th.start()
+        stuck_deadline = deadline + STOP_GRACE_S
+        while True:
+            alive = [th for th in threads if th.is_alive()]
+            now = time.monotonic()
+            if not alive:
+                break
+            if now >= deadline:
+                stop.set()
+            if now >= stuck_deadline:
+                aborted.append(
+                    f"{len(alive)} threads still inside store calls {STOP_GRACE_S:.0f} s after "
+                    "the end: the store stopped answering"
+                )
+                break
+            alive[0].join(timeout=min(PUBLISH_EVERY_S, max(0.0, deadline - now) + 0.005))
+            publish(
+                sum(r.action_count for r in recorders),
+                sum(sum(r.errors.values()) for r in recorders),
+                sum(sessions),
+            )
+        elapsed = time.monotonic() - t0
+        cpu = _cpu_seconds() - cpu0
+        chunks = [r.finish() for r in recorders]
+        log.close()
+        actions = np.concatenate(chunks) if chunks else np.empty(0, dtype=ACTION_DTYPE)
+        np.save(spec.log_dir / f"actions-f{self.fragment.index}.npy", actions)
+        return self._summary(spec, actions, recorders, sessions, aborted, elapsed, cpu, log.count)
+
+    def _summary(self, spec, actions, recorders, sessions, aborted, elapsed, cpu, records) -> dict:
+        errors: dict[tuple[int, str], int] = {}
+        samples: dict[tuple[int, str], str] = {}
+        for r in recorders:
+            for key, n in r.errors.items():
+                errors[key] = errors.get(key, 0) + n
+                samples.setdefault(key, r.error_samples[key])
+        per_action = {
+            Action(code).name: {
+                "count": s.count,
+                "errors": s.errors,
+                "response": s.response.encode().decode(),
+                "service": s.service.encode().decode(),
+            }
+            for code, s in summarize(actions).items()
+        }
+        assert self.state is not None
+        return {
+            "fragment": self.fragment.index,
+            "threads": spec.threads,
+            "elapsed": elapsed,
+            "actions": len(actions),
+            "sessions": sum(sessions),
+            "errors": int((actions["status"] != 0).sum()),
+            "per_action": per_action,
+            "error_counts": [
+                {"action": Action(a).name, "type": t, "count": n, "sample": samples[(a, t)]}
+                for (a, t), n in sorted(errors.items())
+            ],
+            "cpu_seconds": cpu,
+            "saturated": elapsed > 0 and cpu / elapsed >= SATURATED_CPU_SHARE,
+            "embedded": bool(self.binding.embedded),
+            "log_records": records,
+            "state_uncertain": self.state.uncertain,
+            "aborted": aborted[0] if aborted else "",
+        }
+
+    def _thread_main(
+        self,
+        t: int,
+        spec: RunSpec,
+        rec: ThreadRecorder,
+        stop: threading.Event,
+        sessions: list[int],
+        aborted: list[str],
+        max_ops: int,
+    ) -> None:
+        assert self.state is not None
+        seed = [spec.seed, self.fragment.index, t, zlib.crc32(spec.experiment_id.encode())]
+        np_rng = np.random.default_rng(seed)
+        rng = random.Random(str(seed))
+        zipf = self.fragment.local_zipf()
+        buf: list[int] = []
+
+        def draw() -> int:
+            nonlocal buf
+            if not buf:
+                buf = zipf.draw(np_rng, DRAW_BATCH).tolist()
+            return buf.pop()
+
+        try:
+            conn = self.binding.connect()
+        except Exception as exc:
+            aborted.append(f"thread {t} could not connect to the store: {exc}")
+            stop.set()
+            return
+        wl = self.config.workload
+        actor = Actor(
+            TimedConnection(conn, rec),
+            self.state,
+            draw,
+            rng,
+            stop,
+            wl.thinktime,
+            wl.topk,
+            self.fragment.comment_text,
+        )
+        gap_ns = int(wl.interarrivaltime * 1_000_000)
+        units, cumulative = self.units, self.cumulative
+        next_arrival = time.monotonic_ns()
+        sid = t << 40
+        try:
+            while not stop.is_set():
+                if gap_ns:
+                    next_arrival += gap_ns
+                    delay = (next_arrival - time.monotonic_ns()) / 1e9
+                    if delay > 0 and stop.wait(delay):
+                        break
+                    intended = next_arrival
+                else:
+                    intended = time.monotonic_ns()
+                socialite = self.state.acquire_socialite(draw)
+                if socialite is None:
+                    continue  # every drawn member is busy: draw again
+                unit = units[bisect.bisect_left(cumulative, rng.random())]
+                errors_before = rec.consecutive_errors
+                actions_before = rec.action_count
+                try:
+                    actor.play(unit, socialite, sid, intended)
+                finally:
+                    self.state.release_socialite(socialite)
+                sid += 1
+                if rec.action_count > actions_before:
+                    sessions[t] += 1
+                if rec.consecutive_errors == errors_before:
+                    rec.consecutive_errors = 0
+                elif rec.consecutive_errors >= MAX_CONSECUTIVE_ERRORS:
+                    key = next(reversed(rec.error_samples))
+                    aborted.append(
+                        f"store failing: {MAX_CONSECUTIVE_ERRORS} errors in a row on thread {t}, "
+                        f"last {key[1]}: {rec.error_samples[key]}"
+                    )
+                    stop.set()
+                if max_ops and rec.action_count >= max_ops:
+                    break
+        finally:
+            conn.close()
+
+    def validate(self, log_dir: Path) -> dict:
+        t0 = time.perf_counter()
+        k = self.fragment.index
+        records = read_log(log_path(log_dir, k))
+        initial = load_initial(initial_path(log_dir, k))
+        result = validate(records, initial)
+        return {
+            "fragment": k,
+            "reads": result.reads,
+            "unpredictable_reads": result.unpredictable_reads,
+            "writes": result.writes,
+            "sessions": result.sessions,
+            "unpredictable_sessions": result.unpredictable_sessions,
+            "log_records": len(records),
+            "seconds": time.perf_counter() - t0,
+            "by_item": {
+                Item(i).name: [n, result.unpredictable_by_item.get(i, 0)]
+                for i, n in result.reads_by_item.items()
+            },
+            "by_action": {
+                Action(a).name: [n, result.unpredictable_by_action.get(a, 0)]
+                for a, n in result.reads_by_action.items()
+            },
+            "examples": json.loads(json.dumps(result.examples)),
+        }
+
+
+def load_initial(path: Path) -> InitialValues:
+    with np.load(path) as z:
+        members = z["members"]
+        return InitialValues(
+            {
+                Item.FRIEND_COUNT: (members, z["friends"]),
+                Item.PENDING_COUNT: (members, z["pending"]),
+                Item.RESOURCE_COUNT: (members, z["resources"]),
+                Item.COMMENT_COUNT: (z["rids"], z["comments"]),
+            }
+        )
+
+
+def _cpu_seconds() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime

@@ -1,0 +1,94 @@
+"""A load process: owns one fragment's engine and answers its agent over a pipe.
+
+The agent talks to its load processes with small dicts over a multiprocessing
+pipe (same host, same version); only the agent speaks gRPC. Progress goes
+through shared counters the agent reads every second.
+"""
+
+import threading
+import traceback
+from multiprocessing.connection import Connection
+from multiprocessing.sharedctypes import SynchronizedArray
+from multiprocessing.synchronize import Event as ProcessEvent
+from pathlib import Path
+
+from bgbench.errors import UserError
+from bgbench.worker.engine import FragmentEngine, RunSpec
+from bgbench.workloads.bg.config import BGConfig
+from bgbench.workloads.bg.generator import FragmentPlan
+
+# Indexes into the shared progress counters.
+ACTIONS, ERRORS, SESSIONS = 0, 1, 2
+
+
+def serve(conn: Connection, stop: ProcessEvent, counters: SynchronizedArray) -> None:
+    engine: FragmentEngine | None = None
+    while True:
+        try:
+            msg = conn.recv()
+        except EOFError:
+            return  # the agent is gone
+        op = msg["op"]
+        if op == "exit":
+            conn.send({"ok": True, "result": None})
+            return
+        try:
+            if op == "prepare":
+                config = BGConfig.model_validate_json(msg["config"])
+                plan = FragmentPlan(tuple(msg["capacities"]), config.workload.zipfianmean)
+                engine = FragmentEngine(config, msg["store"], msg["options"], plan, msg["fragment"])
+                result = engine.prepare()
+            elif op == "run":
+                if engine is None:
+                    raise UserError("prepare must come before run")
+                result = _run(engine, msg, stop, counters)
+            elif op == "validate":
+                if engine is None:
+                    raise UserError("prepare must come before validate")
+                result = engine.validate(Path(msg["log_dir"]))
+            else:
+                raise UserError(f"unknown operation {op!r}")
+            conn.send({"ok": True, "result": result})
+        except UserError as exc:
+            conn.send({"ok": False, "kind": "user", "message": str(exc)})
+        except Exception as exc:
+            conn.send(
+                {
+                    "ok": False,
+                    "kind": "system",
+                    "message": f"{type(exc).__name__}: {exc}",
+                    "trace": traceback.format_exc(limit=8),
+                }
+            )
+
+
+def _run(engine: FragmentEngine, msg: dict, stop: ProcessEvent, counters: SynchronizedArray):
+    # Threads poll a local event (cheap); a watcher relays the agent's cross-process one.
+    local_stop = threading.Event()
+    finished = threading.Event()
+
+    def relay() -> None:
+        while not finished.is_set():
+            if stop.wait(0.1):
+                local_stop.set()
+                return
+
+    watcher = threading.Thread(target=relay, daemon=True)
+    watcher.start()
+
+    def publish(actions: int, errors: int, sessions: int) -> None:
+        counters[ACTIONS], counters[ERRORS], counters[SESSIONS] = actions, errors, sessions
+
+    spec = RunSpec(
+        experiment_id=msg["experiment_id"],
+        threads=msg["threads"],
+        duration_s=msg["duration"],
+        operation_count=msg["operations"],
+        seed=msg["seed"],
+        log_dir=Path(msg["log_dir"]),
+    )
+    try:
+        return engine.run(spec, local_stop, publish)
+    finally:
+        finished.set()
+        watcher.join()

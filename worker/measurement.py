@@ -1,0 +1,124 @@
+"""Per-thread measurement: action timings and read/write log records.
+
+Threads append plain tuples (the cheapest thing Python can do) and hand full
+batches over: log records go to the shared log file, action timings become numpy
+chunks. Summaries are exact HDR histograms (microseconds), mergeable across
+load processes and agents.
+"""
+
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+from hdrh.histogram import HdrHistogram
+
+from bgbench.validation.logformat import LogWriter
+
+ACTION_DTYPE = np.dtype(
+    [
+        ("action", "u1"),
+        ("status", "u1"),  # 0 ok, 1 error
+        ("thread", "<u2"),
+        ("intended", "<i8"),
+        ("start", "<i8"),
+        ("end", "<i8"),
+    ]
+)
+HIST_LOWEST_US = 1
+HIST_HIGHEST_US = 3_600_000_000  # one hour
+HIST_DIGITS = 3
+FLUSH_EVERY = 1 << 15
+
+
+def new_histogram() -> HdrHistogram:
+    return HdrHistogram(HIST_LOWEST_US, HIST_HIGHEST_US, HIST_DIGITS)
+
+
+def histogram_of(latencies_ns: np.ndarray) -> HdrHistogram:
+    h = new_histogram()
+    if len(latencies_ns):
+        us = np.clip(latencies_ns // 1000, HIST_LOWEST_US, HIST_HIGHEST_US)
+        values, counts = np.unique(us, return_counts=True)
+        for v, c in zip(values.tolist(), counts.tolist(), strict=True):
+            h.record_value(v, c)
+    return h
+
+
+class ThreadRecorder:
+    """One load thread's lists; the Recorder protocol of workloads.bg.timed."""
+
+    def __init__(self, thread: int, log: LogWriter, log_lock: threading.Lock) -> None:
+        self.thread = thread
+        self.actions: list[tuple[int, int, int, int, int, int]] = []
+        self.records: list[tuple[int, int, int, int, int, int, int, int, int]] = []
+        self._log = log
+        self._log_lock = log_lock
+        self._chunks: list[np.ndarray] = []
+        self._done_actions = 0
+        self.errors: Counter[tuple[int, str]] = Counter()
+        self.error_samples: dict[tuple[int, str], str] = {}
+        self.consecutive_errors = 0
+
+    def error(self, action: int, exc: BaseException) -> None:
+        key = (action, type(exc).__name__)
+        self.errors[key] += 1
+        self.error_samples.setdefault(key, str(exc)[:300])
+        self.consecutive_errors += 1
+
+    def maybe_flush(self) -> None:
+        if len(self.records) >= FLUSH_EVERY:
+            self._flush_records()
+        if len(self.actions) >= FLUSH_EVERY:
+            self._flush_actions()
+
+    def _flush_records(self) -> None:
+        rows, self.records = self.records, []
+        with self._log_lock:
+            self._log.append_rows(rows)
+
+    def _flush_actions(self) -> None:
+        rows, self.actions = self.actions, []
+        self._done_actions += len(rows)
+        self._chunks.append(np.array(rows, dtype=ACTION_DTYPE))
+
+    @property
+    def action_count(self) -> int:
+        return self._done_actions + len(self.actions)
+
+    def finish(self) -> np.ndarray:
+        """Flush everything; return this thread's action timings."""
+        self._flush_records()
+        if self.actions:
+            self._flush_actions()
+        if not self._chunks:
+            return np.empty(0, dtype=ACTION_DTYPE)
+        return np.concatenate(self._chunks)
+
+
+@dataclass
+class ActionSummary:
+    count: int = 0
+    errors: int = 0
+    response: HdrHistogram = field(default_factory=new_histogram)
+    service: HdrHistogram = field(default_factory=new_histogram)
+
+    def merge(self, other: "ActionSummary") -> None:
+        self.count += other.count
+        self.errors += other.errors
+        self.response.add(other.response)
+        self.service.add(other.service)
+
+
+def summarize(actions: np.ndarray) -> dict[int, ActionSummary]:
+    """Per action code: counts and histograms of response and service time."""
+    out: dict[int, ActionSummary] = {}
+    for code in np.unique(actions["action"]).tolist():
+        a = actions[actions["action"] == code]
+        out[code] = ActionSummary(
+            count=len(a),
+            errors=int((a["status"] != 0).sum()),
+            response=histogram_of(a["end"] - a["intended"]),
+            service=histogram_of(a["end"] - a["start"]),
+        )
+    return out

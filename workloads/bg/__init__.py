@@ -1,0 +1,1 @@
+"""The BG social-networking workload: schema, generator, D-Zipfian, actions, sessions, mixes."""

@@ -1,0 +1,196 @@
+"""In-memory picture of one fragment, for choosing valid targets under concurrency.
+
+BG does not pick the target of a write from what the store returns (a stale store
+would make it pick wrong): it keeps its own view of friendships, invitations and
+comments (paper section D). Every choice reserves what it picked (a relationship
+or a comment) until the action ends, so two threads never act on the same
+invitation, friendship or comment at once. A write that failed leaves its target
+reserved for good and marks the state uncertain: the next experiment must reload
+or read the store back.
+
+Member exclusivity: acquire_socialite() hands out a member no other thread is
+acting as (when exclusive is on).
+"""
+
+import random
+import threading
+from collections import defaultdict
+from collections.abc import Callable
+
+import numpy as np
+
+from bgbench.workloads.bg.generator import CONFIRMED, PENDING, Fragment
+
+
+def _pair(a: int, b: int) -> tuple[int, int]:
+    return (a, b) if a < b else (b, a)
+
+
+class FragmentState:
+    def __init__(self, fragment: Fragment, exclusive: bool = True) -> None:
+        self.fragment = fragment
+        self.exclusive = exclusive
+        self._lock = threading.Lock()
+        self.members = fragment.members
+        self._member_set = set(fragment.members.tolist())
+        self.friends: dict[int, set[int]] = defaultdict(set)
+        self.invited_by: dict[int, set[int]] = defaultdict(set)  # invitee -> inviters
+        self.invited: dict[int, set[int]] = defaultdict(set)  # inviter -> invitees
+        for inviter, invitee, status in fragment.friendships.tolist():
+            if status == CONFIRMED:
+                self.friends[inviter].add(invitee)
+                self.friends[invitee].add(inviter)
+            elif status == PENDING:
+                self.invited_by[invitee].add(inviter)
+                self.invited[inviter].add(invitee)
+        self.wall_resources: dict[int, list[int]] = defaultdict(list)
+        for rid, _creator, wall in fragment.resources.tolist():
+            self.wall_resources[wall].append(rid)
+        per = fragment.db.commentcountperresource
+        self.comments: dict[int, list[int]] = {
+            rid: list(range(per)) for rid in fragment.resources[:, 0].tolist()
+        }
+        self.next_mid: dict[int, int] = dict.fromkeys(self.comments, per)
+        self._busy_pairs: set[tuple[int, int]] = set()
+        self._active: set[int] = set()
+        self.uncertain = False  # a write failed: the store's state is no longer known
+
+    # -- exclusivity -------------------------------------------------------------
+    def acquire_socialite(self, draw: Callable[[], int], attempts: int = 64) -> int | None:
+        """A member to act as, drawn by `draw`, that no other thread is acting as."""
+        if not self.exclusive:
+            return draw()
+        with self._lock:
+            for _ in range(attempts):
+                m = draw()
+                if m not in self._active:
+                    self._active.add(m)
+                    return m
+        return None
+
+    def release_socialite(self, member: int) -> None:
+        if self.exclusive:
+            with self._lock:
+                self._active.discard(member)
+
+    # -- friendship choices ----------------------------------------------------------
+    def _related(self, a: int, b: int) -> bool:
+        return b in self.friends[a] or b in self.invited[a] or b in self.invited_by[a]
+
+    def reserve_invitee(
+        self, inviter: int, draw: Callable[[], int], attempts: int = 32
+    ) -> int | None:
+        """A member the inviter has no relationship with, reserved for an invitation."""
+        with self._lock:
+            for _ in range(attempts):
+                b = draw()
+                pair = _pair(inviter, b)
+                if b != inviter and not self._related(inviter, b) and pair not in self._busy_pairs:
+                    self._busy_pairs.add(pair)
+                    return b
+        return None
+
+    def reserve_inviter(self, invitee: int, rng: random.Random) -> int | None:
+        """A member whose pending invitation to `invitee` nobody else is handling."""
+        with self._lock:
+            free = [
+                a for a in self.invited_by[invitee] if _pair(a, invitee) not in self._busy_pairs
+            ]
+            if not free:
+                return None
+            a = rng.choice(free)
+            self._busy_pairs.add(_pair(a, invitee))
+            return a
+
+    def reserve_friend(self, member: int, rng: random.Random) -> int | None:
+        with self._lock:
+            free = [f for f in self.friends[member] if _pair(f, member) not in self._busy_pairs]
+            if not free:
+                return None
+            f = rng.choice(free)
+            self._busy_pairs.add(_pair(f, member))
+            return f
+
+    def random_friend(self, member: int, rng: random.Random) -> int | None:
+        with self._lock:
+            friends = list(self.friends[member])
+        return rng.choice(friends) if friends else None
+
+    def finish_invite(self, inviter: int, invitee: int, ok: bool) -> None:
+        with self._lock:
+            if ok:
+                self.invited[inviter].add(invitee)
+                self.invited_by[invitee].add(inviter)
+            self._settle(_pair(inviter, invitee), ok)
+
+    def finish_answer(self, inviter: int, invitee: int, accepted: bool, ok: bool) -> None:
+        with self._lock:
+            if ok:
+                self.invited[inviter].discard(invitee)
+                self.invited_by[invitee].discard(inviter)
+                if accepted:
+                    self.friends[inviter].add(invitee)
+                    self.friends[invitee].add(inviter)
+            self._settle(_pair(inviter, invitee), ok)
+
+    def finish_thaw(self, member: int, friend: int, ok: bool) -> None:
+        with self._lock:
+            if ok:
+                self.friends[member].discard(friend)
+                self.friends[friend].discard(member)
+            self._settle(_pair(member, friend), ok)
+
+    def _settle(self, pair: tuple[int, int], ok: bool) -> None:
+        if ok:
+            self._busy_pairs.discard(pair)
+        else:
+            self.uncertain = True  # keep the pair reserved: its state is unknown
+
+    # -- comments ------------------------------------------------------------------
+    def resources_on_wall(self, member: int) -> list[int]:
+        return self.wall_resources.get(member, [])
+
+    def new_comment_id(self, rid: int) -> int:
+        with self._lock:
+            mid = self.next_mid[rid]
+            self.next_mid[rid] = mid + 1
+            return mid
+
+    def finish_post(self, rid: int, mid: int, ok: bool) -> None:
+        with self._lock:
+            if ok:
+                self.comments[rid].append(mid)
+            else:
+                self.uncertain = True
+
+    def reserve_comment(self, member: int, rng: random.Random) -> tuple[int, int] | None:
+        """A comment on a resource of `member`'s wall, removed from view while it is deleted."""
+        with self._lock:
+            candidates = [rid for rid in self.wall_resources.get(member, ()) if self.comments[rid]]
+            if not candidates:
+                return None
+            rid = rng.choice(candidates)
+            mids = self.comments[rid]
+            mid = mids.pop(rng.randrange(len(mids)))
+            return rid, mid
+
+    def release_comment(self, rid: int, mid: int) -> None:
+        """Give back a reserved comment that was not deleted after all."""
+        with self._lock:
+            self.comments[rid].append(mid)
+
+    def finish_delete(self, ok: bool) -> None:
+        if not ok:
+            with self._lock:
+                self.uncertain = True
+
+    # -- values of tracked items (only meaningful when quiescent) -----------------------
+    def friend_counts(self) -> np.ndarray:
+        return np.array([len(self.friends[m]) for m in self.members.tolist()], dtype=np.int64)
+
+    def pending_counts(self) -> np.ndarray:
+        return np.array([len(self.invited_by[m]) for m in self.members.tolist()], dtype=np.int64)
+
+    def comment_counts(self) -> tuple[np.ndarray, np.ndarray]:
+        rids = np.array(sorted(self.comments), dtype=np.int64)
+        return rids, np.array([len(self.comments[r]) for r in rids.tolist()], dtype=np.int64)

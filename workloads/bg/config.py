@@ -1,0 +1,83 @@
+"""Typed settings of the BG database and workload, with BG's own parameter names."""
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from bgbench.workloads.bg.mixes import resolve_mix
+
+
+class BGDatabaseConfig(BaseModel):
+    """What the generator builds (paper section B, Table 2)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    usercount: Annotated[int, Field(ge=2, description="members in the database (M)")] = 1000
+    friendcountperuser: Annotated[
+        int, Field(ge=0, description="relationships per member, confirmed or pending (phi)")
+    ] = 10
+    confperc: Annotated[
+        float, Field(ge=0, le=1, description="share of relationships that are confirmed")
+    ] = 1.0
+    resourcecountperuser: Annotated[int, Field(ge=0, description="resources per member (rho)")] = 10
+    commentcountperresource: Annotated[
+        int, Field(ge=0, description="comments on each resource at load time")
+    ] = 0
+    attrcount: Annotated[int, Field(ge=1, le=64, description="string attributes per member")] = 10
+    attrlength: Annotated[int, Field(ge=1, le=10_000, description="length of each attribute")] = 100
+    insertimage: bool = Field(False, description="store a thumbnail and a profile image")
+    thumbnailsize: Annotated[int, Field(ge=1, description="thumbnail size in KB")] = 2
+    imagesize: Annotated[int, Field(ge=1, description="profile image size in KB")] = 12
+    commentlength: Annotated[int, Field(ge=1, le=10_000)] = 100
+    seed: int = Field(1, description="seed of the generator and of the load")
+
+    @field_validator("friendcountperuser")
+    @classmethod
+    def _even(cls, value: int) -> int:
+        if value % 2:
+            raise ValueError("must be even: each member links to phi/2 neighbours on each side")
+        return value
+
+
+class BGWorkloadConfig(BaseModel):
+    """How socialites behave (paper sections C, D)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mix: str | dict[str, float] = Field(
+        "low", description="verylow, low, high (Table 3), sessions, or a table of weights"
+    )
+    zipfianmean: Annotated[
+        float, Field(ge=0, lt=1, description="theta; rank i weighs i^-(1-theta)")
+    ] = 0.27
+    thinktime: Annotated[float, Field(ge=0, description="ms between actions of a session")] = 0
+    interarrivaltime: Annotated[
+        float, Field(ge=0, description="ms between socialites emulated by a thread")
+    ] = 0
+    exclusive: bool = Field(True, description="no two threads act as the same socialite at once")
+    topk: Annotated[int, Field(ge=1, le=1000)] = 5
+
+    @field_validator("mix")
+    @classmethod
+    def _known_mix(cls, value: str | dict[str, float]) -> str | dict[str, float]:
+        resolve_mix(value)
+        return value
+
+
+class BGConfig(BaseModel):
+    """Everything a worker needs to build and drive its fragment."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    database: BGDatabaseConfig = BGDatabaseConfig()
+    workload: BGWorkloadConfig = BGWorkloadConfig()
+
+    @model_validator(mode="after")
+    def _fits(self) -> "BGConfig":
+        db = self.database
+        if db.friendcountperuser >= db.usercount:
+            raise ValueError(
+                f"friendcountperuser ({db.friendcountperuser}) must be below usercount "
+                f"({db.usercount})"
+            )
+        return self

@@ -1,0 +1,132 @@
+"""The store seam of the BG workload: what a binding implements, declared as Protocols.
+
+A binding is small and dumb: schema and load hooks plus the 11 actions. It never
+times itself; `timed.TimedConnection` times every call. One binding per file
+under `stores/`, registered once as an entry point in pyproject.toml.
+"""
+
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
+
+from pydantic import BaseModel
+
+from bgbench.errors import UserError
+
+if TYPE_CHECKING:
+    from bgbench.workloads.bg.config import BGDatabaseConfig
+    from bgbench.workloads.bg.generator import Fragment
+
+ENTRY_POINT_GROUP = "bgbench.bg_stores"
+
+
+@dataclass(slots=True)
+class Profile:
+    member: int
+    attributes: list[str]
+    friend_count: int
+    resource_count: int
+    pending_count: int | None  # only when members view their own profile
+    image: bytes | None
+
+
+@dataclass(slots=True)
+class MemberRow:
+    """A friend or an inviter, as LF and VFR list them (thumbnail, not profile image)."""
+
+    member: int
+    attributes: list[str]
+    thumbnail: bytes | None
+
+
+@dataclass(slots=True)
+class ResourceRow:
+    rid: int
+    creator: int
+    wall: int
+
+
+@dataclass(slots=True)
+class CommentRow:
+    rid: int
+    mid: int
+    commenter: int
+    text: str
+
+
+@runtime_checkable
+class BGConnection(Protocol):
+    """One thread's handle on the store. Calls may raise; they are never retried here."""
+
+    def view_profile(self, requester: int, member: int) -> Profile: ...
+    def list_friends(self, requester: int, member: int) -> list[MemberRow]: ...
+    def view_friend_requests(self, member: int) -> list[MemberRow]: ...
+    def invite_friend(self, inviter: int, invitee: int) -> None: ...
+    def accept_friend_request(self, inviter: int, invitee: int) -> None: ...
+    def reject_friend_request(self, inviter: int, invitee: int) -> None: ...
+    def thaw_friendship(self, member: int, friend: int) -> None: ...
+    def view_top_k_resources(self, requester: int, member: int, k: int) -> list[ResourceRow]: ...
+    def view_comments(self, requester: int, rid: int) -> list[CommentRow]: ...
+    def post_comment(self, commenter: int, rid: int, mid: int, text: str) -> None: ...
+    def delete_comment(self, rid: int, mid: int) -> None: ...
+    def close(self) -> None: ...
+
+
+class BGBinding(Protocol):
+    """A store for the BG workload. Constructed once per load process with its options."""
+
+    name: ClassVar[str]
+    # True when the store runs inside the load process (SQLite): its CPU is the client's.
+    embedded: ClassVar[bool]
+    Options: ClassVar[type[BaseModel]]
+
+    def create_schema(self, db: "BGDatabaseConfig") -> None: ...
+    def load_fragment(self, fragment: "Fragment") -> None:
+        """Replace this fragment's rows with its generated initial state."""
+        ...
+
+    def connect(self) -> BGConnection: ...
+    def describe(self) -> str:
+        """The server this binding talks to (name and version), for results."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def store_names() -> list[str]:
+    return sorted(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))
+
+
+def binding_class(name: str) -> type:
+    eps = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    if name not in eps:
+        known = ", ".join(sorted(eps)) or "none installed"
+        raise UserError(f"unknown store {name!r}: use one of {known}")
+    return eps[name].load()  # type: ignore[no-any-return]
+
+
+def make_binding(name: str, options: dict) -> "BGBinding":
+    """Build a binding from its name and raw options, validating them with its model."""
+    cls = binding_class(name)
+    try:
+        parsed = cls.Options.model_validate(options)
+    except ValueError as exc:  # pydantic.ValidationError is a ValueError
+        raise UserError(f"store {name!r}: {_first_error(exc)}") from None
+    return cls(parsed)  # type: ignore[no-any-return]
+
+
+def make_options(name: str, options: dict) -> BaseModel:
+    cls = binding_class(name)
+    try:
+        return cls.Options.model_validate(options)  # type: ignore[no-any-return]
+    except ValueError as exc:
+        raise UserError(f"store {name!r}: {_first_error(exc)}") from None
+
+
+def _first_error(exc: Exception) -> str:
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        first = errors()[0]
+        field = ".".join(str(p) for p in first.get("loc", ()))
+        return f"options.{field}: {first.get('msg')}"
+    return str(exc)

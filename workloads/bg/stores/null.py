@@ -1,0 +1,110 @@
+"""The null store: no I/O, plausible answers, to measure the framework itself.
+
+It keeps only the counts of tracked items (so its answers validate cleanly) and
+answers lists with shared placeholder rows of the right length.
+"""
+
+import threading
+from typing import ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from bgbench.workloads.bg.config import BGDatabaseConfig
+from bgbench.workloads.bg.generator import Fragment
+from bgbench.workloads.bg.store import CommentRow, MemberRow, Profile, ResourceRow
+
+_MEMBER = MemberRow(member=0, attributes=[], thumbnail=None)
+_RESOURCE = ResourceRow(rid=0, creator=0, wall=0)
+_COMMENT = CommentRow(rid=0, mid=0, commenter=0, text="")
+
+
+class NullOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class NullBinding:
+    name: ClassVar[str] = "null"
+    embedded: ClassVar[bool] = True
+    Options: ClassVar[type[BaseModel]] = NullOptions
+
+    def __init__(self, options: NullOptions) -> None:
+        self.lock = threading.Lock()
+        self.friends: dict[int, int] = {}
+        self.pending: dict[int, int] = {}
+        self.resources: dict[int, int] = {}
+        self.comments: dict[int, int] = {}
+        self.rows: list[MemberRow] = []
+
+    def create_schema(self, db: BGDatabaseConfig) -> None:
+        pass
+
+    def load_fragment(self, fragment: Fragment) -> None:
+        members = fragment.members.tolist()
+        self.friends.update(zip(members, fragment.initial_friend_count.tolist(), strict=True))
+        self.pending.update(zip(members, fragment.initial_pending_count.tolist(), strict=True))
+        self.resources.update(zip(members, fragment.initial_resource_count.tolist(), strict=True))
+        per = fragment.initial_comment_count
+        self.comments.update(dict.fromkeys(fragment.resources[:, 0].tolist(), per))
+        longest = max([*self.friends.values(), *self.pending.values(), *self.comments.values(), 0])
+        self.rows = [_MEMBER] * (longest + fragment.db.usercount)
+
+    def connect(self) -> "NullConnection":
+        return NullConnection(self)
+
+    def describe(self) -> str:
+        return "null store (in-process counters, no I/O)"
+
+    def close(self) -> None:
+        pass
+
+
+class NullConnection:
+    def __init__(self, store: NullBinding) -> None:
+        self.s = store
+
+    def view_profile(self, requester: int, member: int) -> Profile:
+        s = self.s
+        pending = s.pending[member] if requester == member else None
+        return Profile(member, [], s.friends[member], s.resources[member], pending, None)
+
+    def list_friends(self, requester: int, member: int) -> list[MemberRow]:
+        return self.s.rows[: self.s.friends[member]]
+
+    def view_friend_requests(self, member: int) -> list[MemberRow]:
+        return self.s.rows[: self.s.pending[member]]
+
+    def _add(self, table: dict[int, int], key: int, delta: int) -> None:
+        with self.s.lock:
+            table[key] += delta
+
+    def invite_friend(self, inviter: int, invitee: int) -> None:
+        self._add(self.s.pending, invitee, 1)
+
+    def accept_friend_request(self, inviter: int, invitee: int) -> None:
+        with self.s.lock:
+            self.s.pending[invitee] -= 1
+            self.s.friends[invitee] += 1
+            self.s.friends[inviter] += 1
+
+    def reject_friend_request(self, inviter: int, invitee: int) -> None:
+        self._add(self.s.pending, invitee, -1)
+
+    def thaw_friendship(self, member: int, friend: int) -> None:
+        with self.s.lock:
+            self.s.friends[member] -= 1
+            self.s.friends[friend] -= 1
+
+    def view_top_k_resources(self, requester: int, member: int, k: int) -> list[ResourceRow]:
+        return [_RESOURCE] * min(k, self.s.resources[member])
+
+    def view_comments(self, requester: int, rid: int) -> list[CommentRow]:
+        return [_COMMENT] * self.s.comments[rid]
+
+    def post_comment(self, commenter: int, rid: int, mid: int, text: str) -> None:
+        self._add(self.s.comments, rid, 1)
+
+    def delete_comment(self, rid: int, mid: int) -> None:
+        self._add(self.s.comments, rid, -1)
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,244 @@
+"""SQLite: the embedded default, with the relational design of the paper's Figure 1.c.
+
+One database file shared by every load process (WAL mode, a busy timeout), one
+connection per thread, autocommit. A write that finds nothing to change raises:
+BG's picture of the fragment and the store disagree, which the run must show.
+"""
+
+import sqlite3
+import time
+from pathlib import Path
+from typing import Annotated, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from bgbench.errors import StoreError
+from bgbench.workloads.bg.config import BGDatabaseConfig
+from bgbench.workloads.bg.generator import CONFIRMED, PENDING, Fragment
+from bgbench.workloads.bg.store import CommentRow, MemberRow, Profile, ResourceRow
+
+
+class SQLiteOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    path: str = Field("bgbench-data/bg.sqlite", description="database file, shared by agents")
+    busy_timeout_ms: Annotated[int, Field(ge=0)] = 30_000
+    synchronous: str = Field("NORMAL", pattern="^(OFF|NORMAL|FULL|EXTRA)$")
+    cache_size_kb: Annotated[int, Field(ge=128)] = 65_536
+
+
+class SQLiteBinding:
+    name: ClassVar[str] = "sqlite"
+    embedded: ClassVar[bool] = True
+    Options: ClassVar[type[BaseModel]] = SQLiteOptions
+
+    def __init__(self, options: SQLiteOptions) -> None:
+        self.options = options
+        self.path = Path(options.path)
+        self.attrcount: int | None = None
+
+    def _open(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(
+            self.path, isolation_level=None, timeout=self.options.busy_timeout_ms / 1000
+        )
+        conn.execute(f"PRAGMA busy_timeout={self.options.busy_timeout_ms}")
+        conn.execute(f"PRAGMA synchronous={self.options.synchronous}")
+        conn.execute(f"PRAGMA cache_size=-{self.options.cache_size_kb}")
+        return conn
+
+    def create_schema(self, db: BGDatabaseConfig) -> None:
+        self.attrcount = db.attrcount
+        attrs = ", ".join(f"attr{i} TEXT" for i in range(db.attrcount))
+        conn = self._open()
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.executescript(
+                f"""
+                CREATE TABLE IF NOT EXISTS users (
+                    userid INTEGER PRIMARY KEY, {attrs}, pic BLOB, tpic BLOB);
+                CREATE TABLE IF NOT EXISTS friendship (
+                    inviterid INTEGER NOT NULL, inviteeid INTEGER NOT NULL,
+                    status INTEGER NOT NULL, PRIMARY KEY (inviterid, inviteeid)) WITHOUT ROWID;
+                CREATE INDEX IF NOT EXISTS friendship_invitee
+                    ON friendship (inviteeid, status, inviterid);
+                CREATE INDEX IF NOT EXISTS friendship_inviter
+                    ON friendship (inviterid, status, inviteeid);
+                CREATE TABLE IF NOT EXISTS resources (
+                    rid INTEGER PRIMARY KEY, creatorid INTEGER NOT NULL,
+                    walluserid INTEGER NOT NULL, type TEXT, body TEXT, doc TEXT);
+                CREATE INDEX IF NOT EXISTS resources_wall ON resources (walluserid, rid);
+                CREATE TABLE IF NOT EXISTS manipulation (
+                    rid INTEGER NOT NULL, mid INTEGER NOT NULL, modifierid INTEGER NOT NULL,
+                    timestamp INTEGER NOT NULL, type TEXT, content TEXT,
+                    PRIMARY KEY (rid, mid)) WITHOUT ROWID;
+                """
+            )
+            columns = [row[1] for row in conn.execute("PRAGMA table_info(users)")]
+            have = sum(1 for c in columns if c.startswith("attr"))
+            if have != db.attrcount:
+                raise StoreError(
+                    f"{self.path} holds members with {have} attributes, config asks for "
+                    f"{db.attrcount}: delete the file or point store.options.path elsewhere"
+                )
+        finally:
+            conn.close()
+
+    def load_fragment(self, fragment: Fragment) -> None:
+        conn = self._open()
+        members = fragment.members.tolist()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("CREATE TEMP TABLE IF NOT EXISTS frag (userid INTEGER PRIMARY KEY)")
+            conn.execute("DELETE FROM temp.frag")
+            conn.executemany("INSERT INTO temp.frag VALUES (?)", ((m,) for m in members))
+            conn.execute("DELETE FROM users WHERE userid IN (SELECT userid FROM temp.frag)")
+            conn.execute("DELETE FROM friendship WHERE inviterid IN (SELECT userid FROM temp.frag)")
+            conn.execute(
+                "DELETE FROM manipulation WHERE rid IN (SELECT rid FROM resources WHERE "
+                "creatorid IN (SELECT userid FROM temp.frag))"
+            )
+            conn.execute("DELETE FROM resources WHERE creatorid IN (SELECT userid FROM temp.frag)")
+            n_attr = fragment.db.attrcount
+            marks = ", ".join("?" * (n_attr + 3))
+            thumb, pic = fragment.thumbnail, fragment.profile_image
+            conn.executemany(
+                f"INSERT INTO users VALUES ({marks})",
+                ((m, *fragment.attributes(m), pic, thumb) for m in members),
+            )
+            conn.executemany(
+                "INSERT INTO friendship VALUES (?, ?, ?)", fragment.friendships.tolist()
+            )
+            conn.executemany(
+                "INSERT INTO resources VALUES (?, ?, ?, 'post', 'body', 'doc')",
+                fragment.resources.tolist(),
+            )
+            now = time.time_ns()
+            conn.executemany(
+                "INSERT INTO manipulation VALUES (?, ?, ?, ?, 'comment', ?)",
+                ((rid, mid, who, now, text) for rid, mid, who, text in fragment.comments()),
+            )
+            conn.execute("COMMIT")
+            conn.execute("PRAGMA optimize")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        finally:
+            conn.close()
+
+    def connect(self) -> "SQLiteConnection":
+        if self.attrcount is None:
+            raise StoreError("create_schema must run before connect")
+        return SQLiteConnection(self._open(), self.attrcount)
+
+    def describe(self) -> str:
+        return f"SQLite {sqlite3.sqlite_version} (file {self.path})"
+
+    def close(self) -> None:
+        pass
+
+
+class SQLiteConnection:
+    def __init__(self, conn: sqlite3.Connection, attrcount: int) -> None:
+        self.conn = conn
+        self.n = attrcount
+        attrs = ", ".join(f"u.attr{i}" for i in range(attrcount))
+        self._profile_sql = f"SELECT {attrs}, u.pic FROM users u WHERE u.userid = ?"
+        self._friends_sql = (
+            f"SELECT u.userid, {attrs}, u.tpic FROM friendship f JOIN users u "
+            f"ON u.userid = f.inviteeid WHERE f.inviterid = ? AND f.status = {CONFIRMED} "
+            f"UNION ALL SELECT u.userid, {attrs}, u.tpic FROM friendship f JOIN users u "
+            f"ON u.userid = f.inviterid WHERE f.inviteeid = ? AND f.status = {CONFIRMED}"
+        )
+        self._requests_sql = (
+            f"SELECT u.userid, {attrs}, u.tpic FROM friendship f JOIN users u "
+            f"ON u.userid = f.inviterid WHERE f.inviteeid = ? AND f.status = {PENDING}"
+        )
+
+    def _member_rows(self, rows: list[tuple]) -> list[MemberRow]:
+        n = self.n
+        return [MemberRow(r[0], list(r[1 : n + 1]), r[n + 1]) for r in rows]
+
+    def view_profile(self, requester: int, member: int) -> Profile:
+        c = self.conn
+        row = c.execute(self._profile_sql, (member,)).fetchone()
+        if row is None:
+            raise StoreError(f"member {member} not found")
+        friends = c.execute(
+            "SELECT (SELECT count(*) FROM friendship WHERE inviterid = ?1 AND status = 2)"
+            " + (SELECT count(*) FROM friendship WHERE inviteeid = ?1 AND status = 2)",
+            (member,),
+        ).fetchone()[0]
+        resources = c.execute(
+            "SELECT count(*) FROM resources WHERE walluserid = ?", (member,)
+        ).fetchone()[0]
+        pending = None
+        if requester == member:
+            pending = c.execute(
+                "SELECT count(*) FROM friendship WHERE inviteeid = ? AND status = 1", (member,)
+            ).fetchone()[0]
+        return Profile(member, list(row[: self.n]), friends, resources, pending, row[self.n])
+
+    def list_friends(self, requester: int, member: int) -> list[MemberRow]:
+        return self._member_rows(self.conn.execute(self._friends_sql, (member, member)).fetchall())
+
+    def view_friend_requests(self, member: int) -> list[MemberRow]:
+        return self._member_rows(self.conn.execute(self._requests_sql, (member,)).fetchall())
+
+    def _change(self, sql: str, args: tuple, what: str) -> None:
+        if self.conn.execute(sql, args).rowcount != 1:
+            raise StoreError(f"{what}: no matching row")
+
+    def invite_friend(self, inviter: int, invitee: int) -> None:
+        self.conn.execute("INSERT INTO friendship VALUES (?, ?, 1)", (inviter, invitee))
+
+    def accept_friend_request(self, inviter: int, invitee: int) -> None:
+        self._change(
+            "UPDATE friendship SET status = 2 WHERE inviterid = ? AND inviteeid = ? AND status = 1",
+            (inviter, invitee),
+            f"accept invitation {inviter}->{invitee}",
+        )
+
+    def reject_friend_request(self, inviter: int, invitee: int) -> None:
+        self._change(
+            "DELETE FROM friendship WHERE inviterid = ? AND inviteeid = ? AND status = 1",
+            (inviter, invitee),
+            f"reject invitation {inviter}->{invitee}",
+        )
+
+    def thaw_friendship(self, member: int, friend: int) -> None:
+        self._change(
+            "DELETE FROM friendship WHERE status = 2 AND ((inviterid = ?1 AND inviteeid = ?2)"
+            " OR (inviterid = ?2 AND inviteeid = ?1))",
+            (member, friend),
+            f"thaw friendship {member}-{friend}",
+        )
+
+    def view_top_k_resources(self, requester: int, member: int, k: int) -> list[ResourceRow]:
+        rows = self.conn.execute(
+            "SELECT rid, creatorid, walluserid FROM resources WHERE walluserid = ? "
+            "ORDER BY rid DESC LIMIT ?",
+            (member, k),
+        ).fetchall()
+        return [ResourceRow(*r) for r in rows]
+
+    def view_comments(self, requester: int, rid: int) -> list[CommentRow]:
+        rows = self.conn.execute(
+            "SELECT rid, mid, modifierid, content FROM manipulation WHERE rid = ?", (rid,)
+        ).fetchall()
+        return [CommentRow(*r) for r in rows]
+
+    def post_comment(self, commenter: int, rid: int, mid: int, text: str) -> None:
+        self.conn.execute(
+            "INSERT INTO manipulation VALUES (?, ?, ?, ?, 'comment', ?)",
+            (rid, mid, commenter, time.time_ns(), text),
+        )
+
+    def delete_comment(self, rid: int, mid: int) -> None:
+        self._change(
+            "DELETE FROM manipulation WHERE rid = ? AND mid = ?", (rid, mid), f"comment {rid}/{mid}"
+        )
+
+    def close(self) -> None:
+        self.conn.close()
