@@ -29,7 +29,7 @@ from bgbench.workloads.bg.config import BGConfig
 from bgbench.workloads.bg.generator import Fragment, FragmentPlan
 from bgbench.workloads.bg.mixes import resolve_mix
 from bgbench.workloads.bg.sessions import Actor
-from bgbench.workloads.bg.store import make_binding
+from bgbench.workloads.bg.store import BGBinding, make_binding
 from bgbench.workloads.bg.timed import TimedConnection
 
 MAX_CONSECUTIVE_ERRORS = 100
@@ -59,11 +59,17 @@ def initial_path(log_dir: Path, fragment: int) -> Path:
 
 class FragmentEngine:
     def __init__(
-        self, config: BGConfig, store: str, store_options: dict, plan: FragmentPlan, index: int
+        self,
+        config: BGConfig,
+        store: str,
+        store_options: dict,
+        plan: FragmentPlan,
+        index: int,
+        binding: BGBinding | None = None,
     ) -> None:
         self.config = config
         self.fragment = Fragment(config.database, plan, index)
-        self.binding = make_binding(store, store_options)
+        self.binding = binding if binding is not None else make_binding(store, store_options)
         self.state: FragmentState | None = None
         self.mix = resolve_mix(config.workload.mix)
         self.units = list(self.mix)

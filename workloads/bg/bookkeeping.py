@@ -52,26 +52,28 @@ class FragmentState:
         }
         self.next_mid: dict[int, int] = dict.fromkeys(self.comments, per)
         self._busy_pairs: set[tuple[int, int]] = set()
-        self._active: set[int] = set()
+        self._active: dict[int, object] = {}  # member -> claim of the thread acting as them
         self.uncertain = False  # a write failed: the store's state is no longer known
 
     # -- exclusivity -------------------------------------------------------------
     def acquire_socialite(self, draw: Callable[[], int], attempts: int = 64) -> int | None:
-        """A member to act as, drawn by `draw`, that no other thread is acting as."""
+        """A member to act as, drawn by `draw`, that no other thread is acting as.
+
+        dict.setdefault is one atomic step, so claiming a member needs no lock.
+        """
         if not self.exclusive:
             return draw()
-        with self._lock:
-            for _ in range(attempts):
-                m = draw()
-                if m not in self._active:
-                    self._active.add(m)
-                    return m
+        claim = object()  # unique to this call
+        active = self._active
+        for _ in range(attempts):
+            m = draw()
+            if active.setdefault(m, claim) is claim:
+                return m
         return None
 
     def release_socialite(self, member: int) -> None:
         if self.exclusive:
-            with self._lock:
-                self._active.discard(member)
+            self._active.pop(member, None)
 
     # -- friendship choices ----------------------------------------------------------
     def _related(self, a: int, b: int) -> bool:

@@ -78,6 +78,9 @@ class BGBinding(Protocol):
     name: ClassVar[str]
     # True when the store runs inside the load process (SQLite): its CPU is the client's.
     embedded: ClassVar[bool]
+    # True when answers carry real content (attributes, ids, images); the null store's
+    # answers only have the right lengths and counts.
+    full_answers: ClassVar[bool]
     Options: ClassVar[type[BaseModel]]
 
     def create_schema(self, db: "BGDatabaseConfig") -> None: ...

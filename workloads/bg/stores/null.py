@@ -25,6 +25,7 @@ class NullOptions(BaseModel):
 class NullBinding:
     name: ClassVar[str] = "null"
     embedded: ClassVar[bool] = True
+    full_answers: ClassVar[bool] = False
     Options: ClassVar[type[BaseModel]] = NullOptions
 
     def __init__(self, options: NullOptions) -> None:

@@ -30,6 +30,7 @@ class SQLiteOptions(BaseModel):
 class SQLiteBinding:
     name: ClassVar[str] = "sqlite"
     embedded: ClassVar[bool] = True
+    full_answers: ClassVar[bool] = True
     Options: ClassVar[type[BaseModel]] = SQLiteOptions
 
     def __init__(self, options: SQLiteOptions) -> None:
