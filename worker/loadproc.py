@@ -5,7 +5,9 @@ pipe (same host, same version); only the agent speaks gRPC. Progress goes
 through shared counters the agent reads every second.
 """
 
+import os
 import threading
+import time
 import traceback
 from multiprocessing.connection import Connection
 from multiprocessing.sharedctypes import SynchronizedArray
@@ -21,7 +23,16 @@ from bgbench.workloads.bg.generator import FragmentPlan
 ACTIONS, ERRORS, SESSIONS = 0, 1, 2
 
 
+def _exit_with_parent(parent: int) -> None:
+    """A load process must not outlive its agent (killed with SIGKILL, say)."""
+    while True:
+        time.sleep(1.0)
+        if os.getppid() != parent:
+            os._exit(3)
+
+
 def serve(conn: Connection, stop: ProcessEvent, counters: SynchronizedArray) -> None:
+    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
     engine: FragmentEngine | None = None
     while True:
         try:

@@ -1,0 +1,3 @@
+from bgbench.coordinator.cli import main
+
+main()

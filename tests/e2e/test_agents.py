@@ -1,0 +1,77 @@
+"""Agents over gRPC: the handshake, and a fault mid-experiment that must not hang."""
+
+import threading
+
+import grpc
+import pytest
+
+from bgbench.coordinator.agents import AgentClient, spawn_local_agents
+from bgbench.coordinator.config import load_settings, parse_override
+from bgbench.coordinator.experiment import Cluster, run_experiment
+from bgbench.errors import UserError
+from bgbench.protos import PROTOCOL_VERSION
+from bgbench.protos import worker_pb2 as pb
+from bgbench.protos import worker_pb2_grpc as pb_grpc
+
+
+@pytest.fixture
+def two_agents(tmp_path):
+    agents = spawn_local_agents(2, 1, tmp_path, timeout=60)
+    yield agents
+    agents.close()
+
+
+def test_handshake_reports_host_facts(two_agents):
+    client = AgentClient(two_agents.addresses[0])
+    facts = client.handshake()
+    assert facts.protocol_version == PROTOCOL_VERSION
+    assert facts.cores >= 1 and facts.memory_bytes > 0 and facts.load_processes == 1
+    client.close()
+
+
+def test_a_protocol_mismatch_is_refused(two_agents):
+    channel = grpc.insecure_channel(two_agents.addresses[0])
+    reply = pb_grpc.WorkerStub(channel).Handshake(
+        pb.HandshakeRequest(protocol_version=PROTOCOL_VERSION + 1), timeout=10
+    )
+    assert "protocol version mismatch" in reply.error.message
+    assert reply.error.kind == "user"
+    channel.close()
+
+
+def test_run_before_prepare_is_a_clear_error(two_agents):
+    client = AgentClient(two_agents.addresses[0])
+    with pytest.raises(UserError, match="prepare"):
+        list(client.run(pb.RunRequest(experiment_id="x", threads=1, duration_seconds=1)))
+    client.close()
+
+
+def test_a_killed_agent_is_an_infrastructure_failure(two_agents, tmp_path):
+    settings = load_settings(
+        None,
+        [
+            parse_override("store.name=sqlite"),
+            parse_override(f"store.options.path={tmp_path / 'db.sqlite'}"),
+            parse_override("usercount=500"),
+        ],
+    )
+    cluster = Cluster.connect(two_agents.addresses, None)
+    cluster.prepare(settings)
+    first_progress = threading.Event()
+    outcome = {}
+
+    def experiment():
+        outcome["result"] = run_experiment(
+            cluster, settings, 4, 60.0, "killed", lambda i, p: first_progress.set()
+        )
+
+    runner = threading.Thread(target=experiment)
+    runner.start()
+    assert first_progress.wait(30), "no progress from the agents"
+    two_agents.processes[1].kill()
+    runner.join(45)  # well before the 60 s duration: the fault ends the experiment
+    assert not runner.is_alive(), "the coordinator hung on a dead agent"
+    result = outcome["result"]
+    assert result.fault and two_agents.addresses[1] in result.fault
+    assert not result.passed
+    cluster.close()
