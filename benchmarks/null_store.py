@@ -50,7 +50,7 @@ def run(agents: int, processes: int, threads: int, mix: str, duration: float) ->
                 "10000",
                 "--results",
                 tmp,
-            ],  # fmt: skip
+            ],
             capture_output=True,
             text=True,
             check=False,
