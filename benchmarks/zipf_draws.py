@@ -1,6 +1,6 @@
 """D-Zipfian draw speed: members drawn per second from one fragment's local distribution.
 
-    .venv/bin/python benchmarks/zipf_draws.py
+.venv/bin/python benchmarks/zipf_draws.py
 """
 
 import time

@@ -138,6 +138,8 @@ def spawn_local_agents(count: int, processes: int, work_dir: Path, timeout: floa
                     str(agent_dir),
                     "--processes",
                     str(processes),
+                    "--parent-pid",
+                    str(os.getpid()),
                 ],
                 stdout=subprocess.PIPE,
                 stderr=log,

@@ -1,6 +1,9 @@
 """The `bgbench` command line."""
 
+import json
+import secrets
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -8,11 +11,20 @@ import typer
 from rich.console import Console
 
 from bgbench.coordinator import preflight
-from bgbench.coordinator.agents import spawn_local_agents
-from bgbench.coordinator.config import load_settings, parse_override
-from bgbench.coordinator.experiment import Cluster, new_experiment_id, run_experiment, save
-from bgbench.coordinator.report import LiveProgress, render
-from bgbench.errors import SystemFault, UserError
+from bgbench.coordinator.config import Settings, load_settings, parse_override
+from bgbench.coordinator.experiment import new_experiment_id, save
+from bgbench.coordinator.preflight import MODEL_STORE
+from bgbench.coordinator.rating import Rating
+from bgbench.coordinator.report import (
+    experiment_line,
+    render,
+    render_rating,
+    render_ratings,
+    render_record,
+)
+from bgbench.coordinator.results import ResultsStore
+from bgbench.coordinator.session import bring_up
+from bgbench.errors import BGBenchError, SystemFault, UserError
 
 app = typer.Typer(
     add_completion=False,
@@ -44,81 +56,157 @@ def _overrides(params: list[str] | None, **flags: Any) -> list[tuple[str, Any]]:
     return pairs
 
 
+def _settings(config: Path | None, param: list[str] | None, flags: dict[str, Any]):
+    return load_settings(config, _overrides(param, **flags))
+
+
+def _common_flags(
+    store: str | None,
+    threads: int | None,
+    duration: float | None,
+    agents: int | None,
+    processes: int | None,
+    mix: str | None,
+    users: int | None,
+    results: Path | None,
+) -> dict[str, Any]:
+    return {
+        "store.name": store,
+        "run.threadcount": threads,
+        "run.maxexecutiontime": duration,
+        "agents.local": agents,
+        "agents.processes": processes,
+        "bg.workload.mix": mix,
+        "bg.database.usercount": users,
+        "results_dir": str(results) if results else None,
+    }
+
+
+StoreFlag = Annotated[str | None, typer.Option(help="store binding (bgbench stores), or model")]
+AgentsFlag = Annotated[int | None, typer.Option(help="local agents to spawn")]
+ProcessesFlag = Annotated[int | None, typer.Option(help="load processes per agent")]
+MixFlag = Annotated[str | None, typer.Option(help="verylow, low, high or sessions")]
+UsersFlag = Annotated[int | None, typer.Option(help="members in the database")]
+ResultsFlag = Annotated[Path | None, typer.Option(help="results directory")]
+JsonFlag = Annotated[bool, typer.Option("--json", help="print the result as JSON")]
+
+
 @app.command()
 def run(
     config: ConfigOption = None,
-    store: Annotated[str | None, typer.Option(help="store binding (bgbench stores)")] = None,
+    store: StoreFlag = None,
     threads: Annotated[int | None, typer.Option(help="T: threads over all agents")] = None,
     duration: Annotated[float | None, typer.Option(help="seconds")] = None,
-    agents: Annotated[int | None, typer.Option(help="local agents to spawn")] = None,
-    processes: Annotated[int | None, typer.Option(help="load processes per agent")] = None,
-    mix: Annotated[str | None, typer.Option(help="verylow, low, high or sessions")] = None,
-    users: Annotated[int | None, typer.Option(help="members in the database")] = None,
-    results: Annotated[Path | None, typer.Option(help="results directory")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+    agents: AgentsFlag = None,
+    processes: ProcessesFlag = None,
+    mix: MixFlag = None,
+    users: UsersFlag = None,
+    results: ResultsFlag = None,
+    as_json: JsonFlag = False,
     param: ParamOption = None,
 ) -> None:
     """Run one experiment at T threads and print every figure."""
-    settings = load_settings(
-        config,
-        _overrides(
-            param,
-            **{
-                "store.name": store,
-                "run.threadcount": threads,
-                "run.maxexecutiontime": duration,
-                "agents.local": agents,
-                "agents.processes": processes,
-                "bg.workload.mix": mix,
-                "bg.database.usercount": users,
-                "results_dir": str(results) if results else None,
-            },
-        ),
-    )
-    preflight.check_store(settings)
-    preflight.check_fit(settings, [settings.agents.processes] * settings.agents.local)
+    flags = _common_flags(store, threads, duration, agents, processes, mix, users, results)
+    settings = _settings(config, param, flags)
     threads_n = settings.run.threadcount
     experiment_id = new_experiment_id(threads_n)
     run_dir = settings.results_dir / experiment_id
-    err.print(
-        f"starting {settings.agents.local} local agents x {settings.agents.processes} load "
-        f"processes; store {settings.store.name}; T={threads_n}; "
-        f"{settings.run.maxexecutiontime:g} s; results in {run_dir}"
-    )
-    local = spawn_local_agents(
-        settings.agents.local, settings.agents.processes, run_dir, settings.agents.start_timeout
-    )
-    cluster = None
+    with bring_up(settings, run_dir, err) as target:
+        result = target.run(threads_n, settings.run.maxexecutiontime, experiment_id)
+    path = save(result, run_dir)
+    if as_json:
+        print(result.to_json())
+    else:
+        out.print(render(result, settings))
+        out.print(f"recorded in {path}")
+    if result.fault:
+        raise typer.Exit(3)
+
+
+@app.command()
+def rate(
+    config: ConfigOption = None,
+    store: StoreFlag = None,
+    objective: Annotated[
+        str | None, typer.Option(help="both, soar, socialites or exhaustive")
+    ] = None,
+    delta: Annotated[float | None, typer.Option(help="Delta: final duration, s")] = None,
+    delta_search: Annotated[
+        float | None, typer.Option(help="Delta_s: duration while searching, s")
+    ] = None,
+    t0: Annotated[int | None, typer.Option(help="first thread count")] = None,
+    max_threads: Annotated[int | None, typer.Option(help="highest T tried")] = None,
+    state: Annotated[str | None, typer.Option(help="carry, reload or readback")] = None,
+    agents: AgentsFlag = None,
+    processes: ProcessesFlag = None,
+    mix: MixFlag = None,
+    users: UsersFlag = None,
+    results: ResultsFlag = None,
+    resume: Annotated[
+        str | None, typer.Option(help="continue this interrupted rating (its own settings)")
+    ] = None,
+    as_json: JsonFlag = False,
+    param: ParamOption = None,
+) -> None:
+    """Rate a store: SoAR and Socialites against the SLA (search, then a final experiment)."""
+    results_dir = results or Path("results")
+    if resume:
+        record = ResultsStore(results_dir).rating(resume)
+        if record["status"] == "done":
+            raise UserError(f"rating {resume} is finished: see bgbench results show {resume}")
+        settings = Settings.model_validate_json(record["config_json"])
+        rating_id = resume
+        err.print(f"resuming rating {rating_id} with its recorded settings")
+    else:
+        flags = _common_flags(store, None, None, agents, processes, mix, users, results)
+        flags.update(
+            {
+                "rating.objective": objective,
+                "sla.delta_s": delta,
+                "sla.delta_search_s": delta_search,
+                "rating.t0": t0,
+                "rating.max_threads": max_threads,
+                "rating.state": state,
+            }
+        )
+        settings = _settings(config, param, flags)
+        if settings.store.name != MODEL_STORE:
+            preflight.check_store(settings)
+            preflight.check_fit(settings, [settings.agents.processes] * settings.agents.local)
+        rating_id = new_rating_id()
+    store_db = ResultsStore(settings.results_dir)
+    if not resume:
+        store_db.start_rating(
+            rating_id, settings.rating.objective, settings.store.name, settings.model_dump_json()
+        )
+    err.print(f"rating {rating_id}: results in {store_db.path}")
+    summary = None
     try:
-        cluster = Cluster.connect(local.addresses, settings.agents.capacities)
-        replies = cluster.prepare(settings)
-        members = sum(f.members for r in replies for f in r.fragments)
-        load_s = max(f.load_seconds for r in replies for f in r.fragments)
-        err.print(f"loaded {members:,} members in {load_s:.1f} s on {cluster.store_description}")
-        progress = LiveProgress(local.addresses, settings.run.maxexecutiontime, err)
-        with progress:
-            result = run_experiment(
-                cluster,
+        with bring_up(settings, settings.results_dir / rating_id, err) as target:
+            store_db.set_hosts(rating_id, target.hosts(), target.versions())
+            rating = Rating(
+                rating_id,
                 settings,
-                threads_n,
-                settings.run.maxexecutiontime,
-                experiment_id,
-                progress.update,
+                target.run,
+                store_db,
+                lambda phase, r: err.print(experiment_line(phase, r, settings)),
             )
-        path = save(result, run_dir)
-        if as_json:
-            print(result.to_json())
-        else:
-            out.print(render(result, settings))
-            out.print(f"recorded in {path}")
-        if result.fault:
-            raise typer.Exit(3)
-    finally:
-        if cluster:
-            for c in cluster.clients:
-                c.shutdown()
-            cluster.close()
-        local.close()
+            summary = rating.execute(target.max_threads())
+    except (BGBenchError, KeyboardInterrupt) as exc:
+        store_db.finish_rating(rating_id, "failed", None, None, None, None, str(exc))
+        raise
+    store_db.finish_rating(
+        rating_id,
+        "done",
+        summary.soar,
+        summary.soar_threads,
+        summary.socialites,
+        summary.to_dict(),
+    )
+    if as_json:
+        print(json.dumps(summary.to_dict(), indent=2))
+    else:
+        out.print(render_rating(summary, store_db.experiments(rating_id), settings))
 
 
 @app.command("check-config")
@@ -134,10 +222,52 @@ def check_config(
     out.print_json(settings.model_dump_json())
 
 
+results_app = typer.Typer(help="Ratings recorded in the results store.", no_args_is_help=False)
+app.add_typer(results_app, name="results")
+
+
+@results_app.callback(invoke_without_command=True)
+def results_list(
+    ctx: typer.Context,
+    results: ResultsFlag = None,
+) -> None:
+    """List the recorded ratings."""
+    if ctx.invoked_subcommand is not None:
+        return
+    rows = ResultsStore(results or Path("results")).ratings()
+    out.print(render_ratings(rows))
+
+
+@results_app.command("show")
+def results_show(
+    rating_id: Annotated[str, typer.Argument(help="rating id")],
+    results: ResultsFlag = None,
+) -> None:
+    """One rating and every experiment it ran."""
+    db = ResultsStore(results or Path("results"))
+    record = db.rating(rating_id)
+    settings = Settings.model_validate_json(record["config_json"])
+    out.print(render_record(record, db.experiments(rating_id), settings))
+
+
+@results_app.command("export")
+def results_export(
+    rating_id: Annotated[str, typer.Argument(help="rating id")],
+    fmt: Annotated[str, typer.Option("--format", help="csv, json or parquet")] = "csv",
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="file to write")] = None,
+    results: ResultsFlag = None,
+) -> None:
+    """Export a rating's experiments to CSV, JSON or Parquet."""
+    db = ResultsStore(results or Path("results"))
+    target = output or Path(f"{rating_id}.{fmt}")
+    n = db.export(rating_id, fmt, target)
+    out.print(f"wrote {n} experiments to {target}")
+
+
 @app.command()
 def stores() -> None:
     """List the store bindings installed."""
-    for name in preflight.store_names():
+    for name in [*preflight.store_names(), MODEL_STORE]:
         out.print(name)
 
 
@@ -151,6 +281,10 @@ def agent(
     from bgbench.worker.agent import main as agent_main  # the one place the CLI hosts a worker
 
     agent_main(listen, work_dir, processes)
+
+
+def new_rating_id() -> str:
+    return "R" + time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
 
 
 def main() -> None:

@@ -7,7 +7,7 @@ BG's own parameter name (`-p usercount=5000`).
 import json
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -61,6 +61,59 @@ class SLAConfig(BaseModel):
     alpha: Annotated[float, Field(gt=0, le=100, description="% of actions within beta")] = 95
     beta_ms: Annotated[float, Field(gt=0, description="latency bound in ms")] = 100
     tau: Annotated[float, Field(ge=0, le=100, description="max % of unpredictable reads")] = 0.1
+    delta_s: Annotated[
+        float | None,
+        Field(gt=0, le=86_400, description="Delta: final experiment's duration (default: run's)"),
+    ] = None
+    delta_search_s: Annotated[
+        float | None,
+        Field(gt=0, le=86_400, description="Delta_s: duration while searching (default: Delta)"),
+    ] = None
+    latency_scope: Literal["action", "session"] = Field(
+        "action",
+        description="action: alpha% of actions (pooled, as BG) within beta; "
+        "session: alpha% of sessions whose every action is within beta",
+    )
+
+
+class RatingConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    objective: Literal["both", "soar", "socialites", "exhaustive"] = Field(
+        "both", description="what to search for (exhaustive: T = T0, T0+1, ... for both)"
+    )
+    t0: Annotated[int, Field(ge=1, description="first thread count")] = 1
+    max_threads: Annotated[
+        int | None, Field(ge=1, description="highest T tried (default: usercount)")
+    ] = None
+    state: Literal["carry", "reload", "readback"] = Field(
+        "carry",
+        description="how each experiment learns the initial value of every tracked item: "
+        "carry BG's exact picture over (reload when a write failed), reload every fragment, "
+        "or read the values back from the quiescent store",
+    )
+
+
+class ModelConfig(BaseModel):
+    """The simulated store of `--store model`: a formula of T on a virtual clock."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    curve: Literal["quadratic", "sqrt"] = "quadratic"
+    peak: Annotated[float, Field(gt=0, description="quadratic: throughput at the vertex")] = 10_000
+    peak_threads: Annotated[
+        float | None, Field(gt=0, description="quadratic: T at the vertex (default sqrt(peak))")
+    ] = None
+    rate_at_one: Annotated[
+        float, Field(gt=0, description="sqrt: throughput at T=1 (grows as sqrt(T))")
+    ] = 1000
+    spread: Annotated[
+        float, Field(ge=0, le=3, description="sigma of the lognormal latency around T/X")
+    ] = 0.5
+    unpredictable_per_thread: Annotated[
+        float, Field(ge=0, description="% unpredictable reads added per thread")
+    ] = 0.0
+    workers: Annotated[int, Field(ge=1, le=1024)] = 2
 
 
 class Settings(BaseModel):
@@ -71,6 +124,8 @@ class Settings(BaseModel):
     run: RunConfig = RunConfig()
     agents: AgentsConfig = AgentsConfig()
     sla: SLAConfig = SLAConfig()
+    rating: RatingConfig = RatingConfig()
+    model: ModelConfig = ModelConfig()
     results_dir: Path = Field(Path("results"), description="where experiments are recorded")
 
 
@@ -95,6 +150,14 @@ BG_PARAMETERS = {
     "maxexecutiontime": "run.maxexecutiontime",
     "operationcount": "run.operationcount",
 }
+
+
+def final_duration(settings: "Settings") -> float:
+    return settings.sla.delta_s or settings.run.maxexecutiontime
+
+
+def search_duration(settings: "Settings") -> float:
+    return settings.sla.delta_search_s or final_duration(settings)
 
 
 def read_file(path: Path) -> dict[str, Any]:

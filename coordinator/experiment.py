@@ -66,7 +66,8 @@ class AgentOutcome:
     load_processes: int = 0
     saturated: bool = False
     embedded_store: bool = False
-    within_percent: float = 100.0
+    within_percent: float = 100.0  # of actions within beta
+    session_within_percent: float = 100.0  # of sessions whose every action is within beta
     reads: int = 0
     unpredictable_reads: int = 0
     sessions_read: int = 0
@@ -80,6 +81,9 @@ class AgentOutcome:
     reasons: list[str] = field(default_factory=list)
     error_counts: list[dict] = field(default_factory=list)
     log_dir: str = ""
+    start_state: str = ""
+    response_hist: str = ""  # HDR histogram (us), base64: exact merging later
+    session_hist: str = ""
 
     @property
     def unpredictable_percent(self) -> float:
@@ -132,6 +136,7 @@ def run_experiment(
     duration_s: float,
     experiment_id: str,
     on_progress: ProgressCallback | None = None,
+    start_state: str = "carry",
 ) -> ExperimentResult:
     shares = split_threads(threads, cluster.capacities)
     outcomes = [AgentOutcome(c.address, n) for c, n in zip(cluster.clients, shares, strict=True)]
@@ -146,6 +151,7 @@ def run_experiment(
             duration_seconds=duration_s,
             operation_count=_share(settings.run.operationcount, shares[i], threads),
             seed=settings.run.seed,
+            start_state=start_state,
         )
         try:
             for event in client.run(request):
@@ -216,6 +222,11 @@ def _merge(experiment_id, threads, duration_s, cluster, outcomes, results, valid
         out.load_processes = res.load_processes
         out.saturated, out.embedded_store = res.engine_saturated, res.embedded_store
         out.within_percent = share_within(agent_hist, bound_us)
+        session_hist = decode(res.session_hist)
+        out.session_within_percent = share_within(session_hist, bound_us)
+        out.response_hist = agent_hist.encode().decode()
+        out.session_hist = session_hist.encode().decode()
+        out.start_state = res.start_state
         out.log_records_written, out.log_dir = res.log_records, res.log_dir
         out.state_uncertain, out.aborted = res.state_uncertain, res.aborted
         out.error_counts = [
@@ -234,7 +245,9 @@ def _merge(experiment_id, threads, duration_s, cluster, outcomes, results, valid
                     f"{out.log_records_read} were read back"
                 )
         verdict = judge(
-            out.within_percent,
+            out.within_percent
+            if settings.sla.latency_scope == "action"
+            else out.session_within_percent,
             out.unpredictable_percent,
             out.errors,
             out.saturated and not out.embedded_store,

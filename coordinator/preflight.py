@@ -17,12 +17,17 @@ def store_names() -> list[str]:
     return sorted(ep.name for ep in entry_points(group=STORE_GROUP))
 
 
+MODEL_STORE = "model"  # the simulated store of coordinator/model_store.py, not a binding
+
+
 def check_store(settings: Settings) -> None:
+    if settings.store.name == MODEL_STORE:
+        return
     names = store_names()
     if settings.store.name not in names:
         raise UserError(
             f"invalid config: store.name: unknown store {settings.store.name!r}; "
-            f"use one of {', '.join(names)}"
+            f"use one of {', '.join([*names, MODEL_STORE])}"
         )
     # Options are validated by the binding's own model, in a child process: the
     # coordinator never imports a binding (its driver may not even be installed here).
@@ -39,14 +44,38 @@ def check_store(settings: Settings) -> None:
         raise UserError(proc.stderr.strip() or "store options could not be checked")
 
 
-def check_fit(settings: Settings, processes_per_agent: list[int]) -> None:
-    """Every fragment holds more members than a member has friends, and its threads."""
+def _sizes(settings: Settings, processes_per_agent: list[int]):
     caps = settings.agents.capacities or [1.0] * len(processes_per_agent)
     slots = [AgentSlot(p, c) for p, c in zip(processes_per_agent, caps, strict=True)]
     plan = layout(slots)
     db = settings.bg.database
     owner = assign_fragments(db.usercount, settings.bg.workload.zipfianmean, plan.capacities)
     sizes = [int((owner == k).sum()) for k in range(len(plan.capacities))]
+    return caps, plan, sizes
+
+
+def _fits(threads: int, caps: list[float], plan, sizes: list[int]) -> bool:
+    for agent_threads, frags in zip(split_threads(threads, caps), plan.fragments, strict=True):
+        per_fragment = -(-agent_threads // len(frags))
+        if any(per_fragment > sizes[k] for k in frags):
+            return False
+    return True
+
+
+def max_threads(settings: Settings, processes_per_agent: list[int]) -> int:
+    """The largest T whose threads all fit in their fragments (one socialite per member)."""
+    caps, plan, sizes = _sizes(settings, processes_per_agent)
+    lo, hi = 1, settings.bg.database.usercount + 1  # lo fits, hi does not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if _fits(mid, caps, plan, sizes) else (lo, mid)
+    return lo
+
+
+def check_fit(settings: Settings, processes_per_agent: list[int]) -> None:
+    """Every fragment holds more members than a member has friends, and its threads."""
+    caps, plan, sizes = _sizes(settings, processes_per_agent)
+    db = settings.bg.database
     smallest = min(sizes)
     if smallest <= db.friendcountperuser:
         raise UserError(
@@ -55,10 +84,8 @@ def check_fit(settings: Settings, processes_per_agent: list[int]) -> None:
             f"friendcountperuser={db.friendcountperuser}; raise usercount or use fewer agents"
         )
     threads = settings.run.threadcount
-    for agent_threads, frags in zip(split_threads(threads, caps), plan.fragments, strict=True):
-        per_fragment = -(-agent_threads // len(frags))
-        if any(per_fragment > sizes[k] for k in frags):
-            raise UserError(
-                f"invalid config: run.threadcount: {threads} threads put {per_fragment} on a "
-                f"fragment of {min(sizes[k] for k in frags)} members; raise usercount"
-            )
+    if not _fits(threads, caps, plan, sizes):
+        raise UserError(
+            f"invalid config: run.threadcount: {threads} threads do not fit in fragments of "
+            f"{min(sizes)} members (one socialite per member); raise usercount"
+        )

@@ -140,3 +140,101 @@ class LiveProgress:
 
     def __exit__(self, *exc: object) -> None:
         self.live.__exit__(*exc)  # type: ignore[arg-type]
+
+
+# -- ratings ------------------------------------------------------------------------------
+
+
+def experiment_line(phase: str, r: ExperimentResult, settings: Settings) -> str:
+    verdict = "pass" if r.passed else "FAIL"
+    why = ""
+    if r.fault:
+        verdict, why = "FAULT", f" ({r.fault})"
+    elif not r.passed:
+        reasons = sorted({x.split(":")[0] for a in r.agents for x in a.reasons})
+        why = f" ({', '.join(reasons)})"
+    return (
+        f"{phase:>6} T={r.threads:<6} {r.duration_s:>5g} s  {r.actions_per_s:>14,.1f} actions/s  "
+        f"{r.within_percent:6.2f}% <= {settings.sla.beta_ms:g} ms  "
+        f"{r.unpredictable_percent:.3f}% unpredictable  {verdict}{why}"
+    )
+
+
+def _experiments_table(experiments: list[dict], settings: Settings) -> Table:
+    t = Table(title="experiments, in the order they ran", title_justify="left")
+    for col in ("#", "phase", "T", "s", "actions/s", "≤ β %", "unpredictable %", "verdict"):
+        t.add_column(col, justify="left" if col in ("phase", "verdict") else "right")
+    for e in experiments:
+        verdict = e["status"] if e["status"] == "passed" else f"{e['status']}: {e['reasons']}"
+        t.add_row(
+            str(e["seq"]),
+            e["phase"],
+            str(e["threads"]),
+            f"{e['duration_s']:g}",
+            f"{e['actions_per_s']:,.1f}",
+            f"{e['within_percent']:.2f}",
+            f"{e['unpredictable_percent']:.3f}",
+            verdict,
+        )
+    return t
+
+
+def render_rating(summary, experiments: list[dict], settings: Settings) -> Group:
+    sla = settings.sla
+    head = Text()
+    head.append(f"Rating {summary.rating_id}", style="bold")
+    head.append(f" of {summary.store} ({summary.objective})\n")
+    head.append(
+        f"SLA: {sla.alpha:g}% of {sla.latency_scope}s within {sla.beta_ms:g} ms, at most "
+        f"{sla.tau:g}% unpredictable reads, per worker; searched at "
+        f"{summary.search_duration_s:g} s, final at {summary.final_duration_s:g} s\n"
+    )
+    if summary.soar is not None:
+        head.append(f"SoAR {summary.soar:,.1f} actions/s", style="bold green")
+        head.append(f" at T={summary.soar_threads}")
+        if summary.final_soar:
+            head.append(f"  ({summary.final_soar.note})")
+        head.append("\n")
+    if summary.socialites is not None:
+        head.append(f"Socialites {summary.socialites}", style="bold green")
+        if summary.final_socialites:
+            head.append(f"  ({summary.final_socialites.note})")
+        head.append("\n")
+    head.append(
+        f"experiments: {summary.experiments_unique} unique of {summary.experiments_requested} "
+        f"requested; {summary.experiments_run_now} run in this session\n"
+    )
+    for note in summary.notes:
+        head.append(note + "\n")
+    return Group(head, _experiments_table(experiments, settings))
+
+
+def render_ratings(rows: list[dict]) -> Table:
+    t = Table(title="ratings", title_justify="left")
+    for col in ("id", "created", "status", "store", "SoAR", "at T", "Socialites", "experiments"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(
+            r["id"],
+            r["created"],
+            r["status"],
+            r["store"],
+            f"{r['soar']:,.1f}" if r["soar"] is not None else "-",
+            str(r["soar_threads"]) if r["soar_threads"] is not None else "-",
+            str(r["socialites"]) if r["socialites"] is not None else "-",
+            str(r["runs"]),
+        )
+    return t
+
+
+def render_record(record: dict, experiments: list[dict], settings: Settings) -> Group:
+    head = Text()
+    head.append(f"Rating {record['id']}", style="bold")
+    head.append(f" ({record['status']}) of {record['store']}, created {record['created']}\n")
+    if record["soar"] is not None:
+        head.append(f"SoAR {record['soar']:,.1f} actions/s at T={record['soar_threads']}\n")
+    if record["socialites"] is not None:
+        head.append(f"Socialites {record['socialites']}\n")
+    if record["message"]:
+        head.append(f"{record['message']}\n", style="red")
+    return Group(head, _experiments_table(experiments, settings))

@@ -218,6 +218,7 @@ class AgentService(pb_grpc.WorkerServicer):
                     "operations": request.operation_count,
                     "seed": request.seed,
                     "log_dir": str(log_dir),
+                    "start_state": request.start_state,
                 }
             )
         children = [psutil.Process(p.process.pid) for p in self.processes]
@@ -314,6 +315,10 @@ def _merge_runs(results: list[dict], log_dir: Path) -> pb.RunResult:
         per_action[name].response_hist = resp.encode()
         per_action[name].service_hist = serv.encode()
     embedded = all(r["embedded"] for r in results)
+    sessions_hist = HdrHistogram.decode(results[0]["session_hist"].encode())
+    for r in results[1:]:
+        sessions_hist.add(HdrHistogram.decode(r["session_hist"].encode()))
+    start_states = sorted({r["start_state"] for r in results})
     return pb.RunResult(
         elapsed_seconds=max(r["elapsed"] for r in results),
         actions=sum(r["actions"] for r in results),
@@ -330,11 +335,22 @@ def _merge_runs(results: list[dict], log_dir: Path) -> pb.RunResult:
         state_uncertain=any(r["state_uncertain"] for r in results),
         aborted="; ".join(r["aborted"] for r in results if r["aborted"]),
         threads=sum(r["threads"] for r in results),
+        session_hist=sessions_hist.encode(),
+        start_state="; ".join(start_states),
     )
 
 
-def serve(listen: str, work_dir: Path, processes: int) -> None:
+def _watch_parent(parent: int, stopper: threading.Event) -> None:
+    """A local agent ends when the coordinator that spawned it is gone (even killed -9)."""
+    while not stopper.wait(1.0):
+        if os.getppid() != parent:
+            stopper.set()
+
+
+def serve(listen: str, work_dir: Path, processes: int, parent_pid: int = 0) -> None:
     stopper = threading.Event()
+    if parent_pid:
+        threading.Thread(target=_watch_parent, args=(parent_pid, stopper), daemon=True).start()
     service = AgentService(work_dir, stopper, processes)
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
     pb_grpc.add_WorkerServicer_to_server(service, server)
@@ -362,10 +378,11 @@ def main(
     processes: Annotated[
         int, typer.Option(min=1, max=256, help="load processes, one fragment each")
     ] = 1,
+    parent_pid: Annotated[int, typer.Option(help="exit when this parent process is gone")] = 0,
 ) -> None:
     """Run a bgbench worker agent."""
     work_dir.mkdir(parents=True, exist_ok=True)
-    serve(listen, work_dir, processes)
+    serve(listen, work_dir, processes, parent_pid)
 
 
 if __name__ == "__main__":

@@ -19,10 +19,15 @@ from pathlib import Path
 
 import numpy as np
 
-from bgbench.errors import SystemFault, UserError
+from bgbench.errors import UserError
 from bgbench.validation.delta import InitialValues, validate
 from bgbench.validation.logformat import LogWriter, read_log
-from bgbench.worker.measurement import ACTION_DTYPE, ThreadRecorder, summarize
+from bgbench.worker.measurement import (
+    ACTION_DTYPE,
+    ThreadRecorder,
+    session_histogram,
+    summarize,
+)
 from bgbench.workloads.bg.actions import Action, Item
 from bgbench.workloads.bg.bookkeeping import FragmentState
 from bgbench.workloads.bg.config import BGConfig
@@ -47,6 +52,7 @@ class RunSpec:
     operation_count: int
     seed: int
     log_dir: Path
+    start_state: str = "carry"  # carry | reload | readback
 
 
 def log_path(log_dir: Path, fragment: int) -> Path:
@@ -71,6 +77,7 @@ class FragmentEngine:
         self.fragment = Fragment(config.database, plan, index)
         self.binding = binding if binding is not None else make_binding(store, store_options)
         self.state: FragmentState | None = None
+        self.zipf = self.fragment.local_zipf()  # shared by threads: draws are per-thread rngs
         self.mix = resolve_mix(config.workload.mix)
         self.units = list(self.mix)
         self.cumulative = list(np.cumsum([self.mix[u] for u in self.units]))
@@ -102,13 +109,7 @@ class FragmentEngine:
         )
 
     def run(self, spec: RunSpec, stop: threading.Event, publish: Callable[[int, int, int], None]):
-        if self.state is None:
-            raise UserError("the fragment is not loaded: prepare before running")
-        if self.state.uncertain:
-            raise SystemFault(
-                "a write failed in the last experiment, so the store's state is unknown: "
-                "prepare (reload) before the next experiment"
-            )
+        started_from = self._ready_state(spec.start_state)
         if spec.threads > self.fragment.size:
             raise UserError(
                 f"{spec.threads} threads on a fragment of {self.fragment.size} members: "
@@ -164,7 +165,34 @@ class FragmentEngine:
         log.close()
         actions = np.concatenate(chunks) if chunks else np.empty(0, dtype=ACTION_DTYPE)
         np.save(spec.log_dir / f"actions-f{self.fragment.index}.npy", actions)
-        return self._summary(spec, actions, recorders, sessions, aborted, elapsed, cpu, log.count)
+        summary = self._summary(
+            spec, actions, recorders, sessions, aborted, elapsed, cpu, log.count
+        )
+        summary["start_state"] = started_from
+        return summary
+
+    def _ready_state(self, policy: str) -> str:
+        """Make BG's picture of the fragment exact before a run; say how."""
+        if self.state is None:
+            raise UserError("the fragment is not loaded: prepare before running")
+        if policy == "reload":
+            self.prepare()
+            return "reload"
+        if policy == "readback":
+            if not self.binding.can_read_back:
+                raise UserError(
+                    f"store {self.binding.name} cannot read its state back: "
+                    "use rating.state carry or reload"
+                )
+            contents = self.binding.read_back(self.fragment)
+            self.state = FragmentState(self.fragment, self.config.workload.exclusive, contents)
+            return "readback"
+        if policy != "carry":
+            raise UserError(f"unknown start state {policy!r}: use carry, reload or readback")
+        if self.state.uncertain:
+            self.prepare()  # a write of unknown outcome: only a reload makes the picture exact
+            return "reload (a write failed in the previous experiment)"
+        return "carry"
 
     def _summary(self, spec, actions, recorders, sessions, aborted, elapsed, cpu, records) -> dict:
         errors: dict[tuple[int, str], int] = {}
@@ -199,6 +227,7 @@ class FragmentEngine:
             "saturated": elapsed > 0 and cpu / elapsed >= SATURATED_CPU_SHARE,
             "embedded": bool(self.binding.embedded),
             "log_records": records,
+            "session_hist": session_histogram(actions).encode().decode(),
             "state_uncertain": self.state.uncertain,
             "aborted": aborted[0] if aborted else "",
         }
@@ -217,7 +246,7 @@ class FragmentEngine:
         seed = [spec.seed, self.fragment.index, t, zlib.crc32(spec.experiment_id.encode())]
         np_rng = np.random.default_rng(seed)
         rng = random.Random(str(seed))
-        zipf = self.fragment.local_zipf()
+        zipf = self.zipf
         buf: list[int] = []
 
         def draw() -> int:

@@ -97,6 +97,7 @@ def _run(engine: FragmentEngine, msg: dict, stop: ProcessEvent, counters: Synchr
         operation_count=msg["operations"],
         seed=msg["seed"],
         log_dir=Path(msg["log_dir"]),
+        start_state=msg.get("start_state") or "carry",
     )
     try:
         return engine.run(spec, local_stop, publish)

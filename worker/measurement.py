@@ -23,6 +23,7 @@ ACTION_DTYPE = np.dtype(
         ("intended", "<i8"),
         ("start", "<i8"),
         ("end", "<i8"),
+        ("session", "<i8"),
     ]
 )
 HIST_LOWEST_US = 1
@@ -50,7 +51,7 @@ class ThreadRecorder:
 
     def __init__(self, thread: int, log: LogWriter, log_lock: threading.Lock) -> None:
         self.thread = thread
-        self.actions: list[tuple[int, int, int, int, int, int]] = []
+        self.actions: list[tuple[int, int, int, int, int, int, int]] = []
         self.records: list[tuple[int, int, int, int, int, int, int, int, int]] = []
         self._log = log
         self._log_lock = log_lock
@@ -108,6 +109,18 @@ class ActionSummary:
         self.errors += other.errors
         self.response.add(other.response)
         self.service.add(other.service)
+
+
+def session_histogram(actions: np.ndarray) -> HdrHistogram:
+    """Per session, its slowest action's response time: a session is within a bound
+    only if every one of its actions is."""
+    if len(actions) == 0:
+        return new_histogram()
+    order = np.argsort(actions["session"], kind="stable")
+    sessions = actions["session"][order]
+    latency = (actions["end"] - actions["intended"])[order]
+    starts = np.flatnonzero(np.concatenate([[True], sessions[1:] != sessions[:-1]]))
+    return histogram_of(np.maximum.reduceat(latency, starts))
 
 
 def summarize(actions: np.ndarray) -> dict[int, ActionSummary]:

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bgbench.errors import SystemFault
+from bgbench.errors import UserError
 from bgbench.validation.logformat import NEVER, WRITE, read_log
 from bgbench.worker.engine import FragmentEngine, RunSpec, log_path
 from bgbench.workloads.bg.actions import Action, Item
@@ -94,7 +94,7 @@ class FailingWrites(SQLiteBinding):
         return conn
 
 
-def test_failed_writes_are_logged_as_unknown_and_block_the_next_run(tmp_path):
+def test_failed_writes_are_logged_as_unknown_and_force_a_reload(tmp_path):
     binding = FailingWrites(SQLiteOptions(path=str(tmp_path / "db.sqlite")))
     engine = FragmentEngine(config(mix={"TF": 1, "VP": 1}), "sqlite", {}, PLAN, 0, binding=binding)
     engine.prepare()
@@ -107,8 +107,9 @@ def test_failed_writes_are_logged_as_unknown_and_block_the_next_run(tmp_path):
     assert len(writes) > 0 and np.all(writes["end"] == NEVER)
     # unknown outcomes are not counted against the store
     assert engine.validate(tmp_path / "f1")["unpredictable_reads"] == 0
-    with pytest.raises(SystemFault, match="reload"):
-        run(engine, tmp_path, "f2")
+    second = run(engine, tmp_path, "f2", threads=2, duration=0.5)
+    assert second["start_state"].startswith("reload")
+    assert run(engine, tmp_path, "f3", threads=0, duration=0.1)["start_state"].startswith("reload")
 
 
 class DeadStore(SQLiteBinding):
@@ -149,3 +150,44 @@ def test_think_time_spaces_the_actions_of_a_session(tmp_path):
     gaps = vtr["start"][:n] - vp["end"][:n]
     assert np.all(gaps >= 50_000_000)  # 50 ms think time between VP and VTR
     assert np.all(actions["intended"] <= actions["start"])
+
+
+@pytest.mark.parametrize("policy", ["carry", "reload", "readback"])
+def test_every_start_state_policy_validates_clean(tmp_path, policy):
+    engine = FragmentEngine(
+        config(mix="high", users=200), "sqlite", {"path": str(tmp_path / "db.sqlite")}, PLAN, 0
+    )
+    engine.prepare()
+    for i in range(3):
+        name = f"{policy}{i}"
+        spec = RunSpec(name, 4, 0.7, 0, i, tmp_path / name, start_state=policy)
+        summary = engine.run(spec, threading.Event(), lambda *_: None)
+        assert summary["start_state"] == policy
+        result = engine.validate(tmp_path / name)
+        assert result["writes"] > 0
+        assert result["unpredictable_reads"] == 0, (policy, i, result["examples"][:2])
+
+
+def test_readback_sees_what_the_store_holds(tmp_path):
+    engine = FragmentEngine(
+        config(mix="high", users=200), "sqlite", {"path": str(tmp_path / "db.sqlite")}, PLAN, 0
+    )
+    engine.prepare()
+    run(engine, tmp_path, "r0", threads=4, duration=0.7)
+    carried = (engine.state.friend_counts(), engine.state.pending_counts())
+    spec = RunSpec("r1", 0, 0.1, 0, 1, tmp_path / "r1", start_state="readback")
+    engine.run(spec, threading.Event(), lambda *_: None)
+    assert np.array_equal(engine.state.friend_counts(), carried[0])
+    assert np.array_equal(engine.state.pending_counts(), carried[1])
+    assert not np.array_equal(carried[0], engine.fragment.initial_friend_count)
+
+
+def test_the_null_store_cannot_read_back(tmp_path):
+    engine = FragmentEngine(config(), "null", {}, PLAN, 0)
+    engine.prepare()
+    with pytest.raises(UserError, match="carry or reload"):
+        engine.run(
+            RunSpec("n", 1, 0.1, 0, 1, tmp_path / "n", start_state="readback"),
+            threading.Event(),
+            lambda *_: None,
+        )

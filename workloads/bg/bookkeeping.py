@@ -16,10 +16,14 @@ import random
 import threading
 from collections import defaultdict
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from bgbench.workloads.bg.generator import CONFIRMED, PENDING, Fragment
+
+if TYPE_CHECKING:
+    from bgbench.workloads.bg.store import FragmentContents
 
 
 def _pair(a: int, b: int) -> tuple[int, int]:
@@ -27,7 +31,13 @@ def _pair(a: int, b: int) -> tuple[int, int]:
 
 
 class FragmentState:
-    def __init__(self, fragment: Fragment, exclusive: bool = True) -> None:
+    def __init__(
+        self,
+        fragment: Fragment,
+        exclusive: bool = True,
+        contents: "FragmentContents | None" = None,
+    ) -> None:
+        """BG's picture of a freshly loaded fragment, or of `contents` read back from a store."""
         self.fragment = fragment
         self.exclusive = exclusive
         self._lock = threading.Lock()
@@ -36,7 +46,8 @@ class FragmentState:
         self.friends: dict[int, set[int]] = defaultdict(set)
         self.invited_by: dict[int, set[int]] = defaultdict(set)  # invitee -> inviters
         self.invited: dict[int, set[int]] = defaultdict(set)  # inviter -> invitees
-        for inviter, invitee, status in fragment.friendships.tolist():
+        rows = fragment.friendships.tolist() if contents is None else contents.friendships
+        for inviter, invitee, status in rows:
             if status == CONFIRMED:
                 self.friends[inviter].add(invitee)
                 self.friends[invitee].add(inviter)
@@ -47,10 +58,16 @@ class FragmentState:
         for rid, _creator, wall in fragment.resources.tolist():
             self.wall_resources[wall].append(rid)
         per = fragment.db.commentcountperresource
-        self.comments: dict[int, list[int]] = {
-            rid: list(range(per)) for rid in fragment.resources[:, 0].tolist()
+        rids = fragment.resources[:, 0].tolist()
+        if contents is None:
+            self.comments: dict[int, list[int]] = {rid: list(range(per)) for rid in rids}
+        else:
+            self.comments = {rid: [] for rid in rids}
+            for rid, mid in contents.comments:
+                self.comments[rid].append(mid)
+        self.next_mid: dict[int, int] = {
+            rid: max(mids, default=per - 1) + 1 for rid, mids in self.comments.items()
         }
-        self.next_mid: dict[int, int] = dict.fromkeys(self.comments, per)
         self._busy_pairs: set[tuple[int, int]] = set()
         self._active: dict[int, object] = {}  # member -> claim of the thread acting as them
         self.uncertain = False  # a write failed: the store's state is no longer known

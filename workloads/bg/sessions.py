@@ -64,7 +64,7 @@ class Actor:
         return self.conn.view_friend_requests(a, self.sid, self.intended) is not None
 
     def vtr(self, a: int, b: int) -> bool:
-        return self.conn.view_top_k_resources(a, b, self.topk, self.intended) is not None
+        return self.conn.view_top_k_resources(a, b, self.topk, self.sid, self.intended) is not None
 
     def vcr(self, a: int, rid: int) -> bool:
         return self.conn.view_comments(a, rid, self.sid, self.intended) is not None

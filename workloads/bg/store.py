@@ -54,6 +54,14 @@ class CommentRow:
     text: str
 
 
+@dataclass(slots=True)
+class FragmentContents:
+    """What read_back() returns: rows of (inviter, invitee, status), and (rid, mid)."""
+
+    friendships: list[tuple[int, int, int]]
+    comments: list[tuple[int, int]]
+
+
 @runtime_checkable
 class BGConnection(Protocol):
     """One thread's handle on the store. Calls may raise; they are never retried here."""
@@ -81,11 +89,17 @@ class BGBinding(Protocol):
     # True when answers carry real content (attributes, ids, images); the null store's
     # answers only have the right lengths and counts.
     full_answers: ClassVar[bool]
+    # True when read_back() can return the fragment's current rows.
+    can_read_back: ClassVar[bool]
     Options: ClassVar[type[BaseModel]]
 
     def create_schema(self, db: "BGDatabaseConfig") -> None: ...
     def load_fragment(self, fragment: "Fragment") -> None:
         """Replace this fragment's rows with its generated initial state."""
+        ...
+
+    def read_back(self, fragment: "Fragment") -> "FragmentContents":
+        """The fragment's relationships and comments as the quiescent store holds them."""
         ...
 
     def connect(self) -> BGConnection: ...

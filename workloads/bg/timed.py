@@ -32,7 +32,7 @@ class Recorder(Protocol):
     """Where one thread's measurements go (the worker's measurement module)."""
 
     thread: int
-    actions: list[tuple[int, int, int, int, int, int]]
+    actions: list[tuple[int, int, int, int, int, int, int]]
     records: list[tuple[int, int, int, int, int, int, int, int, int]]
 
     def error(self, action: int, exc: BaseException) -> None: ...
@@ -48,18 +48,18 @@ class TimedConnection:
         self.thread = recorder.thread
 
     def _call(
-        self, code: Action, intended: int, fn: Callable[..., Any], *args: Any
+        self, code: Action, intended: int, sid: int, fn: Callable[..., Any], *args: Any
     ) -> tuple[Any, int, int] | None:
         start = monotonic_ns()
         try:
             out = fn(*args)
         except Exception as exc:
             end = monotonic_ns()
-            self.rec.actions.append((code, ERROR, self.thread, intended, start, end))
+            self.rec.actions.append((code, ERROR, self.thread, intended, start, end, sid))
             self.rec.error(code, exc)
             return None
         end = monotonic_ns()
-        self.rec.actions.append((code, OK, self.thread, intended, start, end))
+        self.rec.actions.append((code, OK, self.thread, intended, start, end, sid))
         return out, start, end
 
     def _read(self, item: Item, item_id: int, s: int, e: int, value: int, code: Action, sid: int):
@@ -84,18 +84,18 @@ class TimedConnection:
             fn(*args)
         except Exception as exc:
             end = monotonic_ns()
-            self.rec.actions.append((code, ERROR, self.thread, intended, start, end))
+            self.rec.actions.append((code, ERROR, self.thread, intended, start, end, sid))
             self.rec.error(code, exc)
             self._writes(code, sid, start, NEVER, deltas)
             return False
         end = monotonic_ns()
-        self.rec.actions.append((code, OK, self.thread, intended, start, end))
+        self.rec.actions.append((code, OK, self.thread, intended, start, end, sid))
         self._writes(code, sid, start, end, deltas)
         return True
 
     # -- reads -------------------------------------------------------------------
     def view_profile(self, requester: int, member: int, sid: int, intended: int) -> Profile | None:
-        got = self._call(Action.VP, intended, self.conn.view_profile, requester, member)
+        got = self._call(Action.VP, intended, sid, self.conn.view_profile, requester, member)
         if got is None:
             return None
         p, s, e = got
@@ -110,7 +110,7 @@ class TimedConnection:
     def list_friends(
         self, requester: int, member: int, sid: int, intended: int
     ) -> list[MemberRow] | None:
-        got = self._call(Action.LF, intended, self.conn.list_friends, requester, member)
+        got = self._call(Action.LF, intended, sid, self.conn.list_friends, requester, member)
         if got is None:
             return None
         rows, s, e = got
@@ -119,7 +119,7 @@ class TimedConnection:
         return rows  # type: ignore[no-any-return]
 
     def view_friend_requests(self, member: int, sid: int, intended: int) -> list[MemberRow] | None:
-        got = self._call(Action.VFR, intended, self.conn.view_friend_requests, member)
+        got = self._call(Action.VFR, intended, sid, self.conn.view_friend_requests, member)
         if got is None:
             return None
         rows, s, e = got
@@ -128,15 +128,17 @@ class TimedConnection:
         return rows  # type: ignore[no-any-return]
 
     def view_top_k_resources(
-        self, requester: int, member: int, k: int, intended: int
+        self, requester: int, member: int, k: int, sid: int, intended: int
     ) -> list[ResourceRow] | None:
-        got = self._call(Action.VTR, intended, self.conn.view_top_k_resources, requester, member, k)
+        got = self._call(
+            Action.VTR, intended, sid, self.conn.view_top_k_resources, requester, member, k
+        )
         return None if got is None else got[0]
 
     def view_comments(
         self, requester: int, rid: int, sid: int, intended: int
     ) -> list[CommentRow] | None:
-        got = self._call(Action.VCR, intended, self.conn.view_comments, requester, rid)
+        got = self._call(Action.VCR, intended, sid, self.conn.view_comments, requester, rid)
         if got is None:
             return None
         rows, s, e = got

@@ -9,9 +9,16 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
+from bgbench.errors import UserError
 from bgbench.workloads.bg.config import BGDatabaseConfig
 from bgbench.workloads.bg.generator import Fragment
-from bgbench.workloads.bg.store import CommentRow, MemberRow, Profile, ResourceRow
+from bgbench.workloads.bg.store import (
+    CommentRow,
+    FragmentContents,
+    MemberRow,
+    Profile,
+    ResourceRow,
+)
 
 _MEMBER = MemberRow(member=0, attributes=[], thumbnail=None)
 _RESOURCE = ResourceRow(rid=0, creator=0, wall=0)
@@ -26,6 +33,7 @@ class NullBinding:
     name: ClassVar[str] = "null"
     embedded: ClassVar[bool] = True
     full_answers: ClassVar[bool] = False
+    can_read_back: ClassVar[bool] = False
     Options: ClassVar[type[BaseModel]] = NullOptions
 
     def __init__(self, options: NullOptions) -> None:
@@ -48,6 +56,9 @@ class NullBinding:
         self.comments.update(dict.fromkeys(fragment.resources[:, 0].tolist(), per))
         longest = max([*self.friends.values(), *self.pending.values(), *self.comments.values(), 0])
         self.rows = [_MEMBER] * (longest + fragment.db.usercount)
+
+    def read_back(self, fragment: Fragment) -> FragmentContents:
+        raise UserError("the null store keeps counts only: use rating.state carry or reload")
 
     def connect(self) -> "NullConnection":
         return NullConnection(self)

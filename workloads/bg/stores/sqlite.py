@@ -15,7 +15,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from bgbench.errors import StoreError
 from bgbench.workloads.bg.config import BGDatabaseConfig
 from bgbench.workloads.bg.generator import CONFIRMED, PENDING, Fragment
-from bgbench.workloads.bg.store import CommentRow, MemberRow, Profile, ResourceRow
+from bgbench.workloads.bg.store import (
+    CommentRow,
+    FragmentContents,
+    MemberRow,
+    Profile,
+    ResourceRow,
+)
 
 
 class SQLiteOptions(BaseModel):
@@ -31,6 +37,7 @@ class SQLiteBinding:
     name: ClassVar[str] = "sqlite"
     embedded: ClassVar[bool] = True
     full_answers: ClassVar[bool] = True
+    can_read_back: ClassVar[bool] = True
     Options: ClassVar[type[BaseModel]] = SQLiteOptions
 
     def __init__(self, options: SQLiteOptions) -> None:
@@ -127,6 +134,28 @@ class SQLiteBinding:
             raise
         finally:
             conn.close()
+
+    def read_back(self, fragment: Fragment) -> FragmentContents:
+        conn = self._open()
+        try:
+            conn.execute("BEGIN")  # one consistent snapshot
+            conn.execute("CREATE TEMP TABLE IF NOT EXISTS frag (userid INTEGER PRIMARY KEY)")
+            conn.execute("DELETE FROM temp.frag")
+            conn.executemany(
+                "INSERT INTO temp.frag VALUES (?)", ((m,) for m in fragment.members.tolist())
+            )
+            friendships = conn.execute(
+                "SELECT inviterid, inviteeid, status FROM friendship "
+                "WHERE inviterid IN (SELECT userid FROM temp.frag)"
+            ).fetchall()
+            comments = conn.execute(
+                "SELECT m.rid, m.mid FROM manipulation m JOIN resources r ON r.rid = m.rid "
+                "WHERE r.creatorid IN (SELECT userid FROM temp.frag)"
+            ).fetchall()
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+        return FragmentContents(friendships, comments)
 
     def connect(self) -> "SQLiteConnection":
         if self.attrcount is None:

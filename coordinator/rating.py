@@ -1,0 +1,153 @@
+"""A rating: search at the short duration, then the final experiment at the full one.
+
+The strategies are pure; this module feeds them experiments through memos keyed
+by duration (a final at Delta is a different experiment from a search run at
+Delta_s, and the same one when the two are equal), records every experiment as
+it finishes, and replays recorded ones on resume.
+"""
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+from bgbench.coordinator.config import Settings, final_duration, search_duration
+from bgbench.coordinator.experiment import ExperimentResult
+from bgbench.coordinator.results import ResultsStore, reasons_of
+from bgbench.coordinator.search.exhaustive import exhaustive
+from bgbench.coordinator.search.final import FinalResult, final
+from bgbench.coordinator.search.memo import Memo, Outcome
+from bgbench.coordinator.search.soar import soar
+from bgbench.coordinator.search.socialites import socialites
+from bgbench.errors import SystemFault
+
+RunFn = Callable[[int, float, str], ExperimentResult]
+
+
+@dataclass
+class FinalSummary:
+    chosen: int  # T the search chose
+    threads: int  # T that passed for the full duration (0: none)
+    throughput: float
+    backed_off: bool
+    tried: list[int]
+    note: str
+
+
+@dataclass
+class RatingSummary:
+    rating_id: str
+    objective: str
+    store: str
+    search_duration_s: float
+    final_duration_s: float
+    soar: float | None = None  # actions/s of the final experiment at soar_threads
+    soar_threads: int | None = None
+    socialites: int | None = None
+    search_soar: float | None = None  # best throughput seen while searching
+    search_soar_threads: int | None = None
+    search_socialites: int | None = None
+    final_soar: FinalSummary | None = None
+    final_socialites: FinalSummary | None = None
+    experiments_requested: int = 0
+    experiments_unique: int = 0
+    experiments_run_now: int = 0  # this session; the rest were replayed from the record
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class Rating:
+    def __init__(
+        self,
+        rating_id: str,
+        settings: Settings,
+        run: RunFn,
+        store: ResultsStore,
+        on_result: Callable[[str, ExperimentResult], None] | None = None,
+    ) -> None:
+        self.rating_id = rating_id
+        self.settings = settings
+        self.run = run
+        self.store = store
+        self.on_result = on_result
+        self.memos: dict[float, Memo] = {}
+        known = store.known_outcomes(rating_id)
+        self.replayed = sum(len(v) for v in known.values())
+        self._known = known
+
+    def _memo(self, duration: float, phase: str) -> Memo:
+        if duration not in self.memos:
+
+            def experiment(threads: int) -> Outcome:
+                exp_id = f"{self.rating_id}-T{threads}-{duration:g}s"
+                result = self.run(threads, duration, exp_id)
+                self.store.add_experiment(self.rating_id, phase, result)
+                if self.on_result:
+                    self.on_result(phase, result)
+                if result.fault:
+                    raise SystemFault(
+                        f"experiment at T={threads} hit an infrastructure failure ({result.fault});"
+                        f" it is recorded as such. Fix the cause, then: bgbench rate --resume "
+                        f"{self.rating_id} --results {self.settings.results_dir}"
+                    )
+                return Outcome(result.passed, result.actions_per_s, reasons_of(result))
+
+            self.memos[duration] = Memo(experiment, known=dict(self._known.get(duration, {})))
+        return self.memos[duration]
+
+    def execute(self, t_max: int) -> RatingSummary:
+        s = self.settings
+        ds, df = search_duration(s), final_duration(s)
+        objective, t0 = s.rating.objective, min(s.rating.t0, t_max)
+        summary = RatingSummary(self.rating_id, objective, s.store.name, ds, df)
+        search = self._memo(ds, "search")
+        best: tuple[int, Outcome] | None = None
+        social: int | None = None
+        if objective == "exhaustive":
+            social, best = exhaustive(search, t0, t_max)
+        if objective in ("both", "socialites"):
+            social = socialites(search, t0, t_max)
+        if objective in ("both", "soar"):
+            best = soar(search, t0, t_max)
+        if best is not None:
+            summary.search_soar_threads, summary.search_soar = best[0], best[1].throughput
+        summary.search_socialites = social
+
+        finals = self._memo(df, "final")
+        if objective in ("both", "soar", "exhaustive"):
+            if best is None:
+                summary.notes.append("no experiment met the SLA: SoAR is 0")
+                summary.soar, summary.soar_threads = 0.0, 0
+            else:
+                f = self._final(finals, best[0])
+                summary.final_soar = f
+                summary.soar_threads = f.threads
+                summary.soar = f.throughput
+        if objective in ("both", "socialites", "exhaustive") and social is not None:
+            if social == 0:
+                summary.notes.append("one thread already fails the SLA: Socialites is 0")
+                summary.socialites = 0
+            else:
+                f = self._final(finals, social)
+                summary.final_socialites = f
+                summary.socialites = f.threads
+        summary.experiments_requested = sum(m.total for m in self.memos.values())
+        summary.experiments_unique = sum(m.unique for m in self.memos.values())
+        summary.experiments_run_now = sum(len(m.ran) for m in self.memos.values())
+        if self.replayed:
+            summary.notes.append(
+                f"resumed: {self.replayed} finished experiments were replayed from the record"
+            )
+        return summary
+
+    @staticmethod
+    def _final(memo: Memo, chosen: int) -> FinalSummary:
+        r: FinalResult = final(memo, chosen)
+        return FinalSummary(
+            chosen=chosen,
+            threads=r.threads,
+            throughput=r.outcome.throughput if r.outcome else 0.0,
+            backed_off=r.backed_off,
+            tried=r.tried,
+            note=r.describe(chosen),
+        )

@@ -1,0 +1,217 @@
+"""The results store: every rating and every experiment, in one SQLite file.
+
+`results_dir/bgbench.sqlite` holds the resolved settings, host facts and versions
+of each rating, and each experiment's figures with its full result (per-worker
+throughput, latency histograms, verdicts, validation counts) as JSON. A rating
+interrupted mid-search is resumed from here without re-running what finished.
+"""
+
+import csv
+import json
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from bgbench.coordinator.experiment import ExperimentResult
+from bgbench.coordinator.search.memo import Outcome
+from bgbench.errors import UserError
+
+DB_NAME = "bgbench.sqlite"
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS ratings (
+    id TEXT PRIMARY KEY,
+    created TEXT NOT NULL,
+    updated TEXT NOT NULL,
+    status TEXT NOT NULL,          -- running | done | failed
+    objective TEXT NOT NULL,
+    store TEXT NOT NULL,
+    config_json TEXT NOT NULL,
+    hosts_json TEXT NOT NULL DEFAULT '[]',
+    versions_json TEXT NOT NULL DEFAULT '{}',
+    soar REAL,
+    soar_threads INTEGER,
+    socialites INTEGER,
+    summary_json TEXT,
+    message TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE IF NOT EXISTS experiments (
+    rating_id TEXT NOT NULL REFERENCES ratings(id),
+    seq INTEGER NOT NULL,
+    phase TEXT NOT NULL,           -- search | final
+    threads INTEGER NOT NULL,
+    duration_s REAL NOT NULL,
+    status TEXT NOT NULL,          -- passed | failed | fault
+    actions_per_s REAL NOT NULL,
+    within_percent REAL NOT NULL,
+    unpredictable_percent REAL NOT NULL,
+    reasons TEXT NOT NULL,
+    result_json TEXT NOT NULL,
+    created TEXT NOT NULL,
+    PRIMARY KEY (rating_id, seq)
+);
+"""
+EXPERIMENT_COLUMNS = (
+    "rating_id", "seq", "phase", "threads", "duration_s", "status", "actions_per_s",
+    "within_percent", "unpredictable_percent", "reasons", "created",
+)  # fmt: skip
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def reasons_of(result: ExperimentResult) -> str:
+    if result.fault:
+        return f"infrastructure: {result.fault}"
+    out = []
+    for a in result.agents:
+        out += [f"{a.address}: {r}" for r in a.reasons]
+    return "; ".join(out)
+
+
+class ResultsStore:
+    def __init__(self, results_dir: Path) -> None:
+        self.path = results_dir / DB_NAME
+        results_dir.mkdir(parents=True, exist_ok=True)
+        with self._db() as db:
+            db.executescript(SCHEMA)
+
+    @contextmanager
+    def _db(self) -> Iterator[sqlite3.Connection]:
+        db = sqlite3.connect(self.path, timeout=30)
+        db.row_factory = sqlite3.Row
+        try:
+            with db:
+                yield db
+        finally:
+            db.close()
+
+    # -- ratings -----------------------------------------------------------------
+    def start_rating(self, rating_id: str, objective: str, store: str, config_json: str) -> None:
+        with self._db() as db:
+            db.execute(
+                "INSERT INTO ratings (id, created, updated, status, objective, store, config_json)"
+                " VALUES (?, ?, ?, 'running', ?, ?, ?)",
+                (rating_id, _now(), _now(), objective, store, config_json),
+            )
+
+    def set_hosts(self, rating_id: str, hosts: list[dict], versions: dict) -> None:
+        with self._db() as db:
+            db.execute(
+                "UPDATE ratings SET hosts_json = ?, versions_json = ?, updated = ? WHERE id = ?",
+                (json.dumps(hosts), json.dumps(versions), _now(), rating_id),
+            )
+
+    def finish_rating(
+        self,
+        rating_id: str,
+        status: str,
+        soar: float | None,
+        soar_threads: int | None,
+        socialites: int | None,
+        summary: dict | None,
+        message: str = "",
+    ) -> None:
+        with self._db() as db:
+            db.execute(
+                "UPDATE ratings SET status = ?, soar = ?, soar_threads = ?, socialites = ?, "
+                "summary_json = ?, message = ?, updated = ? WHERE id = ?",
+                (
+                    status, soar, soar_threads, socialites,
+                    json.dumps(summary) if summary is not None else None,
+                    message, _now(), rating_id,
+                ),
+            )  # fmt: skip
+
+    def rating(self, rating_id: str) -> dict[str, Any]:
+        with self._db() as db:
+            row = db.execute("SELECT * FROM ratings WHERE id = ?", (rating_id,)).fetchone()
+        if row is None:
+            raise UserError(f"no rating {rating_id!r} in {self.path}: see `bgbench results`")
+        return dict(row)
+
+    def ratings(self) -> list[dict[str, Any]]:
+        with self._db() as db:
+            rows = db.execute(
+                "SELECT r.*, (SELECT count(*) FROM experiments e WHERE e.rating_id = r.id) AS runs"
+                " FROM ratings r ORDER BY created, id"
+            ).fetchall()
+        return [dict(r) for r in rows]
+
+    # -- experiments -------------------------------------------------------------
+    def add_experiment(self, rating_id: str, phase: str, result: ExperimentResult) -> None:
+        status = "fault" if result.fault else ("passed" if result.passed else "failed")
+        with self._db() as db:
+            seq = db.execute(
+                "SELECT coalesce(max(seq), 0) + 1 FROM experiments WHERE rating_id = ?",
+                (rating_id,),
+            ).fetchone()[0]
+            db.execute(
+                "INSERT INTO experiments VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    rating_id, seq, phase, result.threads, result.duration_s, status,
+                    result.actions_per_s, result.within_percent, result.unpredictable_percent,
+                    reasons_of(result), json.dumps(asdict(result)), _now(),
+                ),
+            )  # fmt: skip
+            db.execute("UPDATE ratings SET updated = ? WHERE id = ?", (_now(), rating_id))
+
+    def experiments(self, rating_id: str) -> list[dict[str, Any]]:
+        with self._db() as db:
+            rows = db.execute(
+                "SELECT * FROM experiments WHERE rating_id = ? ORDER BY seq", (rating_id,)
+            ).fetchall()
+        return [dict(r) for r in rows]
+
+    def known_outcomes(self, rating_id: str) -> dict[float, dict[int, Outcome]]:
+        """Finished experiments by duration and T (faults are not outcomes: they rerun)."""
+        known: dict[float, dict[int, Outcome]] = {}
+        for e in self.experiments(rating_id):
+            if e["status"] == "fault":
+                continue
+            known.setdefault(e["duration_s"], {})[e["threads"]] = Outcome(
+                e["status"] == "passed", e["actions_per_s"], e["reasons"]
+            )
+        return known
+
+    # -- export ------------------------------------------------------------------
+    def export(self, rating_id: str, fmt: str, out: Path) -> int:
+        rating = self.rating(rating_id)
+        rows = [{k: e[k] for k in EXPERIMENT_COLUMNS} for e in self.experiments(rating_id)]
+        if fmt == "json":
+            full = dict(rating)
+            full["config"] = json.loads(full.pop("config_json"))
+            full["hosts"] = json.loads(full.pop("hosts_json"))
+            full["versions"] = json.loads(full.pop("versions_json"))
+            full["summary"] = json.loads(full.pop("summary_json") or "null")
+            full["experiments"] = [
+                {**row, "result": json.loads(e["result_json"])}
+                for row, e in zip(rows, self.experiments(rating_id), strict=True)
+            ]
+            out.write_text(json.dumps(full, indent=2))
+        elif fmt == "csv":
+            with open(out, "w", newline="") as f:
+                writer = csv.DictWriter(f, fieldnames=EXPERIMENT_COLUMNS)
+                writer.writeheader()
+                writer.writerows(rows)
+        elif fmt == "parquet":
+            try:
+                import pyarrow as pa
+                import pyarrow.parquet as pq
+            except ImportError:
+                raise UserError(
+                    "parquet export needs pyarrow: pip install 'bgbench[parquet]'"
+                ) from None
+            table = (
+                pa.Table.from_pylist(rows)
+                if rows
+                else pa.table({c: [] for c in EXPERIMENT_COLUMNS})
+            )
+            pq.write_table(table, out)
+        else:
+            raise UserError(f"unknown export format {fmt!r}: use csv, json or parquet")
+        return len(rows)

@@ -1,0 +1,59 @@
+"""The final experiment at the chosen T for the full duration, and the back-off.
+
+If the final experiment fails, halve T until a final one passes, then bisect
+between that success and the lowest failure above it. Final experiments go
+through their own memo (a different duration is a different experiment).
+"""
+
+from dataclasses import dataclass, field
+
+from bgbench.coordinator.search.memo import Memo, Outcome
+
+
+@dataclass
+class FinalResult:
+    threads: int  # 0 when not even one thread passes for the full duration
+    outcome: Outcome | None
+    tried: list[int] = field(default_factory=list)  # every T asked for, in order
+    backed_off: bool = False
+
+    def describe(self, chosen: int) -> str:
+        if not self.backed_off:
+            return f"final experiment at T={chosen} passed"
+        if self.threads == 0:
+            return f"final experiment at T={chosen} failed, and so did every T down to 1"
+        return (
+            f"final experiment at T={chosen} failed; backed off to T={self.threads} "
+            f"after trying {', '.join(map(str, self.tried))}"
+        )
+
+
+def final(run: Memo, chosen: int) -> FinalResult:
+    if chosen < 1:
+        return FinalResult(0, None)
+    tried: list[int] = []
+
+    def attempt(t: int) -> Outcome:
+        tried.append(t)
+        return run(t)
+
+    first = attempt(chosen)
+    if first.passed:
+        return FinalResult(chosen, first, tried)
+    failed, t = chosen, chosen // 2
+    passed = 0
+    while t >= 1:
+        if attempt(t).passed:
+            passed = t
+            break
+        failed, t = t, t // 2
+    if passed == 0:
+        return FinalResult(0, None, tried, backed_off=True)
+    lo, hi = passed, failed
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if attempt(mid).passed:
+            lo = mid
+        else:
+            hi = mid
+    return FinalResult(lo, run.known[lo], tried, backed_off=True)

@@ -1,0 +1,52 @@
+"""Outcomes of experiments, and the memo every strategy runs them through."""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Outcome:
+    passed: bool
+    throughput: float  # actions/s, summed over workers
+    reason: str = ""  # why it failed, when it did
+
+    @property
+    def score(self) -> float:
+        """Throughput if the SLA held, else -inf: what SoAR maximises."""
+        return self.throughput if self.passed else float("-inf")
+
+
+Experiment = Callable[[int], Outcome]
+
+
+@dataclass
+class Memo:
+    """Runs each T at most once; remembers the order of every request."""
+
+    experiment: Experiment
+    known: dict[int, Outcome] = field(default_factory=dict)
+    requests: list[int] = field(default_factory=list)  # every T asked for, repeats included
+    ran: list[int] = field(default_factory=list)  # the Ts actually run by this memo
+
+    def __call__(self, threads: int) -> Outcome:
+        if threads < 1:
+            raise ValueError(f"thread count must be >= 1, got {threads}")
+        self.requests.append(threads)
+        if threads not in self.known:
+            self.known[threads] = self.experiment(threads)
+            self.ran.append(threads)
+        return self.known[threads]
+
+    @property
+    def total(self) -> int:
+        return len(self.requests)
+
+    @property
+    def unique(self) -> int:
+        return len(self.known)
+
+    def best_passing(self) -> tuple[int, Outcome] | None:
+        passing = [(t, o) for t, o in self.known.items() if o.passed]
+        if not passing:
+            return None
+        return max(passing, key=lambda p: (p[1].throughput, -p[0]))

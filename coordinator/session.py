@@ -1,0 +1,122 @@
+"""Bringing up what experiments run on: local agents and their fragments, or the model store."""
+
+import platform
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+from bgbench import __version__
+from bgbench.coordinator import preflight
+from bgbench.coordinator.agents import spawn_local_agents
+from bgbench.coordinator.config import Settings
+from bgbench.coordinator.experiment import Cluster, ExperimentResult, run_experiment
+from bgbench.coordinator.model_store import ModelStore
+from bgbench.coordinator.report import LiveProgress
+
+
+@dataclass
+class Target:
+    """Runs experiments at (T, duration); says what it runs on."""
+
+    settings: Settings
+    console: Console
+    cluster: Cluster | None = None
+    model: ModelStore | None = None
+    start_state: str = "carry"
+
+    def run(self, threads: int, duration_s: float, experiment_id: str) -> ExperimentResult:
+        if self.model is not None:
+            return self.model.experiment(threads, duration_s, experiment_id)
+        assert self.cluster is not None
+        progress = LiveProgress([c.address for c in self.cluster.clients], duration_s, self.console)
+        with progress:
+            return run_experiment(
+                self.cluster,
+                self.settings,
+                threads,
+                duration_s,
+                experiment_id,
+                progress.update,
+                self.start_state,
+            )
+
+    @property
+    def store(self) -> str:
+        if self.model is not None:
+            return self.model.describe()
+        assert self.cluster is not None
+        return self.cluster.store_description
+
+    def max_threads(self) -> int:
+        if self.settings.rating.max_threads:
+            return self.settings.rating.max_threads
+        if self.model is not None:
+            return 1 << 30
+        return preflight.max_threads(
+            self.settings, [self.settings.agents.processes] * self.settings.agents.local
+        )
+
+    def hosts(self) -> list[dict]:
+        if self.cluster is None:
+            return [{"host": "virtual", "note": "model store: no agents"}]
+        out = []
+        for c in self.cluster.clients:
+            f = c.facts
+            assert f is not None
+            out.append(
+                {
+                    "address": c.address,
+                    "agent_id": f.agent_id,
+                    "hostname": f.hostname,
+                    "cores": f.cores,
+                    "memory_bytes": f.memory_bytes,
+                    "load_processes": f.load_processes,
+                    "bgbench": f.bgbench_version,
+                    "python": f.python_version,
+                }
+            )
+        return out
+
+    def versions(self) -> dict:
+        return {
+            "bgbench": __version__,
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "store": self.store,
+        }
+
+
+@contextmanager
+def bring_up(settings: Settings, work_dir: Path, console: Console) -> Iterator[Target]:
+    """Spawn local agents, connect, load every fragment; stop them all on the way out."""
+    if settings.store.name == preflight.MODEL_STORE:
+        yield Target(settings, console, model=ModelStore(settings.model, settings.sla))
+        return
+    preflight.check_store(settings)
+    preflight.check_fit(settings, [settings.agents.processes] * settings.agents.local)
+    console.print(
+        f"starting {settings.agents.local} local agents x {settings.agents.processes} load "
+        f"processes; store {settings.store.name}; work in {work_dir}"
+    )
+    local = spawn_local_agents(
+        settings.agents.local, settings.agents.processes, work_dir, settings.agents.start_timeout
+    )
+    cluster = None
+    try:
+        cluster = Cluster.connect(local.addresses, settings.agents.capacities)
+        replies = cluster.prepare(settings)
+        members = sum(f.members for r in replies for f in r.fragments)
+        load_s = max(f.load_seconds for r in replies for f in r.fragments)
+        console.print(
+            f"loaded {members:,} members in {load_s:.1f} s on {cluster.store_description}"
+        )
+        yield Target(settings, console, cluster=cluster, start_state=settings.rating.state)
+    finally:
+        if cluster:
+            for c in cluster.clients:
+                c.shutdown()
+            cluster.close()
+        local.close()
