@@ -1,0 +1,126 @@
+"""`bgbench rate` end to end: a real SQLite rating through two agents, and a rating whose
+coordinator is killed mid-search and then resumed without repeating an experiment."""
+
+import json
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+from collections import Counter
+
+BGBENCH = [sys.executable, "-m", "bgbench"]
+EXPERIMENT_LINE = re.compile(r"^\s*(search|final) T=(\d+)")
+
+
+def bgbench(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*BGBENCH, *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def sqlite_rating_args(tmp, *extra: str) -> list[str]:
+    return [
+        "rate", "--store", "sqlite", "--agents", "2", "--users", "400",
+        "--delta-search", "1", "--delta", "1.5", "--max-threads", "64",
+        "--results", str(tmp), "-p", f"store.options.path={tmp / 'bg.sqlite'}",
+        "-p", "sla.beta_ms=2", *extra,
+    ]  # fmt: skip
+
+
+def experiments(tmp, rating_id: str) -> list[sqlite3.Row]:
+    db = sqlite3.connect(tmp / "bgbench.sqlite")
+    db.row_factory = sqlite3.Row
+    rows = db.execute(
+        "SELECT * FROM experiments WHERE rating_id = ? ORDER BY seq", (rating_id,)
+    ).fetchall()
+    db.close()
+    return rows
+
+
+def test_a_real_sqlite_rating_through_two_agents(tmp_path):
+    proc = bgbench(*sqlite_rating_args(tmp_path, "--json"))
+    assert proc.returncode == 0, proc.stderr
+    s = json.loads(proc.stdout)
+    assert s["store"] == "sqlite" and s["objective"] == "both"
+    assert 0 <= s["socialites"] <= 64
+    assert s["soar"] is not None and s["soar"] >= 0
+    if s["socialites"]:
+        assert s["soar"] > 0 and 1 <= s["soar_threads"] <= 64
+    rows = experiments(tmp_path, s["rating_id"])
+    assert len(rows) == s["experiments_unique"] == s["experiments_run_now"]
+    keys = Counter((r["threads"], r["duration_s"]) for r in rows)
+    assert max(keys.values()) == 1  # no experiment ran twice
+    assert {r["phase"] for r in rows} == {"search", "final"}
+    for r in rows:
+        result = json.loads(r["result_json"])
+        assert len(result["agents"]) == 2
+        assert all(a["log_records_written"] == a["log_records_read"] for a in result["agents"])
+        assert result["unpredictable_reads"] == 0
+        assert (r["status"] == "passed") == result["passed"]
+    listing = bgbench("results", "--results", str(tmp_path))
+    assert s["rating_id"] in listing.stdout and "done" in listing.stdout
+
+
+def test_a_killed_rating_resumes_without_repeating_experiments(tmp_path):
+    coordinator = subprocess.Popen(
+        [*BGBENCH, *sqlite_rating_args(tmp_path)],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    rating_id, seen = None, []
+    assert coordinator.stderr is not None
+    for line in coordinator.stderr:
+        m = re.search(r"rating (R[\w-]+): results", line)
+        if m:
+            rating_id = m.group(1)
+        m = EXPERIMENT_LINE.match(line)
+        if m:
+            seen.append(int(m.group(2)))
+            if len(seen) == 3:
+                break
+    os.kill(coordinator.pid, signal.SIGKILL)  # mid-search, no chance to clean up
+    coordinator.wait(10)
+    assert rating_id and seen == [1, 2, 4]
+    before = experiments(tmp_path, rating_id)
+    assert [r["threads"] for r in before] == seen
+
+    proc = bgbench("rate", "--resume", rating_id, "--results", str(tmp_path), "--json")
+    assert proc.returncode == 0, proc.stderr
+    s = json.loads(proc.stdout)
+    after = experiments(tmp_path, rating_id)
+    keys = Counter((r["threads"], r["duration_s"]) for r in after)
+    assert max(keys.values()) == 1  # nothing that finished was run again
+    assert [r["threads"] for r in after[:3]] == seen
+    assert s["experiments_run_now"] == len(after) - 3
+    assert any("resumed: 3" in n for n in s["notes"])
+    listing = bgbench("results", "--results", str(tmp_path))
+    assert "done" in listing.stdout
+
+
+def test_model_rating_and_exports_from_the_cli(tmp_path):
+    proc = bgbench("rate", "--store", "model", "-p", "model.peak=1e6", "--results", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert "SoAR 1,000,000.0 actions/s at T=1000" in proc.stdout
+    rating_id = re.search(r"Rating (R[\w-]+)", proc.stdout).group(1)
+    for fmt in ("csv", "json", "parquet"):
+        out = tmp_path / f"export.{fmt}"
+        proc = bgbench(
+            "results", "export", rating_id, "--format", fmt, "-o", str(out),
+            "--results", str(tmp_path),
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        assert out.stat().st_size > 0
+    show = bgbench("results", "show", rating_id, "--results", str(tmp_path))
+    assert "SoAR 1,000,000.0" in show.stdout
+    missing = bgbench("results", "show", "R-nope", "--results", str(tmp_path))
+    assert missing.returncode == 2 and "no rating" in missing.stderr
+
+
+def test_resuming_a_finished_rating_is_refused(tmp_path):
+    proc = bgbench("rate", "--store", "model", "--results", str(tmp_path), "--json")
+    rating_id = json.loads(proc.stdout)["rating_id"]
+    again = bgbench("rate", "--resume", rating_id, "--results", str(tmp_path))
+    assert again.returncode == 2 and "finished" in again.stderr
