@@ -70,9 +70,10 @@ def test_a_killed_rating_resumes_without_repeating_experiments(tmp_path):
         stdout=subprocess.DEVNULL,
         text=True,
     )
-    rating_id, seen = None, []
+    rating_id, seen, lines = None, [], []
     assert coordinator.stderr is not None
     for line in coordinator.stderr:
+        lines.append(line)
         m = re.search(r"rating (R[\w-]+): results", line)
         if m:
             rating_id = m.group(1)
@@ -83,19 +84,19 @@ def test_a_killed_rating_resumes_without_repeating_experiments(tmp_path):
                 break
     os.kill(coordinator.pid, signal.SIGKILL)  # mid-search, no chance to clean up
     coordinator.wait(10)
-    assert rating_id and seen == [1, 2, 4]
+    assert rating_id and seen == [1, 2, 4], "".join(lines)
     before = experiments(tmp_path, rating_id)
-    assert [r["threads"] for r in before] == seen
+    assert [r["threads"] for r in before] == seen, [dict(r) for r in before]
 
     proc = bgbench("rate", "--resume", rating_id, "--results", str(tmp_path), "--json")
     assert proc.returncode == 0, proc.stderr
     s = json.loads(proc.stdout)
     after = experiments(tmp_path, rating_id)
     keys = Counter((r["threads"], r["duration_s"]) for r in after)
-    assert max(keys.values()) == 1  # nothing that finished was run again
+    assert max(keys.values()) == 1, keys  # nothing that finished was run again
     assert [r["threads"] for r in after[:3]] == seen
-    assert s["experiments_run_now"] == len(after) - 3
-    assert any("resumed: 3" in n for n in s["notes"])
+    assert s["experiments_run_now"] == len(after) - 3, (s, proc.stderr)
+    assert any("resumed: 3" in n for n in s["notes"]), s["notes"]
     listing = bgbench("results", "--results", str(tmp_path))
     assert "done" in listing.stdout
 
