@@ -17,12 +17,13 @@ import numpy as np
 MAGIC = b"BGLOG\x00v1"
 END_MAGIC = b"BGLOGEND"
 READ = 0
-WRITE = 1
+WRITE = 1  # a delta write: value is the change
+WRITE_ABS = 2  # an absolute write: value is the new value
 NEVER = np.iinfo(np.int64).max
 
 RECORD_DTYPE = np.dtype(
     [
-        ("kind", "u1"),  # READ or WRITE
+        ("kind", "u1"),  # READ, WRITE (delta) or WRITE_ABS (absolute)
         ("item", "u1"),  # kind of tracked item (workload-defined)
         ("action", "u1"),  # action code (workload-defined)
         ("thread", "<u2"),

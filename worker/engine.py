@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from bgbench.errors import UserError
-from bgbench.validation.delta import InitialValues, validate
+from bgbench.validation.checker import InitialValues, validate
 from bgbench.validation.logformat import LogWriter, read_log
 from bgbench.worker.measurement import (
     ACTION_DTYPE,

@@ -6,8 +6,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bgbench.validation.delta import InitialValues, valid_values_contain, validate
-from bgbench.validation.logformat import NEVER, READ, RECORD_DTYPE, WRITE
+from bgbench.validation.checker import InitialValues, validate
+from bgbench.validation.delta import valid_values_contain
+from bgbench.validation.logformat import NEVER, READ, RECORD_DTYPE, WRITE, WRITE_ABS
 
 ITEM = 0
 
@@ -178,3 +179,91 @@ def test_many_items_at_once_match_brute_force(items):
         rows.append((READ, item_id, read[0], read[1], observed, item_id))
         rows += [(WRITE, item_id, s, e, d, 100 + item_id) for s, e, d in writes]
     assert validate(records(rows), initial(inits)).unpredictable_reads == expected
+
+
+# -- absolute writes ----------------------------------------------------------------------
+
+
+def brute_force_absolute(init: int, read, writes) -> set:
+    """Values of every write that can be last of F plus a possible prefix of O; or initial."""
+    rs, re_ = read
+    before = [w for w in writes if w[1] < rs]
+    overlapping = [w for w in writes if not w[1] < rs and not w[0] > re_]
+    valid = set()
+    for n in range(len(overlapping) + 1):
+        for subset in itertools.combinations(range(len(overlapping)), n):
+            inside = set(subset)
+            if not all(
+                not overlapping[a][1] < overlapping[b][0]
+                for a in range(len(overlapping))
+                if a not in inside
+                for b in inside
+            ):
+                continue
+            prefix = before + [overlapping[i] for i in inside]
+            if not prefix:
+                valid.add(init)
+            for w in prefix:
+                if not any(w[1] < a[0] for a in prefix if a is not w):
+                    valid.add(w[2])
+    return valid
+
+
+def absolute_records(rows):
+    out = records(rows)
+    out["kind"][out["kind"] == WRITE] = WRITE_ABS
+    return out
+
+
+@settings(max_examples=400, deadline=None)
+@given(histories(deltas=st.integers(0, 6)))
+def test_absolute_writes_match_brute_force(history):
+    init, read, writes = history
+    valid = brute_force_absolute(init, read, writes)
+    for observed in set(range(-4, 8)) | valid:
+        log = absolute_records(
+            [(READ, 1, read[0], read[1], observed, 1)]
+            + [(WRITE, 1, s, e, v, 2) for s, e, v in writes]
+        )
+        got = validate(log, initial({1: init})).unpredictable_reads
+        assert got == int(observed not in valid), (init, read, writes, observed, valid)
+
+
+def test_absolute_write_example():
+    # a=5 over [1,2], b=7 over [3,4]; read over [5,6] must see 7; read over [2,3] may see 5 or 7
+    rows = [(WRITE, 1, 1, 2, 5, 1), (WRITE, 1, 3, 4, 7, 2)]
+    for read, value, stale in [((5, 6), 7, 0), ((5, 6), 5, 1), ((2, 3), 5, 0), ((2, 3), 7, 0),
+                               ((0, 0), 0, 0), ((0, 0), 5, 1)]:  # fmt: skip
+        log = absolute_records([(READ, 1, read[0], read[1], value, 3), *rows])
+        assert validate(log, initial({1: 0})).unpredictable_reads == stale, (read, value)
+
+
+def test_an_item_cannot_mix_delta_and_absolute_writes():
+    log = records([(WRITE, 1, 0, 1, 1, 1), (WRITE, 1, 2, 3, 5, 2), (READ, 1, 4, 5, 5, 3)])
+    log["kind"][1] = WRITE_ABS
+    try:
+        validate(log, initial({1: 0}))
+    except ValueError as exc:
+        assert "both delta and absolute" in str(exc)
+    else:
+        raise AssertionError("mixed write kinds must be refused")
+
+
+# -- staleness lag ------------------------------------------------------------------------
+
+
+def test_lag_is_the_time_since_the_observed_value_stopped_being_current():
+    # +1 ends at 100; a read starting at 1,000,100 that still sees the initial value is
+    # 1,000,000 ns (1 ms) stale.
+    log = records([(WRITE, 1, 50, 100, 1, 1), (READ, 1, 1_000_100, 1_000_200, 0, 2)])
+    result = validate(log, initial({1: 0}))
+    assert result.unpredictable_reads == 1
+    assert result.lags_ms == [1.0]
+    assert result.lag_summary()["max_ms"] == 1.0
+    assert result.examples[0]["lag_ms"] == 1.0
+
+
+def test_a_value_never_held_has_no_lag():
+    log = records([(WRITE, 1, 50, 100, 1, 1), (READ, 1, 200, 300, 9, 2)])
+    result = validate(log, initial({1: 0}))
+    assert result.unpredictable_reads == 1 and result.never_valid == 1 and result.lags_ms == []

@@ -1,0 +1,39 @@
+"""Initial values of tracked items: what each item held before the experiment began."""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class InitialValues:
+    """Per item kind: sorted ids and their values; optionally one default for all others."""
+
+    by_kind: dict[int, tuple[np.ndarray, np.ndarray]]
+    default: int | None = None
+
+    def lookup(self, kinds: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        out = np.empty(len(ids), dtype=np.int64)
+        for kind in np.unique(kinds).tolist():
+            mask = kinds == kind
+            if kind not in self.by_kind:
+                if self.default is None:
+                    raise ValueError(f"no initial values for item kind {kind}")
+                out[mask] = self.default
+                continue
+            known_ids, values = self.by_kind[kind]
+            wanted = ids[mask]
+            pos = np.searchsorted(known_ids, wanted)
+            clipped = np.minimum(pos, max(len(known_ids) - 1, 0))
+            found = (
+                (pos < len(known_ids)) & (known_ids[clipped] == wanted)
+                if len(known_ids)
+                else (np.zeros(len(wanted), dtype=bool))
+            )
+            if not found.all() and self.default is None:
+                raise ValueError(f"item kind {kind} id {wanted[~found][0]} has no initial value")
+            vals = np.full(len(wanted), self.default or 0, dtype=np.int64)
+            if len(known_ids):
+                vals[found] = values[clipped[found]]
+            out[mask] = vals
+        return out
