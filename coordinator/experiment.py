@@ -75,6 +75,8 @@ class AgentOutcome:
     log_records_written: int = 0
     log_records_read: int = 0
     validation_s: float = 0.0
+    never_valid: int = 0
+    lag_hist: str = ""  # HDR histogram (us) of the staleness lag of unpredictable reads
     state_uncertain: bool = False
     aborted: str = ""
     passed: bool = False
@@ -118,6 +120,8 @@ class ExperimentResult:
     unpredictable_reads: int
     per_action: list[ActionFigures]
     overall: LatencySummary
+    lag: LatencySummary = field(default_factory=lambda: LatencySummary(0, 0, 0, 0, 0, 0))
+    never_valid: int = 0
     agents: list[AgentOutcome]
     passed: bool
     fault: str = ""  # an infrastructure failure: the experiment is not rated
@@ -239,6 +243,7 @@ def _merge(experiment_id, threads, duration_s, cluster, outcomes, results, valid
             out.reads, out.unpredictable_reads = val.reads, val.unpredictable_reads
             out.sessions_read, out.unpredictable_sessions = val.sessions, val.unpredictable_sessions
             out.log_records_read, out.validation_s = val.log_records, val.seconds
+            out.never_valid, out.lag_hist = val.never_valid, decode(val.lag_hist).encode().decode()
             if out.log_records_read != out.log_records_written:
                 faults.append(
                     f"{out.address} wrote {out.log_records_written} log records but "
@@ -273,7 +278,13 @@ def _merge(experiment_id, threads, duration_s, cluster, outcomes, results, valid
         for name in sorted(counts, key=_action_order)
     ]
     fault = "; ".join(faults)
+    lags = new_histogram()
+    for o in outcomes:
+        if o.lag_hist:
+            lags.add(decode(o.lag_hist.encode()))
     return ExperimentResult(
+        lag=LatencySummary.of(lags),
+        never_valid=sum(o.never_valid for o in outcomes),
         experiment_id=experiment_id,
         threads=threads,
         duration_s=duration_s,

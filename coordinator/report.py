@@ -40,8 +40,16 @@ def render(result: ExperimentResult, settings: Settings) -> Group:
     )
     head.append(
         f"unpredictable reads {result.unpredictable_percent:.3f}% "
-        f"({result.unpredictable_reads:,} of {result.reads:,} reads)\n"
+        f"({result.unpredictable_reads:,} of {result.reads:,} reads)"
     )
+    if result.unpredictable_reads:
+        lag = result.lag
+        head.append(
+            f"; staleness lag p50 {_ms(lag.p50_ms)} ms, p95 {_ms(lag.p95_ms)} ms, "
+            f"p99 {_ms(lag.p99_ms)} ms, max {_ms(lag.max_ms)} ms; "
+            f"{result.never_valid:,} of a value never held"
+        )
+    head.append("\n")
     verdict = "PASS" if result.passed else "FAIL"
     head.append(
         f"SLA ({sla.alpha:g}% within {sla.beta_ms:g} ms, at most {sla.tau:g}% unpredictable, "

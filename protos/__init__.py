@@ -1,3 +1,3 @@
 """The worker service contract. Regenerate the modules with `python -m bgbench.protos.generate`."""
 
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3

@@ -193,7 +193,7 @@ class ValidateRequest(_message.Message):
     def __init__(self, experiment_id: _Optional[str] = ...) -> None: ...
 
 class ValidateReply(_message.Message):
-    __slots__ = ("reads", "unpredictable_reads", "sessions", "unpredictable_sessions", "writes", "log_records", "seconds", "details_json", "error")
+    __slots__ = ("reads", "unpredictable_reads", "sessions", "unpredictable_sessions", "writes", "log_records", "seconds", "details_json", "error", "lag_hist", "never_valid")
     READS_FIELD_NUMBER: _ClassVar[int]
     UNPREDICTABLE_READS_FIELD_NUMBER: _ClassVar[int]
     SESSIONS_FIELD_NUMBER: _ClassVar[int]
@@ -203,6 +203,8 @@ class ValidateReply(_message.Message):
     SECONDS_FIELD_NUMBER: _ClassVar[int]
     DETAILS_JSON_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
+    LAG_HIST_FIELD_NUMBER: _ClassVar[int]
+    NEVER_VALID_FIELD_NUMBER: _ClassVar[int]
     reads: int
     unpredictable_reads: int
     sessions: int
@@ -212,7 +214,9 @@ class ValidateReply(_message.Message):
     seconds: float
     details_json: str
     error: Error
-    def __init__(self, reads: _Optional[int] = ..., unpredictable_reads: _Optional[int] = ..., sessions: _Optional[int] = ..., unpredictable_sessions: _Optional[int] = ..., writes: _Optional[int] = ..., log_records: _Optional[int] = ..., seconds: _Optional[float] = ..., details_json: _Optional[str] = ..., error: _Optional[_Union[Error, _Mapping]] = ...) -> None: ...
+    lag_hist: bytes
+    never_valid: int
+    def __init__(self, reads: _Optional[int] = ..., unpredictable_reads: _Optional[int] = ..., sessions: _Optional[int] = ..., unpredictable_sessions: _Optional[int] = ..., writes: _Optional[int] = ..., log_records: _Optional[int] = ..., seconds: _Optional[float] = ..., details_json: _Optional[str] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., lag_hist: _Optional[bytes] = ..., never_valid: _Optional[int] = ...) -> None: ...
 
 class ShutdownRequest(_message.Message):
     __slots__ = ()

@@ -41,13 +41,12 @@ def absolute_mask(ix: WriteIndex, init: np.ndarray, which: np.ndarray) -> np.nda
     prior = np.where(has_before, values_by_end[last] if len(values_by_end) else 0, init)
     quick = which & (ix.overlapping == 0) & (candidates <= 1)
     bad[quick] = observed[quick] != prior[quick]
+    first_candidate = np.maximum(first_last_candidate, ix.group_lo)
     for i in np.flatnonzero(which & ~quick).tolist():
         valid = set(ix.overlapping_writes(i)["value"].tolist())
-        before = ix.before_writes(i)
-        if len(before) == 0:
-            valid.add(int(init[i]))
+        if has_before[i]:
+            valid |= set(values_by_end[first_candidate[i] : ix.ended[i]].tolist())
         else:
-            m = before["start"].max()
-            valid |= set(before["value"][before["end"] >= m].tolist())
+            valid.add(int(init[i]))
         bad[i] = int(observed[i]) not in valid
     return bad

@@ -33,6 +33,10 @@ class ValidationResult:
     lags_ms: list[float] = field(default_factory=list)  # one per unpredictable read with a lag
     never_valid: int = 0  # unpredictable reads of a value the item never held
     examples: list[dict] = field(default_factory=list)  # a few unpredictable reads
+    # Filled on request, for merging parts and for per-read output:
+    session_ids: np.ndarray | None = None  # distinct sessions that read
+    bad_session_ids: np.ndarray | None = None
+    unpredictable: list[dict] = field(default_factory=list)  # every unpredictable read
 
     @property
     def unpredictable_percent(self) -> float:
@@ -61,6 +65,7 @@ class ValidationResult:
                 mine[k] = mine.get(k, 0) + v
         self.lags_ms += other.lags_ms
         self.examples = (self.examples + other.examples)[:max_examples]
+        self.unpredictable += other.unpredictable
 
 
 def check(records: np.ndarray, initial: InitialValues) -> tuple[np.ndarray, np.ndarray, WriteIndex]:
@@ -87,32 +92,50 @@ def check(records: np.ndarray, initial: InitialValues) -> tuple[np.ndarray, np.n
 
 
 def validate(
-    records: np.ndarray, initial: InitialValues, max_examples: int = 10
+    records: np.ndarray,
+    initial: InitialValues,
+    max_examples: int = 10,
+    keep_sessions: bool = False,
+    keep_reads: bool = False,
 ) -> ValidationResult:
     """Count reads and sessions that no serial order of the overlapping writes explains."""
     reads, bad, ix = check(records, initial)
     result = ValidationResult(reads=len(reads), writes=len(ix.writes))
     if len(reads) == 0:
+        if keep_sessions:
+            result.session_ids = result.bad_session_ids = np.empty(0, np.int64)
         return result
     init = initial.lookup(reads["item"], reads["item_id"])
     result.unpredictable_reads = int(bad.sum())
-    result.sessions = len(np.unique(reads["session"]))
-    result.unpredictable_sessions = len(np.unique(reads["session"][bad]))
+    sessions = np.unique(reads["session"])
+    bad_sessions = np.unique(reads["session"][bad])
+    result.sessions, result.unpredictable_sessions = len(sessions), len(bad_sessions)
+    if keep_sessions:
+        result.session_ids, result.bad_session_ids = sessions, bad_sessions
     result.reads_by_item = _counts(reads["item"])
     result.unpredictable_by_item = _counts(reads["item"][bad])
     result.reads_by_action = _counts(reads["action"])
     result.unpredictable_by_action = _counts(reads["action"][bad])
+    absolute = _absolute_items(ix)[ix.r_key] if len(ix.writes) else np.zeros(len(reads), bool)
     for i in np.flatnonzero(bad).tolist():
         r = reads[i]
-        lag = lag_ns(int(r["value"]), int(r["start"]), int(r["end"]), int(init[i]),
-                     ix.item_writes(i))  # fmt: skip
+        lag = lag_ns(ix, i, int(init[i]), bool(absolute[i]))
         if lag is None:
             result.never_valid += 1
         else:
             result.lags_ms.append(lag / 1e6)
-        if len(result.examples) < max_examples:
-            result.examples.append(describe_read(r, int(init[i]), lag))
+        if len(result.examples) < max_examples or keep_reads:
+            described = describe_read(r, int(init[i]), lag)
+            if len(result.examples) < max_examples:
+                result.examples.append(described)
+            if keep_reads:
+                result.unpredictable.append(described)
     return result
+
+
+def _absolute_items(ix: WriteIndex) -> np.ndarray:
+    n = int(max(ix.r_key.max(initial=-1), ix.w_key.max(initial=-1))) + 1
+    return np.bincount(ix.w_key[ix.writes["kind"] == WRITE_ABS], minlength=n) > 0
 
 
 def describe_read(r: np.void, initial: int, lag: int | None) -> dict:

@@ -10,9 +10,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bgbench.validation.logformat import NEVER
+
 
 def item_keys(records: np.ndarray) -> np.ndarray:
     return records["item_id"].astype(np.int64) * 256 + records["item"]
+
+
+def _dense_ranks(keys: np.ndarray) -> np.ndarray:
+    """0..k-1 for the k distinct keys, in key order (np.unique's inverse, by sorting)."""
+    if len(keys) == 0:
+        return keys.astype(np.int64)
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
+    step = np.concatenate([[0], (sorted_keys[1:] != sorted_keys[:-1]).astype(np.int64)])
+    dense = np.empty(len(keys), dtype=np.int64)
+    dense[order] = np.cumsum(step)
+    return dense
 
 
 @dataclass
@@ -30,17 +44,22 @@ class WriteIndex:
     w_e: np.ndarray
     r_s: np.ndarray
     r_e: np.ndarray
+    times: np.ndarray  # every time, sorted: a rank is the position of a time's first copy
+    by_start: np.ndarray  # write positions sorted by (item, start)
+    start_sorted: np.ndarray  # (item << 32 | start rank) in that order
+    longest: int  # the longest duration of a write of known outcome, ns
+    open_writes: dict[int, np.ndarray]  # item -> positions of writes of unknown outcome
 
     @classmethod
     def build(cls, reads: np.ndarray, writes: np.ndarray) -> "WriteIndex":
-        keys, dense = np.unique(
-            np.concatenate([item_keys(reads), item_keys(writes)]), return_inverse=True
-        )
-        if len(keys) >= 1 << 31:
+        all_keys = np.concatenate([item_keys(reads), item_keys(writes)])
+        dense = _dense_ranks(all_keys)
+        if len(dense) and dense.max() >= 1 << 31:
             raise ValueError("too many distinct items for one in-memory pass: split the logs")
-        r_key = dense[: len(reads)].astype(np.int64)
-        w_key = dense[len(reads) :].astype(np.int64)
-        times = np.unique(
+        r_key = dense[: len(reads)]
+        w_key = dense[len(reads) :]
+        # Sorted times with repeats: searchsorted(side="left") gives equal times equal ranks.
+        times = np.sort(
             np.concatenate([reads["start"], reads["end"], writes["start"], writes["end"]])
         )
         rank = lambda t: np.searchsorted(times, t).astype(np.int64)  # noqa: E731
@@ -49,7 +68,14 @@ class WriteIndex:
         end_comp = (w_key << 32) | w_e
         by_end = np.argsort(end_comp, kind="stable")
         end_sorted = end_comp[by_end]
-        start_sorted = np.sort((w_key << 32) | w_s)
+        start_comp = (w_key << 32) | w_s
+        by_start = np.argsort(start_comp, kind="stable")
+        start_sorted = start_comp[by_start]
+        known = writes["end"] != NEVER
+        longest = int((writes["end"][known] - writes["start"][known]).max(initial=0))
+        open_writes = {
+            int(k): np.flatnonzero((w_key == k) & ~known) for k in np.unique(w_key[~known])
+        }
         group_lo = np.searchsorted(end_sorted, r_key << 32)
         ended = np.searchsorted(end_sorted, (r_key << 32) | r_s)  # end < r.s
         started = np.searchsorted(start_sorted, (r_key << 32) | r_e, side="right")
@@ -57,7 +83,7 @@ class WriteIndex:
         overlapping = started - (ended - group_lo)
         return cls(
             reads, writes, r_key, w_key, by_end, w_key[by_end], group_lo, ended, overlapping,
-            w_s, w_e, r_s, r_e,
+            w_s, w_e, r_s, r_e, times, by_start, start_sorted, longest, open_writes,
         )  # fmt: skip
 
     def item_writes(self, i: int) -> np.ndarray:
@@ -67,9 +93,17 @@ class WriteIndex:
         return self.writes[self.by_end[lo:hi]]
 
     def overlapping_writes(self, i: int) -> np.ndarray:
-        w = self.item_writes(i)
+        """Writes of read i's item that overlap it: found in a window of start times, since a
+        write of known outcome that started more than `longest` before the read ended before
+        it; writes of unknown outcome are looked up apart."""
         r = self.reads[i]
+        key = self.r_key[i] << 32
+        earliest = np.searchsorted(self.times, int(r["start"]) - self.longest)
+        lo = np.searchsorted(self.start_sorted, key | earliest)
+        hi = np.searchsorted(self.start_sorted, key | self.r_e[i], side="right")
+        window = self.by_start[lo:hi]
+        extra = self.open_writes.get(int(self.r_key[i]))
+        if extra is not None:
+            window = np.union1d(window, extra[self.w_s[extra] <= self.r_e[i]])
+        w = self.writes[window]
         return w[(w["end"] >= r["start"]) & (w["start"] <= r["end"])]
-
-    def before_writes(self, i: int) -> np.ndarray:
-        return self.writes[self.by_end[self.group_lo[i] : self.ended[i]]]

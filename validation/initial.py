@@ -37,3 +37,23 @@ class InitialValues:
                 vals[found] = values[clipped[found]]
             out[mask] = vals
         return out
+
+
+def save_initial(path, initial: InitialValues) -> None:
+    """Write initial values next to a log (npz: ids_<kind> and values_<kind> per item kind)."""
+    arrays = {}
+    for kind, (ids, values) in initial.by_kind.items():
+        order = np.argsort(ids, kind="stable")
+        arrays[f"ids_{kind}"] = np.asarray(ids, dtype=np.int64)[order]
+        arrays[f"values_{kind}"] = np.asarray(values, dtype=np.int64)[order]
+    if initial.default is not None:
+        arrays["default"] = np.array([initial.default], dtype=np.int64)
+    np.savez(path, **arrays)
+
+
+def load_initial(path) -> InitialValues:
+    with np.load(path) as z:
+        kinds = sorted(int(name[4:]) for name in z.files if name.startswith("ids_"))
+        by_kind = {k: (z[f"ids_{k}"], z[f"values_{k}"]) for k in kinds}
+        default = int(z["default"][0]) if "default" in z.files else None
+    return InitialValues(by_kind, default)

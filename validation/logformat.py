@@ -69,6 +69,12 @@ class LogWriter:
 
 def read_log(path: Path) -> np.ndarray:
     """All records of one log file, checked against its trailer."""
+    return np.array(open_log(path))
+
+
+def open_log(path: Path) -> np.ndarray:
+    """The records of one log file, memory-mapped (nothing read yet), checked against its
+    trailer."""
     size = path.stat().st_size
     with open(path, "rb") as f:
         if f.read(len(MAGIC)) != MAGIC:
@@ -85,7 +91,9 @@ def read_log(path: Path) -> np.ndarray:
             f"{path}: trailer says {count} records but the file holds "
             f"{body / RECORD_DTYPE.itemsize:g}"
         )
-    return np.fromfile(path, dtype=RECORD_DTYPE, count=count, offset=len(MAGIC))
+    if count == 0:
+        return np.empty(0, dtype=RECORD_DTYPE)
+    return np.memmap(path, dtype=RECORD_DTYPE, mode="r", offset=len(MAGIC), shape=(count,))
 
 
 def read_logs(paths: list[Path]) -> np.ndarray:

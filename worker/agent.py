@@ -272,7 +272,14 @@ class AgentService(pb_grpc.WorkerServicer):
         if failed:
             return pb.ValidateReply(error=_error(failed[0]["kind"], failed[0]["message"]))
         results = [r["result"] for r in replies]
+        lags = HdrHistogram.decode(results[0]["lag_hist"].encode())
+        for r in results[1:]:
+            lags.add(HdrHistogram.decode(r["lag_hist"].encode()))
+        for r in results:
+            del r["lag_hist"]
         return pb.ValidateReply(
+            lag_hist=lags.encode(),
+            never_valid=sum(r["never_valid"] for r in results),
             reads=sum(r["reads"] for r in results),
             unpredictable_reads=sum(r["unpredictable_reads"] for r in results),
             sessions=sum(r["sessions"] for r in results),

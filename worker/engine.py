@@ -21,10 +21,12 @@ import numpy as np
 
 from bgbench.errors import UserError
 from bgbench.validation.checker import InitialValues, validate
+from bgbench.validation.initial import load_initial, save_initial
 from bgbench.validation.logformat import LogWriter, read_log
 from bgbench.worker.measurement import (
     ACTION_DTYPE,
     ThreadRecorder,
+    histogram_of,
     session_histogram,
     summarize,
 )
@@ -98,14 +100,17 @@ class FragmentEngine:
     def _save_initial(self, path: Path) -> None:
         assert self.state is not None
         rids, comments = self.state.comment_counts()
-        np.savez(
+        members = self.fragment.members
+        save_initial(
             path,
-            members=self.fragment.members,
-            friends=self.state.friend_counts(),
-            pending=self.state.pending_counts(),
-            resources=self.fragment.initial_resource_count,
-            rids=rids,
-            comments=comments,
+            InitialValues(
+                {
+                    Item.FRIEND_COUNT: (members, self.state.friend_counts()),
+                    Item.PENDING_COUNT: (members, self.state.pending_counts()),
+                    Item.RESOURCE_COUNT: (members, self.fragment.initial_resource_count),
+                    Item.COMMENT_COUNT: (rids, comments),
+                }
+            ),
         )
 
     def run(self, spec: RunSpec, stop: threading.Event, publish: Callable[[int, int, int], None]):
@@ -337,20 +342,11 @@ class FragmentEngine:
                 for a, n in result.reads_by_action.items()
             },
             "examples": json.loads(json.dumps(result.examples)),
+            "never_valid": result.never_valid,
+            "lag_hist": histogram_of((np.asarray(result.lags_ms) * 1_000_000).astype(np.int64))
+            .encode()
+            .decode(),
         }
-
-
-def load_initial(path: Path) -> InitialValues:
-    with np.load(path) as z:
-        members = z["members"]
-        return InitialValues(
-            {
-                Item.FRIEND_COUNT: (members, z["friends"]),
-                Item.PENDING_COUNT: (members, z["pending"]),
-                Item.RESOURCE_COUNT: (members, z["resources"]),
-                Item.COMMENT_COUNT: (z["rids"], z["comments"]),
-            }
-        )
 
 
 def _cpu_seconds() -> float:

@@ -1,0 +1,205 @@
+"""Validation of whole log sets: in memory across cores, or out of core through DuckDB.
+
+Logs of different items are independent, so records are split by item: in memory
+into one part per core (validated in forked processes), out of core into chunks
+of items that fit the memory budget, fetched one at a time from an on-disk DuckDB
+table (the paper's "persistent store" variant). Both paths run the same checker
+on each part and merge the counts; sessions are merged as sets, since one session
+reads several items. Results are identical by construction.
+"""
+
+import multiprocessing as mp
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bgbench.validation.checker import ValidationResult, validate
+from bgbench.validation.initial import InitialValues
+from bgbench.validation.logformat import RECORD_DTYPE, open_log
+
+# In-memory validation holds the records plus the index arrays built over them:
+# measured peak is about 6x the raw log size (benchmarks/README.md); 8x leaves room.
+MEMORY_PER_LOG_BYTE = 8
+DEFAULT_BUDGET = 2 << 30
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+
+
+@dataclass
+class RunInfo:
+    engine: str  # "memory" or "duckdb"
+    parts: int
+    workers: int
+    records: int
+    log_bytes: int
+
+
+def item_partition(records: np.ndarray, parts: int) -> np.ndarray:
+    keys = (records["item_id"].astype(np.uint64) << np.uint64(8)) | records["item"].astype(
+        np.uint64
+    )
+    return ((keys * _MIX) >> np.uint64(40)) % np.uint64(parts)
+
+
+def _finish(result: ValidationResult, sessions: list[np.ndarray], bad: list[np.ndarray]) -> None:
+    all_sessions = np.unique(np.concatenate(sessions)) if sessions else np.empty(0, np.int64)
+    bad_sessions = np.unique(np.concatenate(bad)) if bad else np.empty(0, np.int64)
+    result.sessions, result.unpredictable_sessions = len(all_sessions), len(bad_sessions)
+    result.session_ids = result.bad_session_ids = None
+
+
+# -- in memory ------------------------------------------------------------------------------
+
+_SHARED: dict = {}
+
+
+def _validate_part(index: int) -> ValidationResult:
+    records, initial, keep_reads = _SHARED["records"], _SHARED["initial"], _SHARED["keep_reads"]
+    part = records[_SHARED["owner"] == index]
+    return validate(part, initial, keep_sessions=True, keep_reads=keep_reads)
+
+
+def validate_in_memory(
+    records: np.ndarray, initial: InitialValues, workers: int = 1, keep_reads: bool = False
+) -> ValidationResult:
+    if workers <= 1 or len(records) < 200_000:
+        result = validate(records, initial, keep_reads=keep_reads)
+        return result
+    _SHARED.update(
+        records=records,
+        initial=initial,
+        keep_reads=keep_reads,
+        owner=item_partition(records, workers),
+    )
+    try:
+        # fork: the parts are read from the parent's memory, never pickled
+        with mp.get_context("fork").Pool(workers) as pool:
+            parts = pool.map(_validate_part, range(workers))
+    finally:
+        _SHARED.clear()
+    return _merge(parts)
+
+
+def _merge(parts: list[ValidationResult]) -> ValidationResult:
+    result = ValidationResult()
+    sessions, bad = [], []
+    for p in parts:
+        result.merge(p)
+        sessions.append(p.session_ids if p.session_ids is not None else np.empty(0, np.int64))
+        bad.append(p.bad_session_ids if p.bad_session_ids is not None else np.empty(0, np.int64))
+    _finish(result, sessions, bad)
+    return result
+
+
+# -- out of core ----------------------------------------------------------------------------
+
+
+def _chunks_of(log: np.ndarray, size: int) -> Iterator[np.ndarray]:
+    for lo in range(0, len(log), size):
+        yield np.asarray(log[lo : lo + size])
+
+
+def validate_out_of_core(
+    paths: list[Path],
+    initial: InitialValues,
+    budget_bytes: int,
+    work_dir: Path | None = None,
+    keep_reads: bool = False,
+) -> tuple[ValidationResult, int]:
+    """Validate logs larger than memory: load them into DuckDB, then check item chunks."""
+    import duckdb
+    import pyarrow as pa
+
+    chunk_records = max(10_000, budget_bytes // (RECORD_DTYPE.itemsize * MEMORY_PER_LOG_BYTE))
+    with tempfile.TemporaryDirectory(dir=work_dir) as tmp:
+        db = duckdb.connect(str(Path(tmp) / "logs.duckdb"))
+        db.execute(f"SET memory_limit = '{max(budget_bytes // 2, 64 << 20)}B'")
+        db.execute(f"SET temp_directory = '{tmp}'")
+        db.execute("SET preserve_insertion_order = false")
+        names = list(RECORD_DTYPE.names)
+        columns = ", ".join(f"{n} {_sql_type(RECORD_DTYPE[n])}" for n in names)
+        db.execute(f"CREATE TABLE logs ({columns}, key BIGINT)")
+        for path in paths:
+            for chunk in _chunks_of(open_log(path), chunk_records):
+                table = pa.table(  # noqa: F841 - read by DuckDB by name
+                    {
+                        **{n: chunk[n] for n in names},
+                        "key": chunk["item_id"].astype(np.int64) * 256 + chunk["item"],
+                    }
+                )
+                db.execute("INSERT INTO logs SELECT * FROM table")
+        # Cut the item keys into chunks of about chunk_records records each.
+        db.execute(
+            f"""CREATE TABLE key_chunk AS
+                SELECT key, (sum(n) OVER (ORDER BY key) - 1) // {chunk_records} AS chunk
+                FROM (SELECT key, count(*) AS n FROM logs GROUP BY key)"""
+        )
+        db.execute(
+            "CREATE TABLE chunked AS SELECT l.*, c.chunk FROM logs l JOIN key_chunk c USING (key)"
+            " ORDER BY c.chunk"
+        )
+        db.execute("DROP TABLE logs")
+        n_chunks = db.execute("SELECT coalesce(max(chunk), -1) + 1 FROM key_chunk").fetchone()[0]
+        db.execute("CREATE TABLE sessions (session BIGINT, bad BOOLEAN)")
+        result = ValidationResult()
+        select = ", ".join(names)
+        for c in range(n_chunks):
+            cols = db.execute(f"SELECT {select} FROM chunked WHERE chunk = ?", [c]).fetchnumpy()
+            records = np.empty(len(cols[names[0]]), dtype=RECORD_DTYPE)
+            for n in names:
+                records[n] = cols[n]
+            del cols
+            part = validate(records, initial, keep_sessions=True, keep_reads=keep_reads)
+            sessions = pa.table(  # noqa: F841 - read by DuckDB by name
+                {
+                    "session": np.concatenate([part.session_ids, part.bad_session_ids]),
+                    "bad": np.concatenate(
+                        [
+                            np.zeros(len(part.session_ids), bool),
+                            np.ones(len(part.bad_session_ids), bool),
+                        ]
+                    ),
+                }
+            )
+            db.execute("INSERT INTO sessions SELECT * FROM sessions")
+            result.merge(part)
+        total, bad = db.execute(
+            "SELECT count(DISTINCT session) FILTER (WHERE NOT bad), "
+            "count(DISTINCT session) FILTER (WHERE bad) FROM sessions"
+        ).fetchone()
+        result.sessions, result.unpredictable_sessions = int(total), int(bad)
+        db.close()
+    return result, n_chunks
+
+
+def _sql_type(dtype: np.dtype) -> str:
+    return {1: "UTINYINT", 2: "USMALLINT", 8: "BIGINT"}[dtype.itemsize]
+
+
+# -- choosing -------------------------------------------------------------------------------
+
+
+def validate_logs(
+    paths: list[Path],
+    initial: InitialValues,
+    budget_bytes: int = DEFAULT_BUDGET,
+    workers: int | None = None,
+    keep_reads: bool = False,
+    work_dir: Path | None = None,
+) -> tuple[ValidationResult, RunInfo]:
+    """Validate the logs in memory when they fit the budget, else out of core."""
+    workers = workers or os.cpu_count() or 1
+    log_bytes = sum(p.stat().st_size for p in paths)
+    if log_bytes * MEMORY_PER_LOG_BYTE <= budget_bytes:
+        records = (
+            np.concatenate([np.asarray(open_log(p)) for p in paths])
+            if paths
+            else np.empty(0, dtype=RECORD_DTYPE)
+        )
+        result = validate_in_memory(records, initial, workers, keep_reads)
+        return result, RunInfo("memory", workers, workers, len(records), log_bytes)
+    result, chunks = validate_out_of_core(paths, initial, budget_bytes, work_dir, keep_reads)
+    return result, RunInfo("duckdb", chunks, 1, result.reads + result.writes, log_bytes)
