@@ -199,13 +199,9 @@ class ResultsStore:
                 writer.writeheader()
                 writer.writerows(rows)
         elif fmt == "parquet":
-            try:
-                import pyarrow as pa
-                import pyarrow.parquet as pq
-            except ImportError:
-                raise UserError(
-                    "parquet export needs pyarrow: pip install 'bgbench[parquet]'"
-                ) from None
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
             table = (
                 pa.Table.from_pylist(rows)
                 if rows

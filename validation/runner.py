@@ -120,17 +120,19 @@ def validate_out_of_core(
         db.execute(f"SET temp_directory = '{tmp}'")
         db.execute("SET preserve_insertion_order = false")
         names = list(RECORD_DTYPE.names)
-        columns = ", ".join(f"{n} {_sql_type(RECORD_DTYPE[n])}" for n in names)
+        columns = ", ".join(f'"{n}" {_sql_type(RECORD_DTYPE[n])}' for n in names)
         db.execute(f"CREATE TABLE logs ({columns}, key BIGINT)")
         for path in paths:
             for chunk in _chunks_of(open_log(path), chunk_records):
-                table = pa.table(  # noqa: F841 - read by DuckDB by name
+                batch = pa.table(
                     {
                         **{n: chunk[n] for n in names},
                         "key": chunk["item_id"].astype(np.int64) * 256 + chunk["item"],
                     }
                 )
-                db.execute("INSERT INTO logs SELECT * FROM table")
+                db.register("batch", batch)
+                db.execute("INSERT INTO logs SELECT * FROM batch")
+                db.unregister("batch")
         # Cut the item keys into chunks of about chunk_records records each.
         db.execute(
             f"""CREATE TABLE key_chunk AS
@@ -145,7 +147,7 @@ def validate_out_of_core(
         n_chunks = db.execute("SELECT coalesce(max(chunk), -1) + 1 FROM key_chunk").fetchone()[0]
         db.execute("CREATE TABLE sessions (session BIGINT, bad BOOLEAN)")
         result = ValidationResult()
-        select = ", ".join(names)
+        select = ", ".join(f'"{n}"' for n in names)
         for c in range(n_chunks):
             cols = db.execute(f"SELECT {select} FROM chunked WHERE chunk = ?", [c]).fetchnumpy()
             records = np.empty(len(cols[names[0]]), dtype=RECORD_DTYPE)
@@ -153,7 +155,7 @@ def validate_out_of_core(
                 records[n] = cols[n]
             del cols
             part = validate(records, initial, keep_sessions=True, keep_reads=keep_reads)
-            sessions = pa.table(  # noqa: F841 - read by DuckDB by name
+            seen = pa.table(
                 {
                     "session": np.concatenate([part.session_ids, part.bad_session_ids]),
                     "bad": np.concatenate(
@@ -164,7 +166,9 @@ def validate_out_of_core(
                     ),
                 }
             )
-            db.execute("INSERT INTO sessions SELECT * FROM sessions")
+            db.register("seen", seen)
+            db.execute("INSERT INTO sessions SELECT * FROM seen")
+            db.unregister("seen")
             result.merge(part)
         total, bad = db.execute(
             "SELECT count(DISTINCT session) FILTER (WHERE NOT bad), "
