@@ -13,6 +13,7 @@ from rich.console import Console
 from bgbench.coordinator import preflight
 from bgbench.coordinator.config import Settings, load_settings, parse_override
 from bgbench.coordinator.experiment import new_experiment_id, save
+from bgbench.coordinator.offline import parse_size, validate_directory, write_per_read
 from bgbench.coordinator.preflight import MODEL_STORE
 from bgbench.coordinator.rating import Rating
 from bgbench.coordinator.report import (
@@ -21,6 +22,7 @@ from bgbench.coordinator.report import (
     render_rating,
     render_ratings,
     render_record,
+    render_validation,
 )
 from bgbench.coordinator.results import ResultsStore
 from bgbench.coordinator.session import bring_up
@@ -262,6 +264,46 @@ def results_export(
     target = output or Path(f"{rating_id}.{fmt}")
     n = db.export(rating_id, fmt, target)
     out.print(f"wrote {n} experiments to {target}")
+
+
+@app.command()
+def validate(
+    directory: Annotated[Path, typer.Argument(help="logs of an experiment, agent or rating")],
+    memory_budget: Annotated[
+        str, typer.Option(help="above this, validate out of core (DuckDB on disk)")
+    ] = "2GiB",
+    workers: Annotated[int | None, typer.Option(help="processes (default: all cores)")] = None,
+    initial: Annotated[
+        Path | None, typer.Option(help="BG logs: initial values, CSV of type,rid,value")
+    ] = None,
+    initial_default: Annotated[
+        int | None, typer.Option(help="BG logs: initial value of items not in --initial")
+    ] = None,
+    per_read: Annotated[
+        Path | None, typer.Option(help="write every unpredictable read to this CSV")
+    ] = None,
+    allow_malformed: Annotated[
+        bool, typer.Option(help="BG logs: validate the good lines, list the bad ones")
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Re-run validation on stored logs (bgbench's, or the original BG's)."""
+    report = validate_directory(
+        directory,
+        parse_size(memory_budget),
+        workers,
+        initial,
+        initial_default,
+        keep_reads=per_read is not None,
+        allow_malformed=allow_malformed,
+    )
+    if per_read is not None:
+        n = write_per_read(report, per_read)
+        err.print(f"wrote {n} unpredictable reads to {per_read}")
+    if as_json:
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        out.print(render_validation(report.to_dict()))
 
 
 @app.command()

@@ -120,11 +120,11 @@ class ExperimentResult:
     unpredictable_reads: int
     per_action: list[ActionFigures]
     overall: LatencySummary
-    lag: LatencySummary = field(default_factory=lambda: LatencySummary(0, 0, 0, 0, 0, 0))
-    never_valid: int = 0
     agents: list[AgentOutcome]
     passed: bool
     fault: str = ""  # an infrastructure failure: the experiment is not rated
+    lag: LatencySummary = field(default_factory=lambda: LatencySummary(0, 0, 0, 0, 0, 0))
+    never_valid: int = 0  # unpredictable reads of a value the item never held
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2)

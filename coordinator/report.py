@@ -246,3 +246,37 @@ def render_record(record: dict, experiments: list[dict], settings: Settings) -> 
     if record["message"]:
         head.append(f"{record['message']}\n", style="red")
     return Group(head, _experiments_table(experiments, settings))
+
+
+def render_validation(d: dict) -> Group:
+    head = Text()
+    head.append(f"Validation of {d['directory']}", style="bold")
+    head.append(f" ({d['source']} logs, {d['logs']} files)\n")
+    head.append(
+        f"{d['records']:,} records in {d['seconds']:.2f} s "
+        f"({(d['records_per_s'] or 0):,.0f} records/s) in {d['engine']}, "
+        f"{d['parts']} parts on {d['workers']} workers\n"
+    )
+    head.append(
+        f"unpredictable reads {d['unpredictable_percent']:.3f}% "
+        f"({d['unpredictable_reads']:,} of {d['reads']:,}; {d['writes']:,} writes); "
+        f"sessions {d['unpredictable_sessions']:,} of {d['sessions']:,}\n"
+    )
+    lag = d["lag"]
+    if lag["max_ms"] is not None:
+        head.append(
+            f"staleness lag p50 {lag['p50_ms']:.3f} ms, p95 {lag['p95_ms']:.3f} ms, "
+            f"p99 {lag['p99_ms']:.3f} ms, max {lag['max_ms']:.3f} ms; "
+        )
+    head.append(f"{d['never_valid']:,} reads of a value the item never held\n")
+    if d["malformed_lines"]:
+        head.append(f"{d['malformed_lines']} malformed lines, not validated:\n", style="red")
+        for line in d["malformed"][:20]:
+            head.append(f"  {line}\n", style="red")
+    table = Table(title="per item kind and action", title_justify="left")
+    for col in ("", "name", "reads", "unpredictable"):
+        table.add_column(col, justify="right" if col in ("reads", "unpredictable") else "left")
+    for group in ("by_item", "by_action"):
+        for name, v in d[group].items():
+            table.add_row(group[3:], name, f"{v['reads']:,}", f"{v['unpredictable']:,}")
+    return Group(head, table)

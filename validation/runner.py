@@ -26,6 +26,7 @@ from bgbench.validation.logformat import RECORD_DTYPE, open_log
 MEMORY_PER_LOG_BYTE = 8
 DEFAULT_BUDGET = 2 << 30
 _MIX = np.uint64(0x9E3779B97F4A7C15)
+PARALLEL_FROM = 200_000  # records; below this, forking costs more than it saves
 
 
 @dataclass
@@ -65,7 +66,7 @@ def _validate_part(index: int) -> ValidationResult:
 def validate_in_memory(
     records: np.ndarray, initial: InitialValues, workers: int = 1, keep_reads: bool = False
 ) -> ValidationResult:
-    if workers <= 1 or len(records) < 200_000:
+    if workers <= 1 or len(records) < PARALLEL_FROM:
         result = validate(records, initial, keep_reads=keep_reads)
         return result
     _SHARED.update(
@@ -203,7 +204,8 @@ def validate_logs(
             if paths
             else np.empty(0, dtype=RECORD_DTYPE)
         )
-        result = validate_in_memory(records, initial, workers, keep_reads)
-        return result, RunInfo("memory", workers, workers, len(records), log_bytes)
+        parts = workers if workers > 1 and len(records) >= PARALLEL_FROM else 1
+        result = validate_in_memory(records, initial, parts, keep_reads)
+        return result, RunInfo("memory", parts, parts, len(records), log_bytes)
     result, chunks = validate_out_of_core(paths, initial, budget_bytes, work_dir, keep_reads)
     return result, RunInfo("duckdb", chunks, 1, result.reads + result.writes, log_bytes)

@@ -1,0 +1,110 @@
+"""`bgbench validate DIR`: stored bgbench logs, and the original BG Java logs."""
+
+import csv
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from bgbench.worker.engine import FragmentEngine, RunSpec
+from bgbench.workloads.bg.config import BGConfig
+from bgbench.workloads.bg.generator import FragmentPlan
+from bgbench.workloads.bg.stores.sqlite import SQLiteOptions
+from tests.integration.test_engine import StaleBinding
+
+BGBENCH = [sys.executable, "-m", "bgbench"]
+
+
+def bgbench(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*BGBENCH, *args], capture_output=True, text=True, timeout=300)
+
+
+def stale_run(tmp: Path) -> dict:
+    cfg = BGConfig.model_validate({"database": {"usercount": 100}, "workload": {"mix": "high"}})
+    binding = StaleBinding(SQLiteOptions(path=str(tmp / "db.sqlite")))
+    engine = FragmentEngine(cfg, "sqlite", {}, FragmentPlan((1.0,), 0.27), 0, binding=binding)
+    engine.prepare()
+    engine.run(RunSpec("stale", 4, 2, 0, 1, tmp / "exp" / "stale"), threading.Event(), lambda *_: 0)
+    return engine.validate(tmp / "exp" / "stale")
+
+
+def test_validate_rereads_stored_logs_and_lists_every_bad_read(tmp_path):
+    online = stale_run(tmp_path)
+    assert online["unpredictable_reads"] > 0
+    per_read = tmp_path / "bad.csv"
+    proc = bgbench("validate", str(tmp_path / "exp"), "--json", "--per-read", str(per_read))
+    assert proc.returncode == 0, proc.stderr
+    d = json.loads(proc.stdout)
+    assert d["source"] == "bgbench" and d["engine"] == "memory"
+    assert d["reads"] == online["reads"]
+    assert d["unpredictable_reads"] == online["unpredictable_reads"]
+    assert d["unpredictable_sessions"] == online["unpredictable_sessions"]
+    assert d["by_action"]["VP"]["unpredictable"] == d["unpredictable_reads"]
+    assert d["lag"]["max_ms"] is not None and d["lag"]["p50_ms"] <= d["lag"]["max_ms"]
+    with open(per_read) as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == d["unpredictable_reads"]
+    assert {r["action"] for r in rows} == {"VP"}
+    # the same logs out of core give the same answer
+    proc = bgbench("validate", str(tmp_path / "exp"), "--json", "--memory-budget", "64KiB")
+    ooc = json.loads(proc.stdout)
+    assert ooc["engine"] == "duckdb"
+    for key in ("reads", "unpredictable_reads", "sessions", "unpredictable_sessions", "lag"):
+        assert ooc[key] == d[key], key
+
+
+def write_bg_logs(directory: Path) -> None:
+    directory.mkdir()
+    # Paper Table 10 on item (NumFriends, 7): reads of 3 (unpredictable) and 2 (valid).
+    (directory / "read1-0.txt").write_text(
+        "READ,NumFriends,1,0,7,0,10,3,ViewProfile\n"
+        "READ,NumFriends,2,0,7,0,10,2,ViewProfile\n"
+        "READ,PendingCount,3,0,7,20,30,5,ViewFriendReq\n"
+    )
+    (directory / "update1-1.txt").write_text(
+        "UPDATE,NumFriends,10,1,7,1,3,1,D,ThawFriendship\n"
+        "UPDATE,NumFriends,11,1,7,2,4,1,I,AcceptFriend\n"
+        "UPDATE,NumFriends,12,1,7,5,6,2,I,AcceptFriend\n"
+    )
+
+
+def test_validate_reads_the_original_bg_logs(tmp_path):
+    logs = tmp_path / "bg"
+    write_bg_logs(logs)
+    # with I = +1 the third update adds 1, not 2: valid values are {-1, 0, 1}
+    initial = tmp_path / "initial.csv"
+    initial.write_text("type,rid,value\nNumFriends,7,0\nPendingCount,7,5\n")
+    proc = bgbench("validate", str(logs), "--initial", str(initial), "--json")
+    assert proc.returncode == 0, proc.stderr
+    d = json.loads(proc.stdout)
+    assert d["source"] == "bg" and d["logs"] == 2
+    assert (d["reads"], d["writes"], d["unpredictable_reads"]) == (3, 3, 2)
+    assert d["by_item"]["NumFriends"] == {"reads": 2, "unpredictable": 2}
+    assert d["by_action"]["ViewFriendReq"] == {"reads": 1, "unpredictable": 0}
+    proc = bgbench("validate", str(logs), "--initial-default", "0", "--json")
+    assert json.loads(proc.stdout)["unpredictable_reads"] == 3  # PendingCount 5 != 0
+
+
+def test_malformed_bg_lines_are_named_never_dropped(tmp_path):
+    logs = tmp_path / "bg"
+    write_bg_logs(logs)
+    with open(logs / "read1-0.txt", "a") as f:
+        f.write("READ,NumFriends,4,0,seven,0,10,3,ViewProfile\nREAD,short\n")
+    proc = bgbench("validate", str(logs), "--initial-default", "0")
+    assert proc.returncode == 2
+    assert "2 malformed lines" in proc.stderr and "read1-0.txt:4" in proc.stderr
+    proc = bgbench("validate", str(logs), "--initial-default", "0", "--allow-malformed", "--json")
+    d = json.loads(proc.stdout)
+    assert d["malformed_lines"] == 2 and d["reads"] == 3
+    assert any("read1-0.txt:5" in m for m in d["malformed"])
+
+
+def test_validate_without_logs_or_initial_values_is_one_clear_line(tmp_path):
+    proc = bgbench("validate", str(tmp_path))
+    assert proc.returncode == 2 and "no logs" in proc.stderr
+    logs = tmp_path / "bg"
+    write_bg_logs(logs)
+    proc = bgbench("validate", str(logs))
+    assert proc.returncode == 2 and "--initial" in proc.stderr
+    assert proc.stderr.count("\n") == 1
