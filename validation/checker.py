@@ -107,8 +107,8 @@ def validate(
         return result
     init = initial.lookup(reads["item"], reads["item_id"])
     result.unpredictable_reads = int(bad.sum())
-    sessions = np.unique(reads["session"])
-    bad_sessions = np.unique(reads["session"][bad])
+    sessions = distinct(reads["session"])
+    bad_sessions = distinct(reads["session"][bad])
     result.sessions, result.unpredictable_sessions = len(sessions), len(bad_sessions)
     if keep_sessions:
         result.session_ids, result.bad_session_ids = sessions, bad_sessions
@@ -153,6 +153,14 @@ def describe_read(r: np.void, initial: int, lag: int | None) -> dict:
     }
 
 
+def distinct(values: np.ndarray) -> np.ndarray:
+    """np.unique by sorting (numpy's hash-based unique is slower on large int arrays)."""
+    s = np.sort(values)
+    return s[np.concatenate([[True], s[1:] != s[:-1]])] if len(s) else s
+
+
 def _counts(values: np.ndarray) -> dict[int, int]:
-    keys, counts = np.unique(values, return_counts=True)
-    return {int(k): int(c) for k, c in zip(keys.tolist(), counts.tolist(), strict=True)}
+    if len(values) == 0:
+        return {}
+    counts = np.bincount(values.astype(np.int64))  # item kinds and actions are small codes
+    return {k: int(c) for k, c in enumerate(counts.tolist()) if c}

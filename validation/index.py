@@ -58,13 +58,16 @@ class WriteIndex:
             raise ValueError("too many distinct items for one in-memory pass: split the logs")
         r_key = dense[: len(reads)]
         w_key = dense[len(reads) :]
-        # Sorted times with repeats: searchsorted(side="left") gives equal times equal ranks.
-        times = np.sort(
-            np.concatenate([reads["start"], reads["end"], writes["start"], writes["end"]])
-        )
-        rank = lambda t: np.searchsorted(times, t).astype(np.int64)  # noqa: E731
-        r_s, r_e = rank(reads["start"]), rank(reads["end"])
-        w_s, w_e = rank(writes["start"]), rank(writes["end"])
+        # Every time's rank among all times (equal times, equal ranks), by one sort.
+        all_times = np.concatenate([reads["start"], reads["end"], writes["start"], writes["end"]])
+        order = np.argsort(all_times, kind="stable")
+        times = all_times[order]
+        first = np.concatenate([[True], times[1:] != times[:-1]]) if len(times) else times
+        ranks = np.empty(len(all_times), dtype=np.int64)
+        ranks[order] = np.maximum.accumulate(np.where(first, np.arange(len(times)), 0))
+        n_r, n_w = len(reads), len(writes)
+        r_s, r_e = ranks[:n_r], ranks[n_r : 2 * n_r]
+        w_s, w_e = ranks[2 * n_r : 2 * n_r + n_w], ranks[2 * n_r + n_w :]
         end_comp = (w_key << 32) | w_e
         by_end = np.argsort(end_comp, kind="stable")
         end_sorted = end_comp[by_end]
@@ -76,10 +79,14 @@ class WriteIndex:
         open_writes = {
             int(k): np.flatnonzero((w_key == k) & ~known) for k in np.unique(w_key[~known])
         }
-        group_lo = np.searchsorted(end_sorted, r_key << 32)
+        # An item's writes form one run in either order; the runs start where the
+        # counts of the items before it end (item keys are dense 0..k-1).
+        n_items = int(max(r_key.max(initial=-1), w_key.max(initial=-1))) + 1
+        run_start = np.concatenate([[0], np.cumsum(np.bincount(w_key, minlength=n_items))])
+        group_lo = run_start[r_key]
         ended = np.searchsorted(end_sorted, (r_key << 32) | r_s)  # end < r.s
         started = np.searchsorted(start_sorted, (r_key << 32) | r_e, side="right")
-        started -= np.searchsorted(start_sorted, r_key << 32)  # start <= r.e
+        started -= group_lo  # start <= r.e
         overlapping = started - (ended - group_lo)
         return cls(
             reads, writes, r_key, w_key, by_end, w_key[by_end], group_lo, ended, overlapping,

@@ -55,33 +55,44 @@ def _finish(result: ValidationResult, sessions: list[np.ndarray], bad: list[np.n
 # -- in memory ------------------------------------------------------------------------------
 
 _SHARED: dict = {}
+PART_RECORDS = 500_000  # records per part: small parts keep the sorts and searches in cache
+
+
+def _part(index: int) -> np.ndarray:
+    records, order, bounds = _SHARED["records"], _SHARED["order"], _SHARED["bounds"]
+    return records[order[bounds[index] : bounds[index + 1]]]
 
 
 def _validate_part(index: int) -> ValidationResult:
-    records, initial, keep_reads = _SHARED["records"], _SHARED["initial"], _SHARED["keep_reads"]
-    part = records[_SHARED["owner"] == index]
-    return validate(part, initial, keep_sessions=True, keep_reads=keep_reads)
+    return validate(
+        _part(index), _SHARED["initial"], keep_sessions=True, keep_reads=_SHARED["keep_reads"]
+    )
 
 
 def validate_in_memory(
     records: np.ndarray, initial: InitialValues, workers: int = 1, keep_reads: bool = False
 ) -> ValidationResult:
-    if workers <= 1 or len(records) < PARALLEL_FROM:
-        result = validate(records, initial, keep_reads=keep_reads)
-        return result
+    """Split by item into parts of about PART_RECORDS records, validated on `workers` cores."""
+    parts = max(workers, -(-len(records) // PART_RECORDS))
+    if parts <= 1:
+        return validate(records, initial, keep_reads=keep_reads)
+    # int16 part numbers let numpy's stable argsort use radix sort: linear in the records
+    owner = item_partition(records, parts).astype(np.int16 if parts < 1 << 15 else np.int32)
+    order = np.argsort(owner, kind="stable")
+    bounds = np.searchsorted(owner[order], np.arange(parts + 1))
     _SHARED.update(
-        records=records,
-        initial=initial,
-        keep_reads=keep_reads,
-        owner=item_partition(records, workers),
+        records=records, order=order, bounds=bounds, initial=initial, keep_reads=keep_reads
     )
     try:
-        # fork: the parts are read from the parent's memory, never pickled
-        with mp.get_context("fork").Pool(workers) as pool:
-            parts = pool.map(_validate_part, range(workers))
+        if workers <= 1:
+            results = [_validate_part(p) for p in range(parts)]
+        else:
+            # fork: the parts are read from the parent's memory, never pickled
+            with mp.get_context("fork").Pool(workers) as pool:
+                results = pool.map(_validate_part, range(parts), chunksize=1)
     finally:
         _SHARED.clear()
-    return _merge(parts)
+    return _merge(results)
 
 
 def _merge(parts: list[ValidationResult]) -> ValidationResult:
@@ -204,8 +215,9 @@ def validate_logs(
             if paths
             else np.empty(0, dtype=RECORD_DTYPE)
         )
-        parts = workers if workers > 1 and len(records) >= PARALLEL_FROM else 1
-        result = validate_in_memory(records, initial, parts, keep_reads)
-        return result, RunInfo("memory", parts, parts, len(records), log_bytes)
+        used = workers if len(records) >= PARALLEL_FROM else 1
+        result = validate_in_memory(records, initial, used, keep_reads)
+        parts = max(used, -(-len(records) // PART_RECORDS))
+        return result, RunInfo("memory", parts, used, len(records), log_bytes)
     result, chunks = validate_out_of_core(paths, initial, budget_bytes, work_dir, keep_reads)
     return result, RunInfo("duckdb", chunks, 1, result.reads + result.writes, log_bytes)

@@ -1,0 +1,71 @@
+"""Validation speed: records/s per core in memory and out of core, at growing log sizes.
+
+Synthetic logs (bgbench.validation.synthetic: BG's Zipfian over 100,000 items, 10%
+writes, half the items delta and half absolute, 0.1% of reads stale by 50 ms) are
+written as bgbench log files, then validated through the same runner `bgbench
+validate` uses. Out of core runs with a memory budget of a quarter of the logs' size. "max RSS" is
+the benchmark process's peak so far (it only grows down the table).
+
+    .venv/bin/python benchmarks/validation.py                 # 1e5, 1e6, 1e7 records
+    .venv/bin/python benchmarks/validation.py --sizes 100000 1000000
+"""
+
+import argparse
+import resource
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from bgbench.validation.logformat import LogWriter
+from bgbench.validation.runner import validate_logs
+from bgbench.validation.synthetic import synthetic_logs
+
+
+def max_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def write_logs(records: np.ndarray, directory: Path, files: int = 4) -> list[Path]:
+    paths = []
+    for k, part in enumerate(np.array_split(records, files)):
+        path = directory / f"log-f{k}.bglog"
+        w = LogWriter(path)
+        w.append(part)
+        w.close()
+        paths.append(path)
+    return paths
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000, 10_000_000])
+    args = parser.parse_args()
+    print(f"{'records':>11} {'engine':>8} {'workers':>7} {'seconds':>8} {'records/s':>12} "
+          f"{'per core':>12} {'unpredictable':>13} {'max RSS MB':>10}")  # fmt: skip
+    for n in args.sizes:
+        records, initial = synthetic_logs(n)
+        with tempfile.TemporaryDirectory() as tmp:
+            paths = write_logs(records, Path(tmp))
+            del records
+            log_bytes = sum(p.stat().st_size for p in paths)
+            # out of core: a budget of a quarter of the logs' size forces the DuckDB path
+            runs = [("memory", 1, 64 << 30), ("memory", 2, 64 << 30)]
+            runs.append(("duckdb", 1, max(4 << 20, log_bytes // 4)))
+            for engine, workers, budget in runs:
+                t0 = time.perf_counter()
+                result, info = validate_logs(paths, initial, budget, workers, work_dir=Path(tmp))
+                seconds = time.perf_counter() - t0
+                assert info.engine == engine, info
+                rate = info.records / seconds
+                print(
+                    f"{info.records:>11,} {engine:>8} {info.workers:>7} {seconds:>8.2f} "
+                    f"{rate:>12,.0f} {rate / info.workers:>12,.0f} "
+                    f"{result.unpredictable_reads:>13,} {max_rss_mb():>10,.0f}",
+                    flush=True,
+                )
+
+
+if __name__ == "__main__":
+    main()
