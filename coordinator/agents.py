@@ -13,7 +13,8 @@ from typing import Any
 import grpc
 
 from bgbench.errors import SystemFault, UserError
-from bgbench.protos import PROTOCOL_VERSION
+from bgbench.protos import AGENT_READY_LINE as READY_LINE
+from bgbench.protos import PROTOCOL_VERSION, bearer
 from bgbench.protos import worker_pb2 as pb
 from bgbench.protos import worker_pb2_grpc as pb_grpc
 
@@ -21,7 +22,6 @@ HANDSHAKE_TIMEOUT_S = 10.0
 PREPARE_TIMEOUT_S = 3600.0
 VALIDATE_TIMEOUT_S = 3600.0
 RUN_SLACK_S = 120.0  # beyond the duration, for stopping and flushing logs
-READY_LINE = "BGBENCH-AGENT LISTENING "
 
 
 def _raise(error: pb.Error, address: str) -> None:
@@ -30,10 +30,33 @@ def _raise(error: pb.Error, address: str) -> None:
         raise cls(f"agent {address}: {error.message}")
 
 
+@dataclass(frozen=True)
+class Credentials:
+    """What the coordinator shows agents: the shared token, and TLS material (PEM bytes)."""
+
+    token: str | None = None
+    ca: bytes | None = None
+    cert: bytes | None = None
+    key: bytes | None = None
+    server_name: str | None = None
+
+
 class AgentClient:
-    def __init__(self, address: str) -> None:
+    def __init__(self, address: str, credentials: Credentials | None = None) -> None:
         self.address = address
-        self.channel = grpc.insecure_channel(address)
+        creds = credentials or Credentials()
+        if creds.ca is not None:
+            options = (
+                [("grpc.ssl_target_name_override", creds.server_name)] if creds.server_name else []
+            )
+            self.channel = grpc.secure_channel(
+                address,
+                grpc.ssl_channel_credentials(creds.ca, creds.key, creds.cert),
+                options=options,
+            )
+        else:
+            self.channel = grpc.insecure_channel(address)
+        self.metadata = bearer(creds.token) if creds.token else ()
         self.stub = pb_grpc.WorkerStub(self.channel)
         self.facts: pb.HandshakeReply | None = None
         self.current_run: Any = None
@@ -44,9 +67,9 @@ class AgentClient:
 
     def _call(self, method, request, timeout: float):
         try:
-            return method(request, timeout=timeout)
+            return method(request, timeout=timeout, metadata=self.metadata)
         except grpc.RpcError as exc:
-            raise SystemFault(f"agent {self.address}: {_rpc_message(exc)}") from None
+            raise _fault(self.address, exc) from None
 
     def handshake(self) -> pb.HandshakeReply:
         reply = self._call(
@@ -65,14 +88,14 @@ class AgentClient:
 
     def run(self, request: pb.RunRequest) -> Iterator[pb.RunEvent]:
         timeout = request.duration_seconds + RUN_SLACK_S
-        self.current_run = self.stub.Run(request, timeout=timeout)
+        self.current_run = self.stub.Run(request, timeout=timeout, metadata=self.metadata)
         try:
             for event in self.current_run:
                 if event.HasField("error"):
                     _raise(event.error, self.address)
                 yield event
         except grpc.RpcError as exc:
-            raise SystemFault(f"agent {self.address}: {_rpc_message(exc)}") from None
+            raise _fault(self.address, exc) from None
 
     def validate(self, experiment_id: str) -> pb.ValidateReply:
         reply = self._call(
@@ -83,10 +106,20 @@ class AgentClient:
 
     def shutdown(self) -> None:
         with contextlib.suppress(grpc.RpcError):
-            self.stub.Shutdown(pb.ShutdownRequest(), timeout=5)
+            self.stub.Shutdown(pb.ShutdownRequest(), timeout=5, metadata=self.metadata)
 
     def close(self) -> None:
         self.channel.close()
+
+
+def _fault(address: str, exc: grpc.RpcError) -> Exception:
+    code = exc.code() if hasattr(exc, "code") else None
+    if code == grpc.StatusCode.UNAUTHENTICATED:
+        return UserError(
+            f"agent {address} refused the call ({exc.details()}): set agents.token "
+            "(or $BGBENCH_TOKEN) to the agent's token"
+        )
+    return SystemFault(f"agent {address}: {_rpc_message(exc)}")
 
 
 def _rpc_message(exc: grpc.RpcError) -> str:
@@ -120,8 +153,15 @@ class LocalAgents:
         self.processes.clear()
 
 
-def spawn_local_agents(count: int, processes: int, work_dir: Path, timeout: float) -> LocalAgents:
+def spawn_local_agents(
+    count: int, processes: int, work_dir: Path, timeout: float, token: str | None = None
+) -> LocalAgents:
     agents = LocalAgents()
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    if token:
+        env["BGBENCH_TOKEN"] = token
+    else:
+        env.pop("BGBENCH_TOKEN", None)
     try:
         for i in range(count):
             agent_dir = work_dir / f"agent-{i}"
@@ -143,7 +183,7 @@ def spawn_local_agents(count: int, processes: int, work_dir: Path, timeout: floa
                 ],
                 stdout=subprocess.PIPE,
                 stderr=log,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                env=env,
             )
             agents.processes.append(proc)
         for i, proc in enumerate(agents.processes):

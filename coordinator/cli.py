@@ -172,9 +172,7 @@ def rate(
             }
         )
         settings = _settings(config, param, flags)
-        if settings.store.name != MODEL_STORE:
-            preflight.check_store(settings)
-            preflight.check_fit(settings, [settings.agents.processes] * settings.agents.local)
+        preflight.check_before_agents(settings)
         rating_id = new_rating_id()
     store_db = ResultsStore(settings.results_dir)
     if not resume:
@@ -218,8 +216,7 @@ def check_config(
 ) -> None:
     """Validate a settings file (and overrides) without generating any load."""
     settings = load_settings(file, _overrides(param))
-    preflight.check_store(settings)
-    preflight.check_fit(settings, [settings.agents.processes] * settings.agents.local)
+    preflight.check_before_agents(settings)
     out.print(f"{file}: valid")
     out.print_json(settings.model_dump_json())
 
@@ -313,16 +310,15 @@ def stores() -> None:
         out.print(name)
 
 
-@app.command()
-def agent(
-    listen: Annotated[str, typer.Option(help="host:port (port 0: any)")] = "127.0.0.1:0",
-    work_dir: Annotated[Path, typer.Option(help="where logs are written")] = Path("bgbench-agent"),
-    processes: Annotated[int, typer.Option(min=1, max=256, help="load processes")] = 1,
-) -> None:
-    """Run a worker agent (the coordinator spawns local ones by itself)."""
-    from bgbench.worker.agent import main as agent_main  # the one place the CLI hosts a worker
+@app.command(
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    add_help_option=False,
+)
+def agent(ctx: typer.Context) -> None:
+    """Run a worker agent: bgbench agent --help for its options."""
+    from bgbench.worker.agent import cli as agent_cli  # the CLI's one door into worker/
 
-    agent_main(listen, work_dir, processes)
+    agent_cli(list(ctx.args))
 
 
 def new_rating_id() -> str:

@@ -36,9 +36,49 @@ class RunConfig(BaseModel):
     seed: int = Field(1, description="seed of the load (socialites, targets, mix)")
 
 
+class TLSConfig(BaseModel):
+    """The coordinator's side of TLS: the CA that signed the agents' certificates, and a
+    client certificate when the agents require one (mutual TLS)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ca_file: Path = Field(description="CA certificate (PEM) that signed the agents' certificates")
+    cert_file: Path | None = Field(None, description="client certificate (PEM), for mutual TLS")
+    key_file: Path | None = Field(None, description="client private key (PEM), for mutual TLS")
+    server_name: str | None = Field(
+        None, description="name to expect in the agents' certificates (default: their host)"
+    )
+
+    @model_validator(mode="after")
+    def _pair(self) -> "TLSConfig":
+        if (self.cert_file is None) != (self.key_file is None):
+            raise ValueError("cert_file and key_file go together (mutual TLS needs both)")
+        for name in ("ca_file", "cert_file", "key_file"):
+            path = getattr(self, name)
+            if path is not None and not Path(path).is_file():
+                raise ValueError(f"{name} {path} does not exist")
+        return self
+
+
 class AgentsConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    addresses: list[str] = Field(
+        default_factory=list,
+        description="host:port of running agents; none: spawn `local` agents on loopback",
+    )
+    token: str | None = Field(
+        None, description="shared token every call carries (default: $BGBENCH_TOKEN)"
+    )
+    tls: TLSConfig | None = None
+    on_failure: Literal["stop", "retry"] = Field(
+        "stop",
+        description="when an agent fails mid-experiment: stop the rating (resume later), or "
+        "retry the experiment on the agents that answer (restarted ones rejoin)",
+    )
+    heartbeat_timeout: Annotated[
+        float, Field(gt=0, description="an agent silent this long (s) has failed")
+    ] = 5.0
     local: Annotated[int, Field(ge=1, le=64, description="local agents to spawn")] = 2
     processes: Annotated[int, Field(ge=1, le=64, description="load processes per local agent")] = 1
     capacities: list[Annotated[float, Field(gt=0)]] | None = Field(
@@ -48,11 +88,19 @@ class AgentsConfig(BaseModel):
 
     @model_validator(mode="after")
     def _one_capacity_each(self) -> "AgentsConfig":
-        if self.capacities is not None and len(self.capacities) != self.local:
+        if self.capacities is not None and len(self.capacities) != self.count:
             raise ValueError(
-                f"capacities lists {len(self.capacities)} weights for {self.local} agents"
+                f"capacities lists {len(self.capacities)} weights for {self.count} agents"
             )
+        for address in self.addresses:
+            host, _, port = address.rpartition(":")
+            if not host or not port.isdigit() or not 0 < int(port) < 65536:
+                raise ValueError(f"agent address {address!r} must be host:port")
         return self
+
+    @property
+    def count(self) -> int:
+        return len(self.addresses) or self.local
 
 
 class SLAConfig(BaseModel):

@@ -7,11 +7,11 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from bgbench.coordinator.agents import AgentClient
+from bgbench.coordinator.agents import AgentClient, Credentials
 from bgbench.coordinator.config import Settings
 from bgbench.coordinator.metrics import LatencySummary, decode, judge, new_histogram, share_within
 from bgbench.coordinator.plan import AgentSlot, FragmentLayout, layout, split_threads
-from bgbench.errors import BGBenchError
+from bgbench.errors import BGBenchError, SystemFault, UserError
 from bgbench.protos import worker_pb2 as pb
 
 
@@ -23,13 +23,28 @@ class Cluster:
     store_description: str = ""
 
     @classmethod
-    def connect(cls, addresses: list[str], capacities: list[float] | None) -> "Cluster":
-        clients = [AgentClient(a) for a in addresses]
+    def connect(
+        cls,
+        addresses: list[str],
+        capacities: list[float] | None,
+        credentials: Credentials | None = None,
+    ) -> "Cluster":
+        """Handshake with every agent; one line names all that did not answer."""
+        clients = [AgentClient(a, credentials) for a in addresses]
         caps = capacities or [1.0] * len(clients)
-        slots = []
-        for client, cap in zip(clients, caps, strict=True):
-            facts = client.handshake()
-            slots.append(AgentSlot(processes=facts.load_processes, capacity=cap))
+        facts = _parallel([c.handshake for c in clients], tolerate=True)
+        failed = [f for f in facts if isinstance(f, BaseException)]
+        if failed:
+            for c in clients:
+                c.close()
+            users = [f for f in failed if isinstance(f, UserError)]
+            if users:
+                raise users[0]
+            raise SystemFault(
+                f"{len(failed)} of {len(clients)} agents did not answer: "
+                + "; ".join(str(f).removeprefix("agent ") for f in failed)
+            )
+        slots = [AgentSlot(f.load_processes, cap) for f, cap in zip(facts, caps, strict=True)]
         return cls(clients, caps, layout(slots))
 
     def prepare(self, settings: Settings) -> list[pb.PrepareReply]:
@@ -48,6 +63,9 @@ class Cluster:
         replies = _parallel(calls)
         self.store_description = replies[0].store_description
         return replies
+
+    def facts(self) -> list[pb.HandshakeReply]:
+        return [c.facts for c in self.clients if c.facts is not None]
 
     def close(self) -> None:
         for c in self.clients:

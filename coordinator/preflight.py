@@ -89,3 +89,12 @@ def check_fit(settings: Settings, processes_per_agent: list[int]) -> None:
             f"invalid config: run.threadcount: {threads} threads do not fit in fragments of "
             f"{min(sizes)} members (one socialite per member); raise usercount"
         )
+
+
+def check_before_agents(settings: Settings) -> None:
+    """What can be checked before any agent answers (listed agents' processes are unknown)."""
+    if settings.store.name == MODEL_STORE:
+        return
+    check_store(settings)
+    if not settings.agents.addresses:
+        check_fit(settings, [settings.agents.processes] * settings.agents.local)

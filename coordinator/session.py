@@ -1,6 +1,8 @@
 """Bringing up what experiments run on: local agents and their fragments, or the model store."""
 
+import os
 import platform
+import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -10,7 +12,7 @@ from rich.console import Console
 
 from bgbench import __version__
 from bgbench.coordinator import preflight
-from bgbench.coordinator.agents import spawn_local_agents
+from bgbench.coordinator.agents import Credentials, LocalAgents, spawn_local_agents
 from bgbench.coordinator.config import Settings
 from bgbench.coordinator.experiment import Cluster, ExperimentResult, run_experiment
 from bgbench.coordinator.model_store import ModelStore
@@ -55,8 +57,9 @@ class Target:
             return self.settings.rating.max_threads
         if self.model is not None:
             return 1 << 30
+        assert self.cluster is not None
         return preflight.max_threads(
-            self.settings, [self.settings.agents.processes] * self.settings.agents.local
+            self.settings, [f.load_processes for f in self.cluster.facts()]
         )
 
     def hosts(self) -> list[dict]:
@@ -89,24 +92,50 @@ class Target:
         }
 
 
+def credentials(settings: Settings, local_token: str | None = None) -> Credentials:
+    a = settings.agents
+    token = a.token or os.environ.get("BGBENCH_TOKEN") or local_token
+    if a.tls is None:
+        return Credentials(token=token)
+    read = lambda p: Path(p).read_bytes() if p else None  # noqa: E731
+    return Credentials(
+        token=token,
+        ca=read(a.tls.ca_file),
+        cert=read(a.tls.cert_file),
+        key=read(a.tls.key_file),
+        server_name=a.tls.server_name,
+    )
+
+
 @contextmanager
 def bring_up(settings: Settings, work_dir: Path, console: Console) -> Iterator[Target]:
-    """Spawn local agents, connect, load every fragment; stop them all on the way out."""
+    """Reach the listed agents, or spawn local ones; load every fragment; on the way out,
+    stop what was spawned (listed agents keep running)."""
     if settings.store.name == preflight.MODEL_STORE:
         yield Target(settings, console, model=ModelStore(settings.model, settings.sla))
         return
     preflight.check_store(settings)
-    preflight.check_fit(settings, [settings.agents.processes] * settings.agents.local)
-    console.print(
-        f"starting {settings.agents.local} local agents x {settings.agents.processes} load "
-        f"processes; store {settings.store.name}; work in {work_dir}"
-    )
-    local = spawn_local_agents(
-        settings.agents.local, settings.agents.processes, work_dir, settings.agents.start_timeout
-    )
+    a = settings.agents
+    local = LocalAgents()
+    if a.addresses:
+        creds = credentials(settings)
+        addresses = list(a.addresses)
+        console.print(f"connecting to {len(addresses)} agents; store {settings.store.name}")
+    else:
+        preflight.check_fit(settings, [a.processes] * a.local)
+        token = secrets.token_urlsafe(24)  # local agents too refuse calls without it
+        creds = credentials(settings, token)
+        console.print(
+            f"starting {a.local} local agents x {a.processes} load processes; "
+            f"store {settings.store.name}; work in {work_dir}"
+        )
+        local = spawn_local_agents(a.local, a.processes, work_dir, a.start_timeout, creds.token)
+        addresses = local.addresses
     cluster = None
     try:
-        cluster = Cluster.connect(local.addresses, settings.agents.capacities)
+        cluster = Cluster.connect(addresses, a.capacities, creds)
+        if a.addresses:
+            preflight.check_fit(settings, [f.load_processes for f in cluster.facts()])
         replies = cluster.prepare(settings)
         members = sum(f.members for r in replies for f in r.fragments)
         load_s = max(f.load_seconds for r in replies for f in r.fragments)
@@ -116,7 +145,8 @@ def bring_up(settings: Settings, work_dir: Path, console: Console) -> Iterator[T
         yield Target(settings, console, cluster=cluster, start_state=settings.rating.state)
     finally:
         if cluster:
-            for c in cluster.clients:
-                c.shutdown()
+            if local.processes:
+                for c in cluster.clients:
+                    c.shutdown()
             cluster.close()
         local.close()

@@ -26,10 +26,12 @@ import typer
 from hdrh.histogram import HdrHistogram
 
 from bgbench import __version__
+from bgbench.protos import AGENT_READY_LINE as READY_LINE
 from bgbench.protos import PROTOCOL_VERSION
 from bgbench.protos import worker_pb2 as pb
 from bgbench.protos import worker_pb2_grpc as pb_grpc
 from bgbench.worker import loadproc
+from bgbench.worker.security import TokenInterceptor, is_loopback, server_credentials
 
 PROGRESS_EVERY_S = 1.0
 PREPARE_TIMEOUT_S = 3600.0
@@ -354,19 +356,33 @@ def _watch_parent(parent: int, stopper: threading.Event) -> None:
             stopper.set()
 
 
-def serve(listen: str, work_dir: Path, processes: int, parent_pid: int = 0) -> None:
+def serve(
+    listen: str,
+    work_dir: Path,
+    processes: int,
+    parent_pid: int = 0,
+    token: str | None = None,
+    tls: tuple[Path, Path, Path | None] | None = None,
+) -> None:
     stopper = threading.Event()
     if parent_pid:
         threading.Thread(target=_watch_parent, args=(parent_pid, stopper), daemon=True).start()
     service = AgentService(work_dir, stopper, processes)
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+    interceptors = [TokenInterceptor(token)] if token else []
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8), interceptors=interceptors)
     pb_grpc.add_WorkerServicer_to_server(service, server)
-    port = server.add_insecure_port(listen)
+    try:
+        if tls:
+            port = server.add_secure_port(listen, server_credentials(*tls))
+        else:
+            port = server.add_insecure_port(listen)
+    except RuntimeError:
+        port = 0
     if port == 0:
         raise SystemExit(f"bgbench agent: cannot listen on {listen}")
     server.start()
     host = listen.rsplit(":", 1)[0]
-    print(f"BGBENCH-AGENT LISTENING {host}:{port}", flush=True)
+    print(f"{READY_LINE}{host}:{port}", flush=True)
     signal.signal(signal.SIGTERM, lambda *_: stopper.set())
     try:
         stopper.wait()
@@ -378,19 +394,63 @@ def serve(listen: str, work_dir: Path, processes: int, parent_pid: int = 0) -> N
 
 
 def main(
-    listen: Annotated[str, typer.Option(help="host:port to listen on (port 0: any)")] = (
-        "127.0.0.1:0"
-    ),
-    work_dir: Annotated[Path, typer.Option(help="where logs are written")] = Path("bgbench-agent"),
+    listen: Annotated[
+        str, typer.Option(envvar="BGBENCH_AGENT_LISTEN", help="host:port (port 0: any)")
+    ] = "127.0.0.1:0",
+    work_dir: Annotated[
+        Path, typer.Option(envvar="BGBENCH_AGENT_WORK_DIR", help="where logs are written")
+    ] = Path("bgbench-agent"),
     processes: Annotated[
-        int, typer.Option(min=1, max=256, help="load processes, one fragment each")
+        int,
+        typer.Option(
+            min=1,
+            max=256,
+            envvar="BGBENCH_AGENT_PROCESSES",
+            help="load processes, one fragment each",
+        ),
     ] = 1,
+    token: Annotated[
+        str | None, typer.Option(envvar="BGBENCH_TOKEN", help="shared token every call must carry")
+    ] = None,
+    tls_cert: Annotated[
+        Path | None, typer.Option(envvar="BGBENCH_TLS_CERT", help="server certificate (PEM)")
+    ] = None,
+    tls_key: Annotated[
+        Path | None, typer.Option(envvar="BGBENCH_TLS_KEY", help="server private key (PEM)")
+    ] = None,
+    tls_client_ca: Annotated[
+        Path | None,
+        typer.Option(
+            envvar="BGBENCH_TLS_CLIENT_CA", help="require client certificates from this CA"
+        ),
+    ] = None,
     parent_pid: Annotated[int, typer.Option(help="exit when this parent process is gone")] = 0,
 ) -> None:
     """Run a bgbench worker agent."""
+    if not token and not is_loopback(listen):
+        raise SystemExit(
+            f"bgbench agent: refusing to listen on {listen} without --token: anyone who reaches "
+            "it could drive load; pass --token (or $BGBENCH_TOKEN), or listen on 127.0.0.1"
+        )
+    if (tls_cert is None) != (tls_key is None) or (tls_client_ca and not tls_cert):
+        raise SystemExit(
+            "bgbench agent: --tls-cert and --tls-key go together (and --tls-client-ca needs them)"
+        )
+    for path in (tls_cert, tls_key, tls_client_ca):
+        if path is not None and not path.is_file():
+            raise SystemExit(f"bgbench agent: {path} does not exist")
     work_dir.mkdir(parents=True, exist_ok=True)
-    serve(listen, work_dir, processes, parent_pid)
+    tls = (tls_cert, tls_key, tls_client_ca) if tls_cert and tls_key else None
+    serve(listen, work_dir, processes, parent_pid, token, tls)
+
+
+agent_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+agent_app.command()(main)
+
+
+def cli(args: list[str]) -> None:
+    agent_app(args=args, prog_name="bgbench agent")
 
 
 if __name__ == "__main__":
-    sys.exit(typer.run(main))
+    cli(sys.argv[1:])
