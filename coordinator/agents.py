@@ -135,10 +135,48 @@ def _rpc_message(exc: grpc.RpcError) -> str:
 
 @dataclass
 class LocalAgents:
-    """Agent processes spawned on loopback; stopped by PID on close."""
+    """Agent processes spawned on loopback; stopped by PID on close, respawned on request."""
 
     processes: list[subprocess.Popen] = field(default_factory=list)
     addresses: list[str] = field(default_factory=list)
+    load_processes: int = 1
+    work_dir: Path = Path(".")
+    timeout: float = 60.0
+    env: dict[str, str] = field(default_factory=dict)
+
+    def _start(self, i: int) -> subprocess.Popen:
+        agent_dir = self.work_dir / f"agent-{i}"
+        agent_dir.mkdir(parents=True, exist_ok=True)
+        log = open(agent_dir / "agent.log", "ab")  # noqa: SIM115 - owned by the child
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "bgbench.worker.agent",
+                "--listen",
+                "127.0.0.1:0",
+                "--work-dir",
+                str(agent_dir),
+                "--processes",
+                str(self.load_processes),
+                "--parent-pid",
+                str(os.getpid()),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=log,
+            env=self.env,
+        )
+
+    def respawn_dead(self) -> list[int]:
+        """Start a fresh agent in place of every one that exited; their indexes."""
+        dead = [i for i, p in enumerate(self.processes) if p.poll() is not None]
+        for i in dead:
+            self.processes[i] = self._start(i)
+        for i in dead:
+            self.addresses[i] = _await_ready(
+                self.processes[i], self.timeout, self.work_dir / f"agent-{i}"
+            )
+        return dead
 
     def close(self) -> None:
         for p in self.processes:
@@ -156,36 +194,14 @@ class LocalAgents:
 def spawn_local_agents(
     count: int, processes: int, work_dir: Path, timeout: float, token: str | None = None
 ) -> LocalAgents:
-    agents = LocalAgents()
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     if token:
         env["BGBENCH_TOKEN"] = token
     else:
         env.pop("BGBENCH_TOKEN", None)
+    agents = LocalAgents(load_processes=processes, work_dir=work_dir, timeout=timeout, env=env)
     try:
-        for i in range(count):
-            agent_dir = work_dir / f"agent-{i}"
-            agent_dir.mkdir(parents=True, exist_ok=True)
-            log = open(agent_dir / "agent.log", "wb")  # noqa: SIM115 - owned by the child
-            proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "bgbench.worker.agent",
-                    "--listen",
-                    "127.0.0.1:0",
-                    "--work-dir",
-                    str(agent_dir),
-                    "--processes",
-                    str(processes),
-                    "--parent-pid",
-                    str(os.getpid()),
-                ],
-                stdout=subprocess.PIPE,
-                stderr=log,
-                env=env,
-            )
-            agents.processes.append(proc)
+        agents.processes = [agents._start(i) for i in range(count)]
         for i, proc in enumerate(agents.processes):
             agents.addresses.append(_await_ready(proc, timeout, work_dir / f"agent-{i}"))
     except BaseException:

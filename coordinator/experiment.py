@@ -159,11 +159,22 @@ def run_experiment(
     experiment_id: str,
     on_progress: ProgressCallback | None = None,
     start_state: str = "carry",
+    heartbeat_timeout: float = 5.0,
 ) -> ExperimentResult:
     shares = split_threads(threads, cluster.capacities)
     outcomes = [AgentOutcome(c.address, n) for c, n in zip(cluster.clients, shares, strict=True)]
     results: list[pb.RunResult | None] = [None] * len(cluster.clients)
     faults: list[str] = []
+    started = time.monotonic()
+    last_seen = [started] * len(cluster.clients)
+    lock = threading.Lock()
+
+    def fail(message: str, client: AgentClient | None) -> None:
+        with lock:
+            faults.append(message)
+        for other in cluster.clients:  # end the experiment everywhere
+            if other is not client:
+                other.cancel_run()
 
     def drive(i: int) -> None:
         client = cluster.clients[i]
@@ -177,21 +188,32 @@ def run_experiment(
         )
         try:
             for event in client.run(request):
+                last_seen[i] = time.monotonic()
                 if event.HasField("progress") and on_progress:
                     on_progress(i, event.progress)
                 elif event.HasField("result"):
                     results[i] = event.result
         except BGBenchError as exc:
-            faults.append(str(exc))
-            for other in cluster.clients:  # end the experiment everywhere
-                if other is not client:
-                    other.cancel_run()
+            if not faults:  # the first failure; the others are its consequences
+                lost = time.monotonic() - started
+                fail(f"{exc} (after {lost:.1f} s of the experiment)", client)
 
     workers = [threading.Thread(target=drive, args=(i,), daemon=True) for i in range(len(shares))]
     for w in workers:
         w.start()
-    for w in workers:
-        w.join()
+    # The agents report every second; one silent for heartbeat_timeout has failed even if
+    # its connection still looks open (a frozen host, a cut network).
+    while any(w.is_alive() for w in workers):
+        for w in workers:
+            w.join(timeout=0.25)
+        now = time.monotonic()
+        for i, client in enumerate(cluster.clients):
+            if workers[i].is_alive() and now - last_seen[i] > heartbeat_timeout and not faults:
+                fail(
+                    f"agent {client.address} silent for {now - last_seen[i]:.1f} s "
+                    f"(heartbeat timeout {heartbeat_timeout:g} s)",
+                    None,
+                )
     if faults or any(r is None for r in results):
         fault = "; ".join(faults) or "an agent ended the experiment without a result"
         return _faulted(experiment_id, threads, duration_s, cluster, outcomes, fault)

@@ -3,7 +3,7 @@
 import os
 import platform
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,11 +12,12 @@ from rich.console import Console
 
 from bgbench import __version__
 from bgbench.coordinator import preflight
-from bgbench.coordinator.agents import Credentials, LocalAgents, spawn_local_agents
+from bgbench.coordinator.agents import AgentClient, Credentials, LocalAgents, spawn_local_agents
 from bgbench.coordinator.config import Settings
 from bgbench.coordinator.experiment import Cluster, ExperimentResult, run_experiment
 from bgbench.coordinator.model_store import ModelStore
 from bgbench.coordinator.report import LiveProgress
+from bgbench.errors import BGBenchError, SystemFault
 
 
 @dataclass
@@ -28,10 +29,30 @@ class Target:
     cluster: Cluster | None = None
     model: ModelStore | None = None
     start_state: str = "carry"
+    local: LocalAgents | None = None
+    creds: Credentials | None = None
+    record_fault: Callable[[ExperimentResult], None] | None = None
 
     def run(self, threads: int, duration_s: float, experiment_id: str) -> ExperimentResult:
         if self.model is not None:
             return self.model.experiment(threads, duration_s, experiment_id)
+        attempt = 0
+        while True:
+            exp_id = experiment_id if attempt == 0 else f"{experiment_id}-retry{attempt}"
+            result = self._run_once(threads, duration_s, exp_id)
+            retry = self.settings.agents.on_failure == "retry" and attempt < MAX_RETRIES
+            if not result.fault or not retry:
+                return result
+            if self.record_fault:
+                self.record_fault(result)  # the failed attempt is recorded as what it was
+            self.console.print(
+                f"infrastructure failure at T={threads}: {result.fault}; "
+                "retrying on the agents that answer"
+            )
+            self.recover()
+            attempt += 1
+
+    def _run_once(self, threads: int, duration_s: float, experiment_id: str) -> ExperimentResult:
         assert self.cluster is not None
         progress = LiveProgress([c.address for c in self.cluster.clients], duration_s, self.console)
         with progress:
@@ -43,7 +64,28 @@ class Target:
                 experiment_id,
                 progress.update,
                 self.start_state,
+                self.settings.agents.heartbeat_timeout,
             )
+
+    def recover(self) -> None:
+        """Reconnect: dead local agents are respawned, listed agents that answer (restarted
+        ones included) rejoin; the fragments are laid out again over them and reloaded."""
+        assert self.cluster is not None
+        self.cluster.close()
+        if self.local is not None and self.local.processes:
+            respawned = self.local.respawn_dead()
+            if respawned:
+                self.console.print(f"respawned local agents {respawned}")
+            addresses = list(self.local.addresses)
+        else:
+            addresses = list(self.settings.agents.addresses)
+        caps = self.settings.agents.capacities or [1.0] * len(addresses)
+        alive = [(a, c) for a, c in zip(addresses, caps, strict=True) if _answers(a, self.creds)]
+        if not alive:
+            raise SystemFault(f"no agent answers any more ({', '.join(addresses)})")
+        self.console.print(f"continuing on {len(alive)} of {len(addresses)} agents")
+        self.cluster = Cluster.connect([a for a, _ in alive], [c for _, c in alive], self.creds)
+        self.cluster.prepare(self.settings)
 
     @property
     def store(self) -> str:
@@ -107,6 +149,20 @@ def credentials(settings: Settings, local_token: str | None = None) -> Credentia
     )
 
 
+MAX_RETRIES = 2
+
+
+def _answers(address: str, creds: Credentials | None) -> bool:
+    client = AgentClient(address, creds)
+    try:
+        client.handshake()
+        return True
+    except BGBenchError:
+        return False
+    finally:
+        client.close()
+
+
 @contextmanager
 def bring_up(settings: Settings, work_dir: Path, console: Console) -> Iterator[Target]:
     """Reach the listed agents, or spawn local ones; load every fragment; on the way out,
@@ -131,7 +187,7 @@ def bring_up(settings: Settings, work_dir: Path, console: Console) -> Iterator[T
         )
         local = spawn_local_agents(a.local, a.processes, work_dir, a.start_timeout, creds.token)
         addresses = local.addresses
-    cluster = None
+    cluster = target = None
     try:
         cluster = Cluster.connect(addresses, a.capacities, creds)
         if a.addresses:
@@ -142,11 +198,18 @@ def bring_up(settings: Settings, work_dir: Path, console: Console) -> Iterator[T
         console.print(
             f"loaded {members:,} members in {load_s:.1f} s on {cluster.store_description}"
         )
-        yield Target(settings, console, cluster=cluster, start_state=settings.rating.state)
+        target = Target(
+            settings,
+            console,
+            cluster=cluster,
+            start_state=settings.rating.state,
+            local=local,
+            creds=creds,
+        )
+        yield target
     finally:
-        if cluster:
-            if local.processes:
-                for c in cluster.clients:
-                    c.shutdown()
+        if target is not None and target.cluster is not None:
+            target.cluster.close()
+        elif cluster is not None:
             cluster.close()
         local.close()

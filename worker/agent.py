@@ -37,6 +37,8 @@ PROGRESS_EVERY_S = 1.0
 PREPARE_TIMEOUT_S = 3600.0
 VALIDATE_TIMEOUT_S = 3600.0
 RUN_GRACE_S = 60.0
+# A request waits this long for the previous one to wind down (a cancelled run stopping).
+BUSY_WAIT_S = 30.0
 
 
 class LoadProcess:
@@ -46,27 +48,52 @@ class LoadProcess:
         self.conn, child_conn = ctx.Pipe()
         self.stop = ctx.Event()
         self.counters = ctx.Array("q", 3, lock=False)
+        self.seq = 0
         self.process = ctx.Process(
             target=loadproc.serve, args=(child_conn, self.stop, self.counters), daemon=True
         )
         self.process.start()
         child_conn.close()
 
+    def send(self, msg: dict) -> None:
+        """Requests are numbered; a reply to an older one (a run that was cancelled before
+        its answer was read) is skipped when it turns up."""
+        self.seq += 1
+        self.conn.send({**msg, "seq": self.seq})
+
+    def poll_reply(self) -> dict | None:
+        """The answer to the latest request if it has arrived (older ones are dropped)."""
+        while self.conn.poll():
+            try:
+                answer = self.conn.recv()
+            except EOFError:
+                return self._died()
+            if answer.get("seq") == self.seq:
+                return answer  # type: ignore[no-any-return]
+        return None
+
     def request(self, msg: dict, timeout: float) -> dict:
-        self.conn.send(msg)
+        self.send(msg)
         return self.reply(timeout)
 
     def reply(self, timeout: float) -> dict:
         deadline = time.monotonic() + timeout
-        while not self.conn.poll(0.2):
-            if not self.process.is_alive():
+        while True:
+            while not self.conn.poll(0.2):
+                if not self.process.is_alive():
+                    return self._died()
+                if time.monotonic() > deadline:
+                    return {
+                        "ok": False,
+                        "kind": "system",
+                        "message": f"no answer in {timeout:.0f} s",
+                    }
+            try:
+                answer = self.conn.recv()
+            except EOFError:
                 return self._died()
-            if time.monotonic() > deadline:
-                return {"ok": False, "kind": "system", "message": f"no answer in {timeout:.0f} s"}
-        try:
-            return self.conn.recv()  # type: ignore[no-any-return]
-        except EOFError:
-            return self._died()
+            if answer.get("seq") == self.seq:
+                return answer  # type: ignore[no-any-return]
 
     def _died(self) -> dict:
         self.process.join(1)
@@ -110,7 +137,7 @@ class AgentService(pb_grpc.WorkerServicer):
 
     def _all(self, msgs: list[dict], timeout: float) -> list[dict]:
         for proc, msg in zip(self.processes, msgs, strict=True):
-            proc.conn.send(msg)
+            proc.send(msg)
         return [proc.reply(timeout) for proc in self.processes]
 
     def _log_dir(self, experiment_id: str) -> Path:
@@ -144,7 +171,7 @@ class AgentService(pb_grpc.WorkerServicer):
         return reply
 
     def Prepare(self, request, context):
-        if not self._busy.acquire(blocking=False):
+        if not self._busy.acquire(timeout=BUSY_WAIT_S):
             return pb.PrepareReply(error=_error("user", "agent busy with another request"))
         try:
             if request.workload != "bg":
@@ -192,12 +219,16 @@ class AgentService(pb_grpc.WorkerServicer):
             self._busy.release()
 
     def Run(self, request, context):
-        if not self._busy.acquire(blocking=False):
+        if not self._busy.acquire(timeout=BUSY_WAIT_S):
             yield pb.RunEvent(error=_error("user", "agent busy with another request"))
             return
         try:
             yield from self._run(request, context)
         finally:
+            # Cancelled mid-run (the coordinator left or gave up): stop the load processes
+            # so the next request finds them idle. Harmless after a finished run.
+            for p in self.processes:
+                p.stop.set()
             self._busy.release()
 
     def _run(self, request, context):
@@ -211,7 +242,7 @@ class AgentService(pb_grpc.WorkerServicer):
             proc.stop.clear()
             for i in range(3):
                 proc.counters[i] = 0
-            proc.conn.send(
+            proc.send(
                 {
                     "op": "run",
                     "experiment_id": request.experiment_id,
@@ -235,8 +266,9 @@ class AgentService(pb_grpc.WorkerServicer):
             )
             for i in pending.values():
                 proc = self.processes[i]
-                if proc.conn.poll():
-                    replies[i] = proc.reply(1)
+                answer = proc.poll_reply()
+                if answer is not None:
+                    replies[i] = answer
                 elif not proc.process.is_alive():
                     replies[i] = proc._died()
             now = time.monotonic()

@@ -39,9 +39,9 @@ def serve(conn: Connection, stop: ProcessEvent, counters: SynchronizedArray) -> 
             msg = conn.recv()
         except EOFError:
             return  # the agent is gone
-        op = msg["op"]
+        op, seq = msg["op"], msg.get("seq")
         if op == "exit":
-            conn.send({"ok": True, "result": None})
+            conn.send({"ok": True, "result": None, "seq": seq})
             return
         try:
             if op == "prepare":
@@ -59,9 +59,9 @@ def serve(conn: Connection, stop: ProcessEvent, counters: SynchronizedArray) -> 
                 result = engine.validate(Path(msg["log_dir"]))
             else:
                 raise UserError(f"unknown operation {op!r}")
-            conn.send({"ok": True, "result": result})
+            conn.send({"ok": True, "result": result, "seq": seq})
         except UserError as exc:
-            conn.send({"ok": False, "kind": "user", "message": str(exc)})
+            conn.send({"ok": False, "kind": "user", "message": str(exc), "seq": seq})
         except Exception as exc:
             conn.send(
                 {
@@ -69,6 +69,7 @@ def serve(conn: Connection, stop: ProcessEvent, counters: SynchronizedArray) -> 
                     "kind": "system",
                     "message": f"{type(exc).__name__}: {exc}",
                     "trace": traceback.format_exc(limit=8),
+                    "seq": seq,
                 }
             )
 
