@@ -1,8 +1,8 @@
 """Distinct test hosts on one machine: network namespaces joined to the root one by veth pairs.
 
 Each host gets 198.18.<n>.2 (RFC 2544's benchmarking range, nobody's network) and the
-root namespace 198.18.<n>.1 on a /30 link, n never reused within a test run. Everything is created with names unique to this
-process and removed on exit, agents first (by PID).
+root namespace 198.18.<n>.1 on a /30 link, n never reused within a test run. Everything
+is created with names unique to this process and removed on exit, agents first (by PID).
 """
 
 import itertools
