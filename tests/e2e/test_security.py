@@ -3,6 +3,7 @@ loopback unless given a token."""
 
 import subprocess
 import sys
+from pathlib import Path
 
 import grpc
 import pytest
@@ -135,6 +136,26 @@ def test_mutual_tls_agent_needs_a_client_certificate(tmp_path, pki):
             key=pki["client.key"].read_bytes(),
         )  # fmt: skip
         assert AgentClient(address, client).handshake().cores >= 1
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_make_certs_script_gives_working_mutual_tls(tmp_path):
+    script = Path(__file__).resolve().parents[2] / "deploy" / "make-certs.sh"
+    subprocess.run(["bash", str(script), str(tmp_path / "tls"), "127.0.0.1"], check=True,
+                   capture_output=True, timeout=120)  # fmt: skip
+    tls = tmp_path / "tls"
+    proc, address = start_agent(
+        tmp_path, "--token", TOKEN, "--tls-cert", str(tls / "agent-127.0.0.1.pem"),
+        "--tls-key", str(tls / "agent-127.0.0.1.key"), "--tls-client-ca", str(tls / "ca.pem"),
+    )  # fmt: skip
+    try:
+        creds = Credentials(
+            token=TOKEN, ca=(tls / "ca.pem").read_bytes(),
+            cert=(tls / "coordinator.pem").read_bytes(), key=(tls / "coordinator.key").read_bytes(),
+        )  # fmt: skip
+        assert AgentClient(address, creds).handshake().cores >= 1
     finally:
         proc.terminate()
         proc.wait(10)
