@@ -236,6 +236,8 @@ def parse_override(text: str) -> tuple[str, Any]:
         value = json.loads(raw)
     except json.JSONDecodeError:
         value = raw
+    if value is None:
+        value = raw  # "null" names the null store more often than it means "unset"
     return name, value
 
 

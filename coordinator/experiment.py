@@ -1,6 +1,7 @@
 """One experiment at T threads across connected agents: run, validate, merge, judge."""
 
 import json
+import resource
 import threading
 import time
 from collections.abc import Callable
@@ -143,6 +144,8 @@ class ExperimentResult:
     fault: str = ""  # an infrastructure failure: the experiment is not rated
     lag: LatencySummary = field(default_factory=lambda: LatencySummary(0, 0, 0, 0, 0, 0))
     never_valid: int = 0  # unpredictable reads of a value the item never held
+    coordinator_cpu_s: float = 0.0  # the coordinator's CPU while the agents ran
+    progress_events: int = 0  # progress messages received from all agents
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2)
@@ -166,6 +169,8 @@ def run_experiment(
     results: list[pb.RunResult | None] = [None] * len(cluster.clients)
     faults: list[str] = []
     started = time.monotonic()
+    cpu_started = _cpu_seconds()
+    events = [0]
     last_seen = [started] * len(cluster.clients)
     lock = threading.Lock()
 
@@ -189,6 +194,7 @@ def run_experiment(
         try:
             for event in client.run(request):
                 last_seen[i] = time.monotonic()
+                events[0] += 1
                 if event.HasField("progress") and on_progress:
                     on_progress(i, event.progress)
                 elif event.HasField("result"):
@@ -214,6 +220,7 @@ def run_experiment(
                     f"(heartbeat timeout {heartbeat_timeout:g} s)",
                     None,
                 )
+    coordinator_cpu = _cpu_seconds() - cpu_started
     if faults or any(r is None for r in results):
         fault = "; ".join(faults) or "an agent ended the experiment without a result"
         return _faulted(experiment_id, threads, duration_s, cluster, outcomes, fault)
@@ -221,9 +228,16 @@ def run_experiment(
     validations = _parallel(
         [lambda c=c: c.validate(experiment_id) for c in cluster.clients], tolerate=True
     )
-    return _merge(
+    result = _merge(
         experiment_id, threads, duration_s, cluster, outcomes, results, validations, settings
     )
+    result.coordinator_cpu_s, result.progress_events = coordinator_cpu, events[0]
+    return result
+
+
+def _cpu_seconds() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 
 
 def _share(total_ops: int, threads: int, all_threads: int) -> int:

@@ -99,18 +99,20 @@ class RunRequest(_message.Message):
     def __init__(self, experiment_id: _Optional[str] = ..., threads: _Optional[int] = ..., duration_seconds: _Optional[float] = ..., operation_count: _Optional[int] = ..., seed: _Optional[int] = ..., start_state: _Optional[str] = ...) -> None: ...
 
 class Progress(_message.Message):
-    __slots__ = ("elapsed_seconds", "actions", "errors", "sessions", "cpu_percent")
+    __slots__ = ("elapsed_seconds", "actions", "errors", "sessions", "cpu_percent", "response_hist_delta")
     ELAPSED_SECONDS_FIELD_NUMBER: _ClassVar[int]
     ACTIONS_FIELD_NUMBER: _ClassVar[int]
     ERRORS_FIELD_NUMBER: _ClassVar[int]
     SESSIONS_FIELD_NUMBER: _ClassVar[int]
     CPU_PERCENT_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_HIST_DELTA_FIELD_NUMBER: _ClassVar[int]
     elapsed_seconds: float
     actions: int
     errors: int
     sessions: int
     cpu_percent: float
-    def __init__(self, elapsed_seconds: _Optional[float] = ..., actions: _Optional[int] = ..., errors: _Optional[int] = ..., sessions: _Optional[int] = ..., cpu_percent: _Optional[float] = ...) -> None: ...
+    response_hist_delta: bytes
+    def __init__(self, elapsed_seconds: _Optional[float] = ..., actions: _Optional[int] = ..., errors: _Optional[int] = ..., sessions: _Optional[int] = ..., cpu_percent: _Optional[float] = ..., response_hist_delta: _Optional[bytes] = ...) -> None: ...
 
 class ActionStats(_message.Message):
     __slots__ = ("action", "count", "errors", "response_hist", "service_hist")

@@ -61,15 +61,20 @@ class LoadProcess:
         self.seq += 1
         self.conn.send({**msg, "seq": self.seq})
 
-    def poll_reply(self) -> dict | None:
-        """The answer to the latest request if it has arrived (older ones are dropped)."""
+    def poll_reply(self, deltas: list[bytes]) -> dict | None:
+        """The answer to the latest request if it has arrived (older ones are dropped);
+        latency deltas sent meanwhile go to `deltas`."""
         while self.conn.poll():
             try:
                 answer = self.conn.recv()
             except EOFError:
                 return self._died()
-            if answer.get("seq") == self.seq:
-                return answer  # type: ignore[no-any-return]
+            if answer.get("seq") != self.seq:
+                continue
+            if "delta" in answer:
+                deltas.append(answer["delta"])
+                continue
+            return answer  # type: ignore[no-any-return]
         return None
 
     def request(self, msg: dict, timeout: float) -> dict:
@@ -92,7 +97,7 @@ class LoadProcess:
                 answer = self.conn.recv()
             except EOFError:
                 return self._died()
-            if answer.get("seq") == self.seq:
+            if answer.get("seq") == self.seq and "delta" not in answer:
                 return answer  # type: ignore[no-any-return]
 
     def _died(self) -> dict:
@@ -259,6 +264,7 @@ class AgentService(pb_grpc.WorkerServicer):
         t0 = last_tick = time.monotonic()
         hard_deadline = t0 + request.duration_seconds + RUN_GRACE_S
         replies: dict[int, dict] = {}
+        deltas: list[bytes] = []
         while len(replies) < n:
             pending = {p.conn: i for i, p in enumerate(self.processes) if i not in replies}
             wait_any(
@@ -266,7 +272,7 @@ class AgentService(pb_grpc.WorkerServicer):
             )
             for i in pending.values():
                 proc = self.processes[i]
-                answer = proc.poll_reply()
+                answer = proc.poll_reply(deltas)
                 if answer is not None:
                     replies[i] = answer
                 elif not proc.process.is_alive():
@@ -284,13 +290,25 @@ class AgentService(pb_grpc.WorkerServicer):
                         errors=sum(p.counters[loadproc.ERRORS] for p in self.processes),
                         sessions=sum(p.counters[loadproc.SESSIONS] for p in self.processes),
                         cpu_percent=100.0 * (cpu_now - cpu_last) / (now - last_tick),
+                        response_hist_delta=_merge_deltas(deltas),
                     )
                 )
+                deltas.clear()
                 cpu_last, last_tick = cpu_now, now
         failed = [r for r in replies.values() if not r["ok"]]
         if failed:
             yield pb.RunEvent(error=_error(failed[0]["kind"], failed[0]["message"]))
             return
+        if deltas:  # what ended since the last progress, so the deltas add up to the run
+            yield pb.RunEvent(
+                progress=pb.Progress(
+                    elapsed_seconds=time.monotonic() - t0,
+                    actions=sum(p.counters[loadproc.ACTIONS] for p in self.processes),
+                    errors=sum(p.counters[loadproc.ERRORS] for p in self.processes),
+                    sessions=sum(p.counters[loadproc.SESSIONS] for p in self.processes),
+                    response_hist_delta=_merge_deltas(deltas),
+                )
+            )
         yield pb.RunEvent(result=_merge_runs([replies[i]["result"] for i in range(n)], log_dir))
 
     def Validate(self, request, context):
@@ -327,6 +345,15 @@ class AgentService(pb_grpc.WorkerServicer):
     def Shutdown(self, request, context):
         self._stopper.set()
         return pb.ShutdownReply()
+
+
+def _merge_deltas(deltas: list[bytes]) -> bytes:
+    if not deltas:
+        return b""
+    merged = HdrHistogram.decode(deltas[0])
+    for d in deltas[1:]:
+        merged.add(HdrHistogram.decode(d))
+    return merged.encode()  # type: ignore[no-any-return]
 
 
 def _cpu(process: psutil.Process) -> float:

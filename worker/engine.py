@@ -26,6 +26,7 @@ from bgbench.validation.logformat import LogWriter
 from bgbench.validation.runner import validate_logs
 from bgbench.worker.measurement import (
     ACTION_DTYPE,
+    LiveLatencies,
     ThreadRecorder,
     histogram_of,
     session_histogram,
@@ -45,6 +46,7 @@ SATURATED_CPU_SHARE = 0.9
 DRAW_BATCH = 1024
 STOP_GRACE_S = 30.0
 PUBLISH_EVERY_S = 0.2
+LIVE_EVERY_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -114,7 +116,12 @@ class FragmentEngine:
             ),
         )
 
-    def run(self, spec: RunSpec, stop: threading.Event, publish: Callable[[int, int, int], None]):
+    def run(
+        self,
+        spec: RunSpec,
+        stop: threading.Event,
+        publish: Callable[[int, int, int, bytes | None], None],
+    ):
         started_from = self._ready_state(spec.start_state)
         if spec.threads > self.fragment.size:
             raise UserError(
@@ -140,8 +147,10 @@ class FragmentEngine:
             )
             for t in range(spec.threads)
         ]
+        live = LiveLatencies(recorders)
         cpu0 = _cpu_seconds()
         t0 = time.monotonic()
+        next_cut = t0 + LIVE_EVERY_S
         deadline = t0 + spec.duration_s
         for th in threads:
             th.start()
@@ -160,11 +169,21 @@ class FragmentEngine:
                 )
                 break
             alive[0].join(timeout=min(PUBLISH_EVERY_S, max(0.0, deadline - now) + 0.005))
+            delta = None
+            if time.monotonic() >= next_cut:
+                delta, next_cut = live.cut(), next_cut + LIVE_EVERY_S
             publish(
                 sum(r.action_count for r in recorders),
                 sum(sum(r.errors.values()) for r in recorders),
                 sum(sessions),
+                delta,
             )
+        publish(
+            sum(r.action_count for r in recorders),
+            sum(sum(r.errors.values()) for r in recorders),
+            sum(sessions),
+            live.cut(final=True),
+        )
         elapsed = time.monotonic() - t0
         cpu = _cpu_seconds() - cpu0
         chunks = [r.finish() for r in recorders]

@@ -52,7 +52,7 @@ def serve(conn: Connection, stop: ProcessEvent, counters: SynchronizedArray) -> 
             elif op == "run":
                 if engine is None:
                     raise UserError("prepare must come before run")
-                result = _run(engine, msg, stop, counters)
+                result = _run(engine, msg, stop, counters, conn)
             elif op == "validate":
                 if engine is None:
                     raise UserError("prepare must come before validate")
@@ -74,7 +74,13 @@ def serve(conn: Connection, stop: ProcessEvent, counters: SynchronizedArray) -> 
             )
 
 
-def _run(engine: FragmentEngine, msg: dict, stop: ProcessEvent, counters: SynchronizedArray):
+def _run(
+    engine: FragmentEngine,
+    msg: dict,
+    stop: ProcessEvent,
+    counters: SynchronizedArray,
+    conn: Connection,
+):
     # Threads poll a local event (cheap); a watcher relays the agent's cross-process one.
     local_stop = threading.Event()
     finished = threading.Event()
@@ -88,8 +94,10 @@ def _run(engine: FragmentEngine, msg: dict, stop: ProcessEvent, counters: Synchr
     watcher = threading.Thread(target=relay, daemon=True)
     watcher.start()
 
-    def publish(actions: int, errors: int, sessions: int) -> None:
+    def publish(actions: int, errors: int, sessions: int, delta: bytes | None) -> None:
         counters[ACTIONS], counters[ERRORS], counters[SESSIONS] = actions, errors, sessions
+        if delta is not None:  # the latency histogram of the last interval, for the live view
+            conn.send({"seq": msg.get("seq"), "delta": delta})
 
     spec = RunSpec(
         experiment_id=msg["experiment_id"],

@@ -6,6 +6,7 @@ chunks. Summaries are exact HDR histograms (microseconds), mergeable across
 load processes and agents.
 """
 
+import itertools
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
@@ -53,6 +54,7 @@ class ThreadRecorder:
         self.thread = thread
         self.actions: list[tuple[int, int, int, int, int, int, int]] = []
         self.records: list[tuple[int, int, int, int, int, int, int, int, int]] = []
+        self.live: list[int] = []  # response times (ns) not yet shipped live
         self._log = log
         self._log_lock = log_lock
         self._chunks: list[np.ndarray] = []
@@ -95,6 +97,29 @@ class ThreadRecorder:
         if not self._chunks:
             return np.empty(0, dtype=ACTION_DTYPE)
         return np.concatenate(self._chunks)
+
+
+class LiveLatencies:
+    """Histograms of response times per interval, shipped while a run goes on.
+
+    Each cut swaps every thread's live list for a fresh one, but ships the lists swapped
+    out at the previous cut: a thread that read its list just before the swap has long
+    finished appending to it by then. The last cut, after the threads ended, ships all.
+    """
+
+    def __init__(self, recorders: list[ThreadRecorder]) -> None:
+        self.recorders = recorders
+        self.waiting: list[list[int]] = []
+
+    def cut(self, final: bool = False) -> bytes:
+        fresh = []
+        for r in self.recorders:
+            batch, r.live = r.live, []
+            fresh.append(batch)
+        ready = self.waiting + fresh if final else self.waiting
+        self.waiting = [] if final else fresh
+        values = np.fromiter(itertools.chain.from_iterable(ready), dtype=np.int64)
+        return histogram_of(values).encode()  # type: ignore[no-any-return]
 
 
 @dataclass

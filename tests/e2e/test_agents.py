@@ -75,3 +75,33 @@ def test_a_killed_agent_is_an_infrastructure_failure(two_agents, tmp_path):
     assert result.fault and two_agents.addresses[1] in result.fault
     assert not result.passed
     cluster.close()
+
+
+def test_live_latency_deltas_add_up_to_the_run_exactly(two_agents, tmp_path):
+    from bgbench.coordinator.metrics import decode, new_histogram, percentile
+
+    settings = load_settings(
+        None, [parse_override("store.name=null"), parse_override("usercount=500")]
+    )
+    cluster = Cluster.connect(two_agents.addresses, None)
+    cluster.prepare(settings)
+    deltas = {0: new_histogram(), 1: new_histogram()}
+    events = []
+
+    def progress(i, p):
+        events.append(i)
+        if p.response_hist_delta:
+            deltas[i].add(decode(p.response_hist_delta))
+
+    result = run_experiment(cluster, settings, 4, 3.0, "live", progress)
+    assert not result.fault
+    assert len(events) >= 4  # about one per second per agent
+    for i, agent in enumerate(result.agents):
+        assert deltas[i].get_total_count() == agent.actions  # nothing lost, nothing twice
+        assert percentile(deltas[i], 95) == percentile(decode(agent.response_hist.encode()), 95)
+    pooled = new_histogram()
+    for h in deltas.values():
+        pooled.add(h)
+    assert percentile(pooled, 95) / 1000 == result.overall.p95_ms  # merged exactly
+    assert result.coordinator_cpu_s > 0 and result.progress_events == len(events) + 2
+    cluster.close()

@@ -34,6 +34,7 @@ class Recorder(Protocol):
     thread: int
     actions: list[tuple[int, int, int, int, int, int, int]]
     records: list[tuple[int, int, int, int, int, int, int, int, int]]
+    live: list[int]  # response times since the last live cut (ns)
 
     def error(self, action: int, exc: BaseException) -> None: ...
     def maybe_flush(self) -> None: ...
@@ -56,10 +57,12 @@ class TimedConnection:
         except Exception as exc:
             end = monotonic_ns()
             self.rec.actions.append((code, ERROR, self.thread, intended, start, end, sid))
+            self.rec.live.append(end - intended)
             self.rec.error(code, exc)
             return None
         end = monotonic_ns()
         self.rec.actions.append((code, OK, self.thread, intended, start, end, sid))
+        self.rec.live.append(end - intended)
         return out, start, end
 
     def _read(self, item: Item, item_id: int, s: int, e: int, value: int, code: Action, sid: int):
@@ -85,11 +88,13 @@ class TimedConnection:
         except Exception as exc:
             end = monotonic_ns()
             self.rec.actions.append((code, ERROR, self.thread, intended, start, end, sid))
+            self.rec.live.append(end - intended)
             self.rec.error(code, exc)
             self._writes(code, sid, start, NEVER, deltas)
             return False
         end = monotonic_ns()
         self.rec.actions.append((code, OK, self.thread, intended, start, end, sid))
+        self.rec.live.append(end - intended)
         self._writes(code, sid, start, end, deltas)
         return True
 
