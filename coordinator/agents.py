@@ -71,10 +71,12 @@ class AgentClient:
         except grpc.RpcError as exc:
             raise _fault(self.address, exc) from None
 
-    def handshake(self) -> pb.HandshakeReply:
+    def handshake(self, measure_capacity: bool = False) -> pb.HandshakeReply:
         reply = self._call(
             self.stub.Handshake,
-            pb.HandshakeRequest(protocol_version=PROTOCOL_VERSION),
+            pb.HandshakeRequest(
+                protocol_version=PROTOCOL_VERSION, measure_capacity=measure_capacity
+            ),
             HANDSHAKE_TIMEOUT_S,
         )
         _raise(reply.error, self.address)

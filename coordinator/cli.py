@@ -184,6 +184,7 @@ def rate(
     try:
         with bring_up(settings, settings.results_dir / rating_id, err) as target:
             store_db.set_hosts(rating_id, target.hosts(), target.versions())
+            store_db.update_config(rating_id, settings.model_dump_json())  # measured capacities
             target.record_fault = lambda r: store_db.add_experiment(rating_id, "retried", r)
             rating = Rating(
                 rating_id,

@@ -82,7 +82,12 @@ class AgentsConfig(BaseModel):
     local: Annotated[int, Field(ge=1, le=64, description="local agents to spawn")] = 2
     processes: Annotated[int, Field(ge=1, le=64, description="load processes per local agent")] = 1
     capacities: list[Annotated[float, Field(gt=0)]] | None = Field(
-        None, description="capacity weight of each agent (default: equal)"
+        None, description="capacity weight of each agent (default: by `capacity`)"
+    )
+    capacity: Literal["equal", "measure"] = Field(
+        "equal",
+        description="without `capacities`: weigh agents equally, or by a short calibration "
+        "each agent runs at the handshake (recorded with the rating, so a resume reuses it)",
     )
     start_timeout: Annotated[float, Field(gt=0)] = 60.0
 

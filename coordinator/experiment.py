@@ -29,11 +29,13 @@ class Cluster:
         addresses: list[str],
         capacities: list[float] | None,
         credentials: Credentials | None = None,
+        measure: bool = False,
     ) -> "Cluster":
-        """Handshake with every agent; one line names all that did not answer."""
+        """Handshake with every agent; one line names all that did not answer. With
+        `measure` (and no capacities given), weigh agents by their calibrated capacity."""
         clients = [AgentClient(a, credentials) for a in addresses]
-        caps = capacities or [1.0] * len(clients)
-        facts = _parallel([c.handshake for c in clients], tolerate=True)
+        measure = measure and not capacities
+        facts = _parallel([lambda c=c: c.handshake(measure) for c in clients], tolerate=True)
         failed = [f for f in facts if isinstance(f, BaseException)]
         if failed:
             for c in clients:
@@ -45,6 +47,12 @@ class Cluster:
                 f"{len(failed)} of {len(clients)} agents did not answer: "
                 + "; ".join(str(f).removeprefix("agent ") for f in failed)
             )
+        if measure:
+            top = max(f.capacity for f in facts)
+            # one decimal of the ratio: calibration noise (about 10%) rarely moves it
+            caps = [max(0.1, round(f.capacity / top, 1)) for f in facts]
+        else:
+            caps = capacities or [1.0] * len(clients)
         slots = [AgentSlot(f.load_processes, cap) for f, cap in zip(facts, caps, strict=True)]
         return cls(clients, caps, layout(slots))
 

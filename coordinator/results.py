@@ -99,6 +99,13 @@ class ResultsStore:
                 (rating_id, _now(), _now(), objective, store, config_json),
             )
 
+    def update_config(self, rating_id: str, config_json: str) -> None:
+        with self._db() as db:
+            db.execute(
+                "UPDATE ratings SET config_json = ?, updated = ? WHERE id = ?",
+                (config_json, _now(), rating_id),
+            )
+
     def set_hosts(self, rating_id: str, hosts: list[dict], versions: dict) -> None:
         with self._db() as db:
             db.execute(

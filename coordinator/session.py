@@ -108,7 +108,7 @@ class Target:
         if self.cluster is None:
             return [{"host": "virtual", "note": "model store: no agents"}]
         out = []
-        for c in self.cluster.clients:
+        for c, cap in zip(self.cluster.clients, self.cluster.capacities, strict=True):
             f = c.facts
             assert f is not None
             out.append(
@@ -119,6 +119,8 @@ class Target:
                     "cores": f.cores,
                     "memory_bytes": f.memory_bytes,
                     "load_processes": f.load_processes,
+                    "capacity_weight": cap,
+                    "calibrated_ops_per_s": f.capacity or None,
                     "bgbench": f.bgbench_version,
                     "python": f.python_version,
                 }
@@ -189,7 +191,10 @@ def bring_up(settings: Settings, work_dir: Path, console: Console) -> Iterator[T
         addresses = local.addresses
     cluster = target = None
     try:
-        cluster = Cluster.connect(addresses, a.capacities, creds)
+        cluster = Cluster.connect(addresses, a.capacities, creds, a.capacity == "measure")
+        if a.capacity == "measure" and not a.capacities:
+            a.capacities = list(cluster.capacities)  # recorded: a resume reuses them
+            console.print(f"measured agent capacities: {a.capacities}")
         if a.addresses:
             preflight.check_fit(settings, [f.load_processes for f in cluster.facts()])
         replies = cluster.prepare(settings)

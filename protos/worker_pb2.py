@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x62gbench/protos/worker.proto\x12\nbgbench.v1\"5\n\x05\x45rror\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\r\n\x05\x66ield\x18\x03 \x01(\t\";\n\x10HandshakeRequest\x12\x18\n\x10protocol_version\x18\x01 \x01(\r\x12\r\n\x05token\x18\x02 \x01(\t\"\xde\x01\n\x0eHandshakeReply\x12\x18\n\x10protocol_version\x18\x01 \x01(\r\x12\x10\n\x08\x61gent_id\x18\x02 \x01(\t\x12\x10\n\x08hostname\x18\x03 \x01(\t\x12\r\n\x05\x63ores\x18\x04 \x01(\r\x12\x14\n\x0cmemory_bytes\x18\x05 \x01(\x04\x12\x16\n\x0eload_processes\x18\x06 \x01(\r\x12\x17\n\x0f\x62gbench_version\x18\x07 \x01(\t\x12\x16\n\x0epython_version\x18\x08 \x01(\t\x12 \n\x05\x65rror\x18\t \x01(\x0b\x32\x11.bgbench.v1.Error\"\x92\x01\n\x0ePrepareRequest\x12\x10\n\x08workload\x18\x01 \x01(\t\x12\x1c\n\x14workload_config_json\x18\x02 \x01(\t\x12\r\n\x05store\x18\x03 \x01(\t\x12\x1a\n\x12store_options_json\x18\x04 \x01(\t\x12\x12\n\ncapacities\x18\x05 \x03(\x01\x12\x11\n\tfragments\x18\x06 \x03(\r\"G\n\x0c\x46ragmentInfo\x12\x10\n\x08\x66ragment\x18\x01 \x01(\r\x12\x0f\n\x07members\x18\x02 \x01(\x04\x12\x14\n\x0cload_seconds\x18\x03 \x01(\x01\"x\n\x0cPrepareReply\x12+\n\tfragments\x18\x01 \x03(\x0b\x32\x18.bgbench.v1.FragmentInfo\x12\x19\n\x11store_description\x18\x02 \x01(\t\x12 \n\x05\x65rror\x18\x03 \x01(\x0b\x32\x11.bgbench.v1.Error\"\x8a\x01\n\nRunRequest\x12\x15\n\rexperiment_id\x18\x01 \x01(\t\x12\x0f\n\x07threads\x18\x02 \x01(\r\x12\x18\n\x10\x64uration_seconds\x18\x03 \x01(\x01\x12\x17\n\x0foperation_count\x18\x04 \x01(\x04\x12\x0c\n\x04seed\x18\x05 \x01(\x04\x12\x13\n\x0bstart_state\x18\x06 \x01(\t\"\x88\x01\n\x08Progress\x12\x17\n\x0f\x65lapsed_seconds\x18\x01 \x01(\x01\x12\x0f\n\x07\x61\x63tions\x18\x02 \x01(\x04\x12\x0e\n\x06\x65rrors\x18\x03 \x01(\x04\x12\x10\n\x08sessions\x18\x04 \x01(\x04\x12\x13\n\x0b\x63pu_percent\x18\x05 \x01(\x01\x12\x1b\n\x13response_hist_delta\x18\x06 \x01(\x0c\"i\n\x0b\x41\x63tionStats\x12\x0e\n\x06\x61\x63tion\x18\x01 \x01(\t\x12\r\n\x05\x63ount\x18\x02 \x01(\x04\x12\x0e\n\x06\x65rrors\x18\x03 \x01(\x04\x12\x15\n\rresponse_hist\x18\x04 \x01(\x0c\x12\x14\n\x0cservice_hist\x18\x05 \x01(\x0c\"I\n\nErrorCount\x12\x0e\n\x06\x61\x63tion\x18\x01 \x01(\t\x12\x0c\n\x04type\x18\x02 \x01(\t\x12\r\n\x05\x63ount\x18\x03 \x01(\x04\x12\x0e\n\x06sample\x18\x04 \x01(\t\"\x9d\x03\n\tRunResult\x12\x17\n\x0f\x65lapsed_seconds\x18\x01 \x01(\x01\x12\x0f\n\x07\x61\x63tions\x18\x02 \x01(\x04\x12\x10\n\x08sessions\x18\x03 \x01(\x04\x12\x0e\n\x06\x65rrors\x18\x04 \x01(\x04\x12+\n\nper_action\x18\x05 \x03(\x0b\x32\x17.bgbench.v1.ActionStats\x12,\n\x0c\x65rror_counts\x18\x06 \x03(\x0b\x32\x16.bgbench.v1.ErrorCount\x12\x13\n\x0b\x63pu_seconds\x18\x07 \x01(\x01\x12\x16\n\x0eload_processes\x18\x08 \x01(\r\x12\x18\n\x10\x65ngine_saturated\x18\t \x01(\x08\x12\x16\n\x0e\x65mbedded_store\x18\n \x01(\x08\x12\x13\n\x0blog_records\x18\x0b \x01(\x04\x12\x0f\n\x07log_dir\x18\x0c \x01(\t\x12\x17\n\x0fstate_uncertain\x18\r \x01(\x08\x12\x0f\n\x07\x61\x62orted\x18\x0e \x01(\t\x12\x0f\n\x07threads\x18\x0f \x01(\r\x12\x14\n\x0csession_hist\x18\x10 \x01(\x0c\x12\x13\n\x0bstart_state\x18\x11 \x01(\t\"\x8a\x01\n\x08RunEvent\x12(\n\x08progress\x18\x01 \x01(\x0b\x32\x14.bgbench.v1.ProgressH\x00\x12\'\n\x06result\x18\x02 \x01(\x0b\x32\x15.bgbench.v1.RunResultH\x00\x12\"\n\x05\x65rror\x18\x03 \x01(\x0b\x32\x11.bgbench.v1.ErrorH\x00\x42\x07\n\x05\x65vent\"(\n\x0fValidateRequest\x12\x15\n\rexperiment_id\x18\x01 \x01(\t\"\x82\x02\n\rValidateReply\x12\r\n\x05reads\x18\x01 \x01(\x04\x12\x1b\n\x13unpredictable_reads\x18\x02 \x01(\x04\x12\x10\n\x08sessions\x18\x03 \x01(\x04\x12\x1e\n\x16unpredictable_sessions\x18\x04 \x01(\x04\x12\x0e\n\x06writes\x18\x05 \x01(\x04\x12\x13\n\x0blog_records\x18\x06 \x01(\x04\x12\x0f\n\x07seconds\x18\x07 \x01(\x01\x12\x14\n\x0c\x64\x65tails_json\x18\x08 \x01(\t\x12 \n\x05\x65rror\x18\t \x01(\x0b\x32\x11.bgbench.v1.Error\x12\x10\n\x08lag_hist\x18\n \x01(\x0c\x12\x13\n\x0bnever_valid\x18\x0b \x01(\x04\"\x11\n\x0fShutdownRequest\"\x0f\n\rShutdownReply2\xcf\x02\n\x06Worker\x12\x45\n\tHandshake\x12\x1c.bgbench.v1.HandshakeRequest\x1a\x1a.bgbench.v1.HandshakeReply\x12?\n\x07Prepare\x12\x1a.bgbench.v1.PrepareRequest\x1a\x18.bgbench.v1.PrepareReply\x12\x35\n\x03Run\x12\x16.bgbench.v1.RunRequest\x1a\x14.bgbench.v1.RunEvent0\x01\x12\x42\n\x08Validate\x12\x1b.bgbench.v1.ValidateRequest\x1a\x19.bgbench.v1.ValidateReply\x12\x42\n\x08Shutdown\x12\x1b.bgbench.v1.ShutdownRequest\x1a\x19.bgbench.v1.ShutdownReplyb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x62gbench/protos/worker.proto\x12\nbgbench.v1\"5\n\x05\x45rror\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\r\n\x05\x66ield\x18\x03 \x01(\t\"U\n\x10HandshakeRequest\x12\x18\n\x10protocol_version\x18\x01 \x01(\r\x12\r\n\x05token\x18\x02 \x01(\t\x12\x18\n\x10measure_capacity\x18\x03 \x01(\x08\"\xf0\x01\n\x0eHandshakeReply\x12\x18\n\x10protocol_version\x18\x01 \x01(\r\x12\x10\n\x08\x61gent_id\x18\x02 \x01(\t\x12\x10\n\x08hostname\x18\x03 \x01(\t\x12\r\n\x05\x63ores\x18\x04 \x01(\r\x12\x14\n\x0cmemory_bytes\x18\x05 \x01(\x04\x12\x16\n\x0eload_processes\x18\x06 \x01(\r\x12\x17\n\x0f\x62gbench_version\x18\x07 \x01(\t\x12\x16\n\x0epython_version\x18\x08 \x01(\t\x12 \n\x05\x65rror\x18\t \x01(\x0b\x32\x11.bgbench.v1.Error\x12\x10\n\x08\x63\x61pacity\x18\n \x01(\x01\"\x92\x01\n\x0ePrepareRequest\x12\x10\n\x08workload\x18\x01 \x01(\t\x12\x1c\n\x14workload_config_json\x18\x02 \x01(\t\x12\r\n\x05store\x18\x03 \x01(\t\x12\x1a\n\x12store_options_json\x18\x04 \x01(\t\x12\x12\n\ncapacities\x18\x05 \x03(\x01\x12\x11\n\tfragments\x18\x06 \x03(\r\"G\n\x0c\x46ragmentInfo\x12\x10\n\x08\x66ragment\x18\x01 \x01(\r\x12\x0f\n\x07members\x18\x02 \x01(\x04\x12\x14\n\x0cload_seconds\x18\x03 \x01(\x01\"x\n\x0cPrepareReply\x12+\n\tfragments\x18\x01 \x03(\x0b\x32\x18.bgbench.v1.FragmentInfo\x12\x19\n\x11store_description\x18\x02 \x01(\t\x12 \n\x05\x65rror\x18\x03 \x01(\x0b\x32\x11.bgbench.v1.Error\"\x8a\x01\n\nRunRequest\x12\x15\n\rexperiment_id\x18\x01 \x01(\t\x12\x0f\n\x07threads\x18\x02 \x01(\r\x12\x18\n\x10\x64uration_seconds\x18\x03 \x01(\x01\x12\x17\n\x0foperation_count\x18\x04 \x01(\x04\x12\x0c\n\x04seed\x18\x05 \x01(\x04\x12\x13\n\x0bstart_state\x18\x06 \x01(\t\"\x88\x01\n\x08Progress\x12\x17\n\x0f\x65lapsed_seconds\x18\x01 \x01(\x01\x12\x0f\n\x07\x61\x63tions\x18\x02 \x01(\x04\x12\x0e\n\x06\x65rrors\x18\x03 \x01(\x04\x12\x10\n\x08sessions\x18\x04 \x01(\x04\x12\x13\n\x0b\x63pu_percent\x18\x05 \x01(\x01\x12\x1b\n\x13response_hist_delta\x18\x06 \x01(\x0c\"i\n\x0b\x41\x63tionStats\x12\x0e\n\x06\x61\x63tion\x18\x01 \x01(\t\x12\r\n\x05\x63ount\x18\x02 \x01(\x04\x12\x0e\n\x06\x65rrors\x18\x03 \x01(\x04\x12\x15\n\rresponse_hist\x18\x04 \x01(\x0c\x12\x14\n\x0cservice_hist\x18\x05 \x01(\x0c\"I\n\nErrorCount\x12\x0e\n\x06\x61\x63tion\x18\x01 \x01(\t\x12\x0c\n\x04type\x18\x02 \x01(\t\x12\r\n\x05\x63ount\x18\x03 \x01(\x04\x12\x0e\n\x06sample\x18\x04 \x01(\t\"\x9d\x03\n\tRunResult\x12\x17\n\x0f\x65lapsed_seconds\x18\x01 \x01(\x01\x12\x0f\n\x07\x61\x63tions\x18\x02 \x01(\x04\x12\x10\n\x08sessions\x18\x03 \x01(\x04\x12\x0e\n\x06\x65rrors\x18\x04 \x01(\x04\x12+\n\nper_action\x18\x05 \x03(\x0b\x32\x17.bgbench.v1.ActionStats\x12,\n\x0c\x65rror_counts\x18\x06 \x03(\x0b\x32\x16.bgbench.v1.ErrorCount\x12\x13\n\x0b\x63pu_seconds\x18\x07 \x01(\x01\x12\x16\n\x0eload_processes\x18\x08 \x01(\r\x12\x18\n\x10\x65ngine_saturated\x18\t \x01(\x08\x12\x16\n\x0e\x65mbedded_store\x18\n \x01(\x08\x12\x13\n\x0blog_records\x18\x0b \x01(\x04\x12\x0f\n\x07log_dir\x18\x0c \x01(\t\x12\x17\n\x0fstate_uncertain\x18\r \x01(\x08\x12\x0f\n\x07\x61\x62orted\x18\x0e \x01(\t\x12\x0f\n\x07threads\x18\x0f \x01(\r\x12\x14\n\x0csession_hist\x18\x10 \x01(\x0c\x12\x13\n\x0bstart_state\x18\x11 \x01(\t\"\x8a\x01\n\x08RunEvent\x12(\n\x08progress\x18\x01 \x01(\x0b\x32\x14.bgbench.v1.ProgressH\x00\x12\'\n\x06result\x18\x02 \x01(\x0b\x32\x15.bgbench.v1.RunResultH\x00\x12\"\n\x05\x65rror\x18\x03 \x01(\x0b\x32\x11.bgbench.v1.ErrorH\x00\x42\x07\n\x05\x65vent\"(\n\x0fValidateRequest\x12\x15\n\rexperiment_id\x18\x01 \x01(\t\"\x82\x02\n\rValidateReply\x12\r\n\x05reads\x18\x01 \x01(\x04\x12\x1b\n\x13unpredictable_reads\x18\x02 \x01(\x04\x12\x10\n\x08sessions\x18\x03 \x01(\x04\x12\x1e\n\x16unpredictable_sessions\x18\x04 \x01(\x04\x12\x0e\n\x06writes\x18\x05 \x01(\x04\x12\x13\n\x0blog_records\x18\x06 \x01(\x04\x12\x0f\n\x07seconds\x18\x07 \x01(\x01\x12\x14\n\x0c\x64\x65tails_json\x18\x08 \x01(\t\x12 \n\x05\x65rror\x18\t \x01(\x0b\x32\x11.bgbench.v1.Error\x12\x10\n\x08lag_hist\x18\n \x01(\x0c\x12\x13\n\x0bnever_valid\x18\x0b \x01(\x04\"\x11\n\x0fShutdownRequest\"\x0f\n\rShutdownReply2\xcf\x02\n\x06Worker\x12\x45\n\tHandshake\x12\x1c.bgbench.v1.HandshakeRequest\x1a\x1a.bgbench.v1.HandshakeReply\x12?\n\x07Prepare\x12\x1a.bgbench.v1.PrepareRequest\x1a\x18.bgbench.v1.PrepareReply\x12\x35\n\x03Run\x12\x16.bgbench.v1.RunRequest\x1a\x14.bgbench.v1.RunEvent0\x01\x12\x42\n\x08Validate\x12\x1b.bgbench.v1.ValidateRequest\x1a\x19.bgbench.v1.ValidateReply\x12\x42\n\x08Shutdown\x12\x1b.bgbench.v1.ShutdownRequest\x1a\x19.bgbench.v1.ShutdownReplyb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,35 +34,35 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_ERROR']._serialized_start=43
   _globals['_ERROR']._serialized_end=96
   _globals['_HANDSHAKEREQUEST']._serialized_start=98
-  _globals['_HANDSHAKEREQUEST']._serialized_end=157
-  _globals['_HANDSHAKEREPLY']._serialized_start=160
-  _globals['_HANDSHAKEREPLY']._serialized_end=382
-  _globals['_PREPAREREQUEST']._serialized_start=385
-  _globals['_PREPAREREQUEST']._serialized_end=531
-  _globals['_FRAGMENTINFO']._serialized_start=533
-  _globals['_FRAGMENTINFO']._serialized_end=604
-  _globals['_PREPAREREPLY']._serialized_start=606
-  _globals['_PREPAREREPLY']._serialized_end=726
-  _globals['_RUNREQUEST']._serialized_start=729
-  _globals['_RUNREQUEST']._serialized_end=867
-  _globals['_PROGRESS']._serialized_start=870
-  _globals['_PROGRESS']._serialized_end=1006
-  _globals['_ACTIONSTATS']._serialized_start=1008
-  _globals['_ACTIONSTATS']._serialized_end=1113
-  _globals['_ERRORCOUNT']._serialized_start=1115
-  _globals['_ERRORCOUNT']._serialized_end=1188
-  _globals['_RUNRESULT']._serialized_start=1191
-  _globals['_RUNRESULT']._serialized_end=1604
-  _globals['_RUNEVENT']._serialized_start=1607
-  _globals['_RUNEVENT']._serialized_end=1745
-  _globals['_VALIDATEREQUEST']._serialized_start=1747
-  _globals['_VALIDATEREQUEST']._serialized_end=1787
-  _globals['_VALIDATEREPLY']._serialized_start=1790
-  _globals['_VALIDATEREPLY']._serialized_end=2048
-  _globals['_SHUTDOWNREQUEST']._serialized_start=2050
-  _globals['_SHUTDOWNREQUEST']._serialized_end=2067
-  _globals['_SHUTDOWNREPLY']._serialized_start=2069
-  _globals['_SHUTDOWNREPLY']._serialized_end=2084
-  _globals['_WORKER']._serialized_start=2087
-  _globals['_WORKER']._serialized_end=2422
+  _globals['_HANDSHAKEREQUEST']._serialized_end=183
+  _globals['_HANDSHAKEREPLY']._serialized_start=186
+  _globals['_HANDSHAKEREPLY']._serialized_end=426
+  _globals['_PREPAREREQUEST']._serialized_start=429
+  _globals['_PREPAREREQUEST']._serialized_end=575
+  _globals['_FRAGMENTINFO']._serialized_start=577
+  _globals['_FRAGMENTINFO']._serialized_end=648
+  _globals['_PREPAREREPLY']._serialized_start=650
+  _globals['_PREPAREREPLY']._serialized_end=770
+  _globals['_RUNREQUEST']._serialized_start=773
+  _globals['_RUNREQUEST']._serialized_end=911
+  _globals['_PROGRESS']._serialized_start=914
+  _globals['_PROGRESS']._serialized_end=1050
+  _globals['_ACTIONSTATS']._serialized_start=1052
+  _globals['_ACTIONSTATS']._serialized_end=1157
+  _globals['_ERRORCOUNT']._serialized_start=1159
+  _globals['_ERRORCOUNT']._serialized_end=1232
+  _globals['_RUNRESULT']._serialized_start=1235
+  _globals['_RUNRESULT']._serialized_end=1648
+  _globals['_RUNEVENT']._serialized_start=1651
+  _globals['_RUNEVENT']._serialized_end=1789
+  _globals['_VALIDATEREQUEST']._serialized_start=1791
+  _globals['_VALIDATEREQUEST']._serialized_end=1831
+  _globals['_VALIDATEREPLY']._serialized_start=1834
+  _globals['_VALIDATEREPLY']._serialized_end=2092
+  _globals['_SHUTDOWNREQUEST']._serialized_start=2094
+  _globals['_SHUTDOWNREQUEST']._serialized_end=2111
+  _globals['_SHUTDOWNREPLY']._serialized_start=2113
+  _globals['_SHUTDOWNREPLY']._serialized_end=2128
+  _globals['_WORKER']._serialized_start=2131
+  _globals['_WORKER']._serialized_end=2466
 # @@protoc_insertion_point(module_scope)

@@ -17,15 +17,17 @@ class Error(_message.Message):
     def __init__(self, kind: _Optional[str] = ..., message: _Optional[str] = ..., field: _Optional[str] = ...) -> None: ...
 
 class HandshakeRequest(_message.Message):
-    __slots__ = ("protocol_version", "token")
+    __slots__ = ("protocol_version", "token", "measure_capacity")
     PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
+    MEASURE_CAPACITY_FIELD_NUMBER: _ClassVar[int]
     protocol_version: int
     token: str
-    def __init__(self, protocol_version: _Optional[int] = ..., token: _Optional[str] = ...) -> None: ...
+    measure_capacity: bool
+    def __init__(self, protocol_version: _Optional[int] = ..., token: _Optional[str] = ..., measure_capacity: _Optional[bool] = ...) -> None: ...
 
 class HandshakeReply(_message.Message):
-    __slots__ = ("protocol_version", "agent_id", "hostname", "cores", "memory_bytes", "load_processes", "bgbench_version", "python_version", "error")
+    __slots__ = ("protocol_version", "agent_id", "hostname", "cores", "memory_bytes", "load_processes", "bgbench_version", "python_version", "error", "capacity")
     PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
     HOSTNAME_FIELD_NUMBER: _ClassVar[int]
@@ -35,6 +37,7 @@ class HandshakeReply(_message.Message):
     BGBENCH_VERSION_FIELD_NUMBER: _ClassVar[int]
     PYTHON_VERSION_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
+    CAPACITY_FIELD_NUMBER: _ClassVar[int]
     protocol_version: int
     agent_id: str
     hostname: str
@@ -44,7 +47,8 @@ class HandshakeReply(_message.Message):
     bgbench_version: str
     python_version: str
     error: Error
-    def __init__(self, protocol_version: _Optional[int] = ..., agent_id: _Optional[str] = ..., hostname: _Optional[str] = ..., cores: _Optional[int] = ..., memory_bytes: _Optional[int] = ..., load_processes: _Optional[int] = ..., bgbench_version: _Optional[str] = ..., python_version: _Optional[str] = ..., error: _Optional[_Union[Error, _Mapping]] = ...) -> None: ...
+    capacity: float
+    def __init__(self, protocol_version: _Optional[int] = ..., agent_id: _Optional[str] = ..., hostname: _Optional[str] = ..., cores: _Optional[int] = ..., memory_bytes: _Optional[int] = ..., load_processes: _Optional[int] = ..., bgbench_version: _Optional[str] = ..., python_version: _Optional[str] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., capacity: _Optional[float] = ...) -> None: ...
 
 class PrepareRequest(_message.Message):
     __slots__ = ("workload", "workload_config_json", "store", "store_options_json", "capacities", "fragments")

@@ -31,6 +31,7 @@ from bgbench.protos import PROTOCOL_VERSION
 from bgbench.protos import worker_pb2 as pb
 from bgbench.protos import worker_pb2_grpc as pb_grpc
 from bgbench.worker import loadproc
+from bgbench.worker.calibration import measure_capacity
 from bgbench.worker.security import TokenInterceptor, is_loopback, server_credentials
 
 PROGRESS_EVERY_S = 1.0
@@ -165,6 +166,8 @@ class AgentService(pb_grpc.WorkerServicer):
             bgbench_version=__version__,
             python_version=platform.python_version(),
         )
+        if request.measure_capacity:
+            reply.capacity = measure_capacity(self.load_processes)
         if request.protocol_version != PROTOCOL_VERSION:
             reply.error.CopyFrom(
                 _error(

@@ -105,3 +105,25 @@ def test_live_latency_deltas_add_up_to_the_run_exactly(two_agents, tmp_path):
     assert percentile(pooled, 95) / 1000 == result.overall.p95_ms  # merged exactly
     assert result.coordinator_cpu_s > 0 and result.progress_events == len(events) + 2
     cluster.close()
+
+
+def test_measured_capacity_sizes_the_fragments(tmp_path):
+    import numpy as np
+
+    from bgbench.workloads.bg.zipf import assign_fragments, zipf_weights
+
+    one = spawn_local_agents(1, 1, tmp_path / "one", timeout=60)
+    two = spawn_local_agents(1, 2, tmp_path / "two", timeout=60)
+    try:
+        cluster = Cluster.connect(one.addresses + two.addresses, None, measure=True)
+        slow, fast = cluster.capacities
+        assert fast == 1.0 and 0.3 <= slow <= 0.7  # two load processes on two cores: ~2x
+        assert len(cluster.layout.capacities) == 3  # one fragment per load process
+        owner = assign_fragments(1000, 0.27, cluster.layout.capacities)
+        mass = np.bincount(owner, weights=zipf_weights(1000, 0.27))
+        share_of_fast = mass[1:].sum()  # fragments 1 and 2 belong to the two-process agent
+        assert abs(share_of_fast - fast / (slow + fast)) < 0.01
+        cluster.close()
+    finally:
+        one.close()
+        two.close()

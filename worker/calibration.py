@@ -1,0 +1,63 @@
+"""How much load an agent can generate: a short calibration on the load engine's own path.
+
+One process times the null store through the timed connection (draw a socialite, act,
+log) for a fixed wall time; the agent's capacity is that rate times the load processes it
+can run at once (no more than its cores). The coordinator sizes D-Zipfian fragments by
+these capacities, so a host twice as fast gets twice the popularity mass and threads.
+"""
+
+import os
+import random
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from bgbench.validation.logformat import LogWriter
+from bgbench.worker.measurement import ThreadRecorder
+from bgbench.workloads.bg.bookkeeping import FragmentState
+from bgbench.workloads.bg.config import BGDatabaseConfig
+from bgbench.workloads.bg.generator import Fragment, FragmentPlan
+from bgbench.workloads.bg.sessions import Actor, unit_vp
+from bgbench.workloads.bg.stores.null import NullBinding, NullOptions
+from bgbench.workloads.bg.timed import TimedConnection
+
+CALIBRATION_S = 0.5
+
+
+def single_process_rate(seconds: float = CALIBRATION_S) -> float:
+    """View Profile actions/s of one load thread on the null store, logging included."""
+    fragment = Fragment(BGDatabaseConfig(usercount=2000), FragmentPlan((1.0,), 0.27), 0)
+    binding = NullBinding(NullOptions())
+    binding.load_fragment(fragment)
+    state = FragmentState(fragment)
+    tmp = tempfile.TemporaryDirectory()
+    log = LogWriter(Path(tmp.name) / "calibration.bglog")
+    recorder = ThreadRecorder(0, log, threading.Lock())
+    rng = random.Random(1)
+    members = fragment.members.tolist()
+    actor = Actor(
+        TimedConnection(binding.connect(), recorder), state, lambda: rng.choice(members), rng,
+        threading.Event(), 0, 5, fragment.comment_text,
+    )  # fmt: skip
+    done, deadline = 0, time.perf_counter() + seconds
+    t0 = time.perf_counter()
+    while time.perf_counter() < deadline:
+        for _ in range(200):
+            m = state.acquire_socialite(lambda: rng.choice(members))
+            if m is None:
+                continue
+            unit_vp(actor, m)
+            state.release_socialite(m)
+        done += 200
+        recorder.maybe_flush()
+    rate = done / (time.perf_counter() - t0)
+    recorder.finish()
+    log.close()
+    tmp.cleanup()
+    return rate
+
+
+def measure_capacity(load_processes: int) -> float:
+    cores = os.cpu_count() or 1
+    return single_process_rate() * min(load_processes, cores)
