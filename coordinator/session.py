@@ -36,6 +36,7 @@ class Target:
     def run(self, threads: int, duration_s: float, experiment_id: str) -> ExperimentResult:
         if self.model is not None:
             return self.model.experiment(threads, duration_s, experiment_id)
+        self.rejoin()
         attempt = 0
         while True:
             exp_id = experiment_id if attempt == 0 else f"{experiment_id}-retry{attempt}"
@@ -66,6 +67,17 @@ class Target:
                 self.start_state,
                 self.settings.agents.heartbeat_timeout,
             )
+
+    def rejoin(self) -> None:
+        """Before an experiment: a listed agent dropped earlier that answers again rejoins
+        (the fragments are laid out again over all and reloaded)."""
+        assert self.cluster is not None
+        listed = self.settings.agents.addresses
+        present = {c.address for c in self.cluster.clients}
+        missing = [a for a in listed if a not in present]
+        if missing and any(_answers(a, self.creds) for a in missing):
+            self.console.print("an agent answers again: rejoining")
+            self.recover()
 
     def recover(self) -> None:
         """Reconnect: dead local agents are respawned, listed agents that answer (restarted

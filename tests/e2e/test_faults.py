@@ -88,3 +88,75 @@ def test_retry_respawns_a_dead_agent_and_repeats_the_experiment(tmp_path):
         assert not result.fault, result.fault  # the retry ran on a fresh agent
         assert result.actions > 0 and len(result.agents) == 2
         assert target.local.addresses[1] != old
+
+
+def _listed_agent(tmp_path, port: int):
+    import subprocess
+    import sys
+
+    from bgbench.protos import AGENT_READY_LINE
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bgbench", "agent", "--listen", f"127.0.0.1:{port}",
+         "--token", "tok", "--work-dir", str(tmp_path / f"agent-{port}")],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    assert proc.stdout.readline().startswith(AGENT_READY_LINE)
+    return proc
+
+
+def _free_ports(n: int) -> list[int]:
+    import socket
+
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def test_listed_agents_retry_without_the_dead_one_then_it_rejoins(tmp_path):
+    import json
+
+    ports = _free_ports(2)
+    agents = [_listed_agent(tmp_path, p) for p in ports]
+    addresses = [f"127.0.0.1:{p}" for p in ports]
+    s = settings(
+        tmp_path, "agents.on_failure=retry", "agents.token=tok",
+        f"agents.addresses={json.dumps(addresses)}",
+    )  # fmt: skip
+    try:
+        with bring_up(s, tmp_path / "w", Console(stderr=True)) as target:
+            killer = threading.Timer(1.5, agents[1].kill)
+            killer.start()
+            result = target.run(4, 3.0, f"listed-{time.time()}")
+            killer.join()
+            assert not result.fault
+            assert [a.address for a in result.agents] == addresses[:1]  # went on without it
+            agents[1] = _listed_agent(tmp_path, ports[1])  # systemd brought it back
+            result = target.run(4, 1.0, f"rejoined-{time.time()}")
+            assert [a.address for a in result.agents] == addresses  # it rejoined
+            assert not result.fault and all(a.actions > 0 for a in result.agents)
+    finally:
+        for a in agents:
+            a.kill()
+            a.wait(10)
+
+
+def test_an_unreachable_agent_is_named_in_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    port = _free_ports(1)[0]
+    proc = subprocess.run(
+        [sys.executable, "-m", "bgbench", "run", "--results", str(tmp_path),
+         "-p", f'agents.addresses=["127.0.0.1:{port}"]', "-p", "agents.token=x"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 3
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("bgbench:")]
+    assert len(errors) == 1, proc.stderr  # one line, after the progress line
+    assert f"127.0.0.1:{port}" in errors[0] and "did not answer" in errors[0]
+    assert "Traceback" not in proc.stderr
