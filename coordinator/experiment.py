@@ -111,6 +111,7 @@ class AgentOutcome:
     error_counts: list[dict] = field(default_factory=list)
     log_dir: str = ""
     start_state: str = ""
+    store_counters: dict = field(default_factory=dict)  # the binding's own counts
     response_hist: str = ""  # HDR histogram (us), base64: exact merging later
     session_hist: str = ""
 
@@ -293,6 +294,7 @@ def _merge(experiment_id, threads, duration_s, cluster, outcomes, results, valid
         out.response_hist = agent_hist.encode().decode()
         out.session_hist = session_hist.encode().decode()
         out.start_state = res.start_state
+        out.store_counters = json.loads(res.store_counters_json or "{}")
         out.log_records_written, out.log_dir = res.log_records, res.log_dir
         out.state_uncertain, out.aborted = res.state_uncertain, res.aborted
         out.error_counts = [

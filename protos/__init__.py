@@ -1,6 +1,6 @@
 """The worker service contract. Regenerate the modules with `python -m bgbench.protos.generate`."""
 
-PROTOCOL_VERSION = 4
+PROTOCOL_VERSION = 5
 
 # What an agent prints, followed by host:port, once it serves.
 AGENT_READY_LINE = "BGBENCH-AGENT LISTENING "

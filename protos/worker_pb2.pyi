@@ -145,7 +145,7 @@ class ErrorCount(_message.Message):
     def __init__(self, action: _Optional[str] = ..., type: _Optional[str] = ..., count: _Optional[int] = ..., sample: _Optional[str] = ...) -> None: ...
 
 class RunResult(_message.Message):
-    __slots__ = ("elapsed_seconds", "actions", "sessions", "errors", "per_action", "error_counts", "cpu_seconds", "load_processes", "engine_saturated", "embedded_store", "log_records", "log_dir", "state_uncertain", "aborted", "threads", "session_hist", "start_state")
+    __slots__ = ("elapsed_seconds", "actions", "sessions", "errors", "per_action", "error_counts", "cpu_seconds", "load_processes", "engine_saturated", "embedded_store", "log_records", "log_dir", "state_uncertain", "aborted", "threads", "session_hist", "start_state", "store_counters_json")
     ELAPSED_SECONDS_FIELD_NUMBER: _ClassVar[int]
     ACTIONS_FIELD_NUMBER: _ClassVar[int]
     SESSIONS_FIELD_NUMBER: _ClassVar[int]
@@ -163,6 +163,7 @@ class RunResult(_message.Message):
     THREADS_FIELD_NUMBER: _ClassVar[int]
     SESSION_HIST_FIELD_NUMBER: _ClassVar[int]
     START_STATE_FIELD_NUMBER: _ClassVar[int]
+    STORE_COUNTERS_JSON_FIELD_NUMBER: _ClassVar[int]
     elapsed_seconds: float
     actions: int
     sessions: int
@@ -180,7 +181,8 @@ class RunResult(_message.Message):
     threads: int
     session_hist: bytes
     start_state: str
-    def __init__(self, elapsed_seconds: _Optional[float] = ..., actions: _Optional[int] = ..., sessions: _Optional[int] = ..., errors: _Optional[int] = ..., per_action: _Optional[_Iterable[_Union[ActionStats, _Mapping]]] = ..., error_counts: _Optional[_Iterable[_Union[ErrorCount, _Mapping]]] = ..., cpu_seconds: _Optional[float] = ..., load_processes: _Optional[int] = ..., engine_saturated: _Optional[bool] = ..., embedded_store: _Optional[bool] = ..., log_records: _Optional[int] = ..., log_dir: _Optional[str] = ..., state_uncertain: _Optional[bool] = ..., aborted: _Optional[str] = ..., threads: _Optional[int] = ..., session_hist: _Optional[bytes] = ..., start_state: _Optional[str] = ...) -> None: ...
+    store_counters_json: str
+    def __init__(self, elapsed_seconds: _Optional[float] = ..., actions: _Optional[int] = ..., sessions: _Optional[int] = ..., errors: _Optional[int] = ..., per_action: _Optional[_Iterable[_Union[ActionStats, _Mapping]]] = ..., error_counts: _Optional[_Iterable[_Union[ErrorCount, _Mapping]]] = ..., cpu_seconds: _Optional[float] = ..., load_processes: _Optional[int] = ..., engine_saturated: _Optional[bool] = ..., embedded_store: _Optional[bool] = ..., log_records: _Optional[int] = ..., log_dir: _Optional[str] = ..., state_uncertain: _Optional[bool] = ..., aborted: _Optional[str] = ..., threads: _Optional[int] = ..., session_hist: _Optional[bytes] = ..., start_state: _Optional[str] = ..., store_counters_json: _Optional[str] = ...) -> None: ...
 
 class RunEvent(_message.Message):
     __slots__ = ("progress", "result", "error")

@@ -350,6 +350,14 @@ class AgentService(pb_grpc.WorkerServicer):
         return pb.ShutdownReply()
 
 
+def _sum_counters(parts: list[dict[str, int]]) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for part in parts:
+        for k, v in part.items():
+            total[k] = total.get(k, 0) + v
+    return total
+
+
 def _merge_deltas(deltas: list[bytes]) -> bytes:
     if not deltas:
         return b""
@@ -407,6 +415,7 @@ def _merge_runs(results: list[dict], log_dir: Path) -> pb.RunResult:
         aborted="; ".join(r["aborted"] for r in results if r["aborted"]),
         threads=sum(r["threads"] for r in results),
         session_hist=sessions_hist.encode(),
+        store_counters_json=json.dumps(_sum_counters([r["store_counters"] for r in results])),
         start_state="; ".join(start_states),
     )
 

@@ -252,6 +252,7 @@ class FragmentEngine:
             "saturated": elapsed > 0 and cpu / elapsed >= SATURATED_CPU_SHARE,
             "embedded": bool(self.binding.embedded),
             "log_records": records,
+            "store_counters": self.binding.counters(),
             "session_hist": session_histogram(actions).encode().decode(),
             "state_uncertain": self.state.uncertain,
             "aborted": aborted[0] if aborted else "",

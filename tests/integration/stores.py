@@ -1,27 +1,43 @@
 """How the tests reach each store binding's real server.
 
-Every binding registered in pyproject.toml must appear here with a context
-manager that yields its options against a running server (started by the
-test's own setup through deploy/local/ for server stores). A binding missing
-here fails the contract suite rather than being skipped.
+Every binding registered in pyproject.toml must appear here with a function that
+yields its options against a running server (started by the session fixtures in
+tests/conftest.py through deploy/local/). A binding missing here fails the contract
+suite rather than being skipped.
 """
 
-import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pytest
+from pymemcache.client.base import Client
 
-@contextlib.contextmanager
-def sqlite_server(tmp: Path) -> Iterator[dict]:
+from tests.conftest import fresh_database
+
+
+def sqlite_server(tmp: Path, request: pytest.FixtureRequest) -> Iterator[dict]:
     yield {"path": str(tmp / "bg.sqlite")}
 
 
-@contextlib.contextmanager
-def null_server(tmp: Path) -> Iterator[dict]:
+def null_server(tmp: Path, request: pytest.FixtureRequest) -> Iterator[dict]:
     yield {}
 
 
-SERVERS: dict[str, Callable[[Path], contextlib.AbstractContextManager[dict]]] = {
+def postgres_server(tmp: Path, request: pytest.FixtureRequest) -> Iterator[dict]:
+    pg = request.getfixturevalue("postgres_server")
+    yield {"dsn": fresh_database(pg)}
+
+
+def casql_server(tmp: Path, request: pytest.FixtureRequest, **extra) -> Iterator[dict]:
+    pg = request.getfixturevalue("postgres_server")
+    mc = request.getfixturevalue("memcached_server")
+    Client(("127.0.0.1", mc["port"])).flush_all(noreply=False)
+    yield {"dsn": fresh_database(pg), "memcached": f"127.0.0.1:{mc['port']}", **extra}
+
+
+SERVERS: dict[str, Callable[[Path, pytest.FixtureRequest], Iterator[dict]]] = {
     "sqlite": sqlite_server,
     "null": null_server,
+    "postgres": postgres_server,
+    "casql": casql_server,
 }

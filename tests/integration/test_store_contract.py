@@ -23,20 +23,20 @@ FULL_ANSWER_STORES = [n for n in store_names() if binding_class(n).full_answers]
 
 @pytest.fixture(params=store_names())
 def store(request, tmp_path):
-    yield from _loaded(request.param, tmp_path)
+    yield from _loaded(request.param, tmp_path, request)
 
 
 @pytest.fixture(params=FULL_ANSWER_STORES)
 def full_store(request, tmp_path):
     """Stores whose answers carry real content (all but the null store)."""
-    yield from _loaded(request.param, tmp_path)
+    yield from _loaded(request.param, tmp_path, request)
 
 
-def _loaded(name, tmp_path):
+def _loaded(name, tmp_path, request):
     assert name in SERVERS, (
         f"no test server for store {name!r}: add it to tests/integration/stores.py"
     )
-    with SERVERS[name](tmp_path) as options:
+    for options in SERVERS[name](tmp_path, request):
         binding = make_binding(name, options)
         binding.create_schema(DB)
         fragments = [Fragment(DB, PLAN, k) for k in range(PLAN.count)]

@@ -107,6 +107,10 @@ class BGBinding(Protocol):
         """The server this binding talks to (name and version), for results."""
         ...
 
+    def counters(self) -> dict[str, int]:
+        """The binding's own counts (a cache's hits, misses, oversized values), for results."""
+        ...
+
     def close(self) -> None: ...
 
 

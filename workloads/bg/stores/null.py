@@ -66,6 +66,9 @@ class NullBinding:
     def describe(self) -> str:
         return "null store (in-process counters, no I/O)"
 
+    def counters(self) -> dict[str, int]:
+        return {}
+
     def close(self) -> None:
         pass
 

@@ -165,6 +165,9 @@ class SQLiteBinding:
     def describe(self) -> str:
         return f"SQLite {sqlite3.sqlite_version} (file {self.path})"
 
+    def counters(self) -> dict[str, int]:
+        return {}
+
     def close(self) -> None:
         pass
 

@@ -1,0 +1,168 @@
+"""Start, health-check and stop real servers on loopback, each with its data in a directory
+of its own, for tests, CI and users. Only processes recorded here are ever stopped.
+
+    python deploy/local/servers.py start postgres DIR   # prints {"port": ..., "pid": ...}
+    python deploy/local/servers.py start memcached DIR
+    python deploy/local/servers.py stop DIR
+
+Installs what is missing from Debian's packages (as root). PostgreSQL refuses to run as
+root: it is initialised and started as user postgres. memcached runs in the foreground
+with its PID recorded (its -d -P pid file is unreliable once it drops privileges).
+Standard library only, so it runs before any virtual environment exists.
+"""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+PG_BIN = Path("/usr/lib/postgresql/15/bin")
+STATE = "server.json"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _apt(*packages: str) -> None:
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    cmd = ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *packages]
+    if subprocess.run(cmd, env=env, capture_output=True).returncode != 0:
+        subprocess.run(["apt-get", "update", "-qq"], env=env, check=True, capture_output=True)
+        subprocess.run(cmd, env=env, check=True, capture_output=True)
+
+
+def _wait(check, what: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"{what} not ready after {timeout:.0f} s")
+
+
+def _tcp_answers(port: int, send: bytes, expect: bytes) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+            s.sendall(send)
+            return s.recv(256).startswith(expect)
+    except OSError:
+        return False
+
+
+def start_postgres(directory: Path, port: int | None = None) -> dict:
+    if not (PG_BIN / "initdb").exists():
+        _apt("postgresql")
+    port = port or free_port()
+    data = directory / "pgdata"
+    directory.mkdir(parents=True, exist_ok=True)
+    for parent in [directory, *directory.parents]:  # user postgres must reach the data dir
+        if parent != Path("/"):
+            os.chmod(parent, os.stat(parent).st_mode | 0o755)
+    shutil.chown(directory, "postgres", "postgres")
+    as_pg = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    if not data.exists():
+        subprocess.run(
+            [*as_pg, str(PG_BIN / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
+             "-E", "UTF8", "--no-locale"],
+            check=True, capture_output=True,
+        )  # fmt: skip
+    options = (
+        f"-p {port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={directory} "
+        "-c fsync=off -c synchronous_commit=off -c max_connections=300 -c shared_buffers=256MB"
+    )
+    subprocess.run(
+        [*as_pg, str(PG_BIN / "pg_ctl"), "-D", str(data), "-l", str(directory / "pg.log"),
+         "-w", "-t", "60", "-o", options, "start"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    pid = int((data / "postmaster.pid").read_text().splitlines()[0])
+    _wait(lambda: _pg_ready(port), "PostgreSQL", 30)
+    return {"server": "postgres", "port": port, "pid": pid, "dir": str(directory)}
+
+
+def _pg_ready(port: int) -> bool:
+    return (
+        subprocess.run(
+            [str(PG_BIN / "pg_isready"), "-h", "127.0.0.1", "-p", str(port)], capture_output=True
+        ).returncode
+        == 0
+    )
+
+
+def start_memcached(directory: Path, port: int | None = None, memory_mb: int = 512) -> dict:
+    if shutil.which("memcached") is None:
+        _apt("memcached")
+    port = port or free_port()
+    directory.mkdir(parents=True, exist_ok=True)
+    user = ["-u", "memcache"] if os.geteuid() == 0 else []
+    log = open(directory / "memcached.log", "wb")  # noqa: SIM115 - the child owns it
+    proc = subprocess.Popen(
+        ["memcached", "-l", "127.0.0.1", "-p", str(port), "-U", "0", "-m", str(memory_mb),
+         "-c", "4096", *user],
+        stdout=log, stderr=log, start_new_session=True,
+    )  # fmt: skip
+    _wait(lambda: _tcp_answers(port, b"version\r\n", b"VERSION"), "memcached", 10)
+    return {"server": "memcached", "port": port, "pid": proc.pid, "dir": str(directory)}
+
+
+def start(kind: str, directory: Path) -> dict:
+    starters = {"postgres": start_postgres, "memcached": start_memcached}
+    if kind not in starters:
+        raise SystemExit(f"unknown server {kind!r}: use {', '.join(starters)}")
+    info = starters[kind](directory)
+    (directory / STATE).write_text(json.dumps(info))
+    return info
+
+
+def stop(directory: Path) -> None:
+    state = directory / STATE
+    if not state.exists():
+        return
+    info = json.loads(state.read_text())
+    if info["server"] == "postgres":
+        as_pg = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        subprocess.run(
+            [*as_pg, str(PG_BIN / "pg_ctl"), "-D", str(directory / "pgdata"), "-m", "fast",
+             "-w", "-t", "30", "stop"],
+            capture_output=True,
+        )  # fmt: skip
+    else:
+        pid = info["pid"]
+        try:
+            os.kill(pid, signal.SIGTERM)
+            for _ in range(100):
+                if _reaped(pid):
+                    break
+                os.kill(pid, 0)
+                time.sleep(0.05)
+            else:
+                os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    state.unlink()
+
+
+def _reaped(pid: int) -> bool:
+    """Reap it if it is our child (a fixture's); False while it runs."""
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        return done == pid
+    except ChildProcessError:
+        return False
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "start":
+        print(json.dumps(start(sys.argv[2], Path(sys.argv[3]).resolve())))
+    elif len(sys.argv) == 3 and sys.argv[1] == "stop":
+        stop(Path(sys.argv[2]).resolve())
+    else:
+        raise SystemExit(__doc__)

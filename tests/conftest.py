@@ -1,0 +1,46 @@
+"""Real servers for the tests, started once per session on loopback through deploy/local/."""
+
+import importlib.util
+import uuid
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _servers_module():
+    spec = importlib.util.spec_from_file_location("servers", ROOT / "deploy/local/servers.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+servers = _servers_module()
+
+
+@pytest.fixture(scope="session")
+def postgres_server(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("postgres")
+    info = servers.start("postgres", directory)
+    yield info
+    servers.stop(directory)
+
+
+@pytest.fixture(scope="session")
+def memcached_server(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("memcached")
+    info = servers.start("memcached", directory)
+    yield info
+    servers.stop(directory)
+
+
+def fresh_database(postgres_server) -> str:
+    """A new empty database on the session's server; its libpq connection string."""
+    import psycopg
+
+    name = "bg_" + uuid.uuid4().hex[:12]
+    base = f"host=127.0.0.1 port={postgres_server['port']} user=postgres"
+    with psycopg.connect(f"{base} dbname=postgres", autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    return f"{base} dbname={name}"
