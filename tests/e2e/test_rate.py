@@ -125,3 +125,42 @@ def test_resuming_a_finished_rating_is_refused(tmp_path):
     rating_id = json.loads(proc.stdout)["rating_id"]
     again = bgbench("rate", "--resume", rating_id, "--results", str(tmp_path))
     assert again.returncode == 2 and "finished" in again.stderr
+
+
+def _server_rating(tmp_path, store: str, options: list[str]) -> dict:
+    proc = bgbench(
+        "rate", "--store", store, "--agents", "2", "--users", "400",
+        "--delta-search", "1", "--delta", "1.5", "--max-threads", "16",
+        "--results", str(tmp_path), "--json", "-p", "sla.beta_ms=20", *options,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_a_rating_on_postgres(tmp_path, postgres_server):
+    from tests.conftest import fresh_database
+
+    dsn = fresh_database(postgres_server)
+    s = _server_rating(tmp_path, "postgres", ["-p", f"store.options.dsn={dsn}"])
+    assert s["soar"] > 0 and s["socialites"] >= 1
+    rows = experiments(tmp_path, s["rating_id"])
+    assert all(json.loads(r["result_json"])["store"].startswith("PostgreSQL") for r in rows)
+    assert all(json.loads(r["result_json"])["unpredictable_reads"] == 0 for r in rows)
+
+
+def test_a_rating_on_casql(tmp_path, postgres_server, memcached_server):
+    from tests.conftest import fresh_database
+
+    dsn = fresh_database(postgres_server)
+    cache = f"127.0.0.1:{memcached_server['port']}"
+    s = _server_rating(
+        tmp_path,
+        "casql",
+        ["-p", f"store.options.dsn={dsn}", "-p", f"store.options.memcached={cache}"],
+    )
+    assert s["soar"] > 0
+    rows = experiments(tmp_path, s["rating_id"])
+    results = [json.loads(r["result_json"]) for r in rows]
+    assert all(r["store"].startswith("CASQL") for r in results)
+    assert all(r["unpredictable_reads"] == 0 for r in results)  # invalidation with leases
+    assert sum(a["store_counters"].get("hits", 0) for r in results for a in r["agents"]) > 0
