@@ -44,3 +44,11 @@ def fresh_database(postgres_server) -> str:
     with psycopg.connect(f"{base} dbname=postgres", autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {name}")
     return f"{base} dbname={name}"
+
+
+@pytest.fixture(scope="session")
+def mongo_wire_server(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("mongo")
+    info = servers.start("mongo-wire", directory)
+    yield info
+    servers.stop(directory)

@@ -3,6 +3,7 @@ of its own, for tests, CI and users. Only processes recorded here are ever stopp
 
     python deploy/local/servers.py start postgres DIR   # prints {"port": ..., "pid": ...}
     python deploy/local/servers.py start memcached DIR
+    python deploy/local/servers.py start mongo-wire DIR  # SecantusDB (pip), no mongod here
     python deploy/local/servers.py stop DIR
 
 Installs what is missing from Debian's packages (as root). PostgreSQL refuses to run as
@@ -113,8 +114,39 @@ def start_memcached(directory: Path, port: int | None = None, memory_mb: int = 5
     return {"server": "memcached", "port": port, "pid": proc.pid, "dir": str(directory)}
 
 
+def start_mongo_wire(directory: Path, port: int | None = None) -> dict:
+    """SecantusDB, a MongoDB-wire server from PyPI (no mongod can be installed here); it
+    must be installed in this Python's environment (the test extra has it)."""
+    server = Path(sys.executable).with_name("secantusd-py")
+    if not server.exists():
+        raise SystemExit(f"{server} not found: pip install secantusdb into this environment")
+    port = port or free_port()
+    (directory / "data").mkdir(parents=True, exist_ok=True)
+    log = open(directory / "secantus.log", "wb")  # noqa: SIM115 - the child owns it
+    proc = subprocess.Popen(
+        [str(server), "--host", "127.0.0.1", "--port", str(port), "--storage-path",
+         str(directory / "data"), "--standalone"],
+        stdout=log, stderr=log, start_new_session=True,
+    )  # fmt: skip
+    _wait(lambda: _tcp_answers(port, b"", b"") or _port_open(port), "SecantusDB", 60)
+    return {"server": "mongo-wire", "name": "SecantusDB 0.7.0b3", "port": port,
+            "pid": proc.pid, "dir": str(directory)}  # fmt: skip
+
+
+def _port_open(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
 def start(kind: str, directory: Path) -> dict:
-    starters = {"postgres": start_postgres, "memcached": start_memcached}
+    starters = {
+        "postgres": start_postgres,
+        "memcached": start_memcached,
+        "mongo-wire": start_mongo_wire,
+    }
     if kind not in starters:
         raise SystemExit(f"unknown server {kind!r}: use {', '.join(starters)}")
     info = starters[kind](directory)

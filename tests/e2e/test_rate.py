@@ -164,3 +164,34 @@ def test_a_rating_on_casql(tmp_path, postgres_server, memcached_server):
     assert all(r["store"].startswith("CASQL") for r in results)
     assert all(r["unpredictable_reads"] == 0 for r in results)  # invalidation with leases
     assert sum(a["store_counters"].get("hits", 0) for r in results for a in r["agents"]) > 0
+
+
+def test_a_rating_on_a_mongodb_wire_server_names_it(tmp_path, mongo_wire_server):
+    uri = f"mongodb://127.0.0.1:{mongo_wire_server['port']}"
+    s = _server_rating(
+        tmp_path, "mongodb",
+        ["-p", f"store.options.uri={uri}", "-p", "store.options.database=rate_e2e",
+         "-p", f"store.options.server_name={mongo_wire_server['name']}",
+         "-p", "sla.beta_ms=100"],
+    )  # fmt: skip
+    assert s["socialites"] >= 1
+    rows = experiments(tmp_path, s["rating_id"])
+    for r in rows:
+        result = json.loads(r["result_json"])
+        assert result["store"].startswith("SecantusDB")  # never "MongoDB"
+        assert result["unpredictable_reads"] == 0
+
+
+def test_mongodb_with_comments_in_their_own_collection(tmp_path, mongo_wire_server):
+    uri = f"mongodb://127.0.0.1:{mongo_wire_server['port']}"
+    proc = bgbench(
+        "run", "--store", "mongodb", "--agents", "1", "--threads", "2", "--duration", "2",
+        "--mix", "sessions", "--users", "200", "--results", str(tmp_path), "--json",
+        "-p", f"store.options.uri={uri}", "-p", "store.options.database=split_comments",
+        "-p", "store.options.comments=collection", "-p", "commentcountperresource=2",
+        "-p", f"store.options.server_name={mongo_wire_server['name']}",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout)
+    assert {a["action"] for a in r["per_action"]} >= {"PCR", "DCR", "VCR"}
+    assert r["unpredictable_reads"] == 0 and r["errors"] == 0

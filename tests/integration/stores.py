@@ -6,6 +6,7 @@ tests/conftest.py through deploy/local/). A binding missing here fails the contr
 suite rather than being skipped.
 """
 
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -35,9 +36,19 @@ def casql_server(tmp: Path, request: pytest.FixtureRequest, **extra) -> Iterator
     yield {"dsn": fresh_database(pg), "memcached": f"127.0.0.1:{mc['port']}", **extra}
 
 
+def mongodb_server(tmp: Path, request: pytest.FixtureRequest) -> Iterator[dict]:
+    server = request.getfixturevalue("mongo_wire_server")
+    yield {
+        "uri": f"mongodb://127.0.0.1:{server['port']}",
+        "database": "bg_" + uuid.uuid4().hex[:12],
+        "server_name": server["name"],
+    }
+
+
 SERVERS: dict[str, Callable[[Path, pytest.FixtureRequest], Iterator[dict]]] = {
     "sqlite": sqlite_server,
     "null": null_server,
     "postgres": postgres_server,
     "casql": casql_server,
+    "mongodb": mongodb_server,
 }

@@ -1,0 +1,288 @@
+"""MongoDB (pymongo): the JSON-like design of the paper's Figure 1.b.
+
+A member document holds her attributes, images and two arrays, confirmedFriends and
+pendingFriends (the members who invited her); resources hold their comments in a
+`manipulations` array, or, as a setting, comments live in their own collection (the
+paper's Figure 5). Only operations real MongoDB supports are used (no transactions: a
+friendship write updates two documents one after the other), so the binding runs
+unchanged against a real mongod. Results name the server they ran on: MongoDB-wire
+servers such as SecantusDB or FerretDB report a MongoDB version, so `server_name` says
+which one it is.
+"""
+
+from typing import Annotated, ClassVar, Literal
+
+import pymongo
+from pydantic import BaseModel, ConfigDict, Field
+from pymongo import ReadPreference, WriteConcern
+from pymongo.errors import PyMongoError
+
+from bgbench.errors import StoreError
+from bgbench.workloads.bg.config import BGDatabaseConfig
+from bgbench.workloads.bg.generator import CONFIRMED, PENDING, Fragment
+from bgbench.workloads.bg.store import (
+    CommentRow,
+    FragmentContents,
+    MemberRow,
+    Profile,
+    ResourceRow,
+)
+
+READ_PREFERENCES = {
+    "primary": ReadPreference.PRIMARY,
+    "primaryPreferred": ReadPreference.PRIMARY_PREFERRED,
+    "secondary": ReadPreference.SECONDARY,
+    "secondaryPreferred": ReadPreference.SECONDARY_PREFERRED,
+    "nearest": ReadPreference.NEAREST,
+}
+BATCH = 1000
+
+
+class MongoOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    uri: str = "mongodb://127.0.0.1:27017"
+    database: str = "bgbench"
+    server_name: str = Field(
+        "MongoDB", description="what the server is (SecantusDB, FerretDB 1.24, MongoDB 7.0...)"
+    )
+    comments: Literal["embedded", "collection"] = Field(
+        "embedded", description="comments in the resource (Figure 1.b) or apart (Figure 5)"
+    )
+    write_concern: str | int = Field(1, description='w: 0, 1, 2, ... or "majority"')
+    journal: bool = False
+    read_preference: Literal[
+        "primary", "primaryPreferred", "secondary", "secondaryPreferred", "nearest"
+    ] = "primary"
+    timeout_ms: Annotated[int, Field(ge=100)] = 10_000
+    pool_max: Annotated[int, Field(ge=1)] = 512
+
+
+class MongoBinding:
+    name: ClassVar[str] = "mongodb"
+    embedded: ClassVar[bool] = False
+    full_answers: ClassVar[bool] = True
+    can_read_back: ClassVar[bool] = True
+    Options: ClassVar[type[BaseModel]] = MongoOptions
+
+    def __init__(self, options: MongoOptions) -> None:
+        self.options = options
+        self.client = pymongo.MongoClient(
+            options.uri,
+            serverSelectionTimeoutMS=options.timeout_ms,
+            socketTimeoutMS=options.timeout_ms,
+            maxPoolSize=options.pool_max,
+        )
+        self.db = self.client.get_database(
+            options.database,
+            write_concern=WriteConcern(w=options.write_concern, j=options.journal or None),
+            read_preference=READ_PREFERENCES[options.read_preference],
+        )
+        self.attrcount: int | None = None
+
+    def create_schema(self, db: BGDatabaseConfig) -> None:
+        self.attrcount = db.attrcount
+        try:
+            self.db.resources.create_index("walluserid")
+            if self.options.comments == "collection":
+                self.db.manipulations.create_index("rid")
+        except PyMongoError as exc:
+            raise StoreError(
+                f"cannot reach {self.options.server_name} at {self.options.uri}: {exc}"
+            ) from None
+
+    def load_fragment(self, fragment: Fragment) -> None:
+        members = fragment.members.tolist()
+        friends: dict[int, list[int]] = {m: [] for m in members}
+        pending: dict[int, list[int]] = {m: [] for m in members}
+        for inviter, invitee, status in fragment.friendships.tolist():
+            if status == CONFIRMED:
+                friends[inviter].append(invitee)
+                friends[invitee].append(inviter)
+            elif status == PENDING:
+                pending[invitee].append(inviter)
+        comments: dict[int, list[dict]] = {}
+        for rid, mid, who, text in fragment.comments():
+            comments.setdefault(rid, []).append({"mid": mid, "modifierid": who, "content": text})
+        rids = fragment.resources[:, 0].tolist()
+        db = self.db
+        db.users.delete_many({"_id": {"$in": members}})
+        db.resources.delete_many({"_id": {"$in": rids}})
+        if self.options.comments == "collection":
+            db.manipulations.delete_many({"rid": {"$in": rids}})
+        pic, thumb = fragment.profile_image, fragment.thumbnail
+        users = [
+            {"_id": m, "attrs": fragment.attributes(m), "pic": pic, "tpic": thumb,
+             "confirmedFriends": friends[m], "pendingFriends": pending[m]}
+            for m in members
+        ]  # fmt: skip
+        embedded = self.options.comments == "embedded"
+        resources = [
+            {"_id": rid, "creatorid": c, "walluserid": w,
+             **({"manipulations": comments.get(rid, [])} if embedded else {})}
+            for rid, c, w in fragment.resources.tolist()
+        ]  # fmt: skip
+        for collection, docs in ((db.users, users), (db.resources, resources)):
+            for lo in range(0, len(docs), BATCH):
+                collection.insert_many(docs[lo : lo + BATCH], ordered=False)
+        if not embedded:
+            docs = [
+                {"_id": f"{rid}:{c['mid']}", "rid": rid, **c}
+                for rid, cs in comments.items()
+                for c in cs
+            ]
+            for lo in range(0, len(docs), BATCH):
+                db.manipulations.insert_many(docs[lo : lo + BATCH], ordered=False)
+
+    def read_back(self, fragment: Fragment) -> FragmentContents:
+        members = fragment.members.tolist()
+        rows: list[tuple[int, int, int]] = []
+        for doc in self.db.users.find(
+            {"_id": {"$in": members}}, {"confirmedFriends": 1, "pendingFriends": 1}
+        ):
+            m = doc["_id"]
+            rows += [(m, f, CONFIRMED) for f in doc["confirmedFriends"] if m < f]
+            rows += [(inviter, m, PENDING) for inviter in doc["pendingFriends"]]
+        rids = fragment.resources[:, 0].tolist()
+        if self.options.comments == "embedded":
+            comments = [
+                (doc["_id"], c["mid"])
+                for doc in self.db.resources.find({"_id": {"$in": rids}}, {"manipulations": 1})
+                for c in doc.get("manipulations", [])
+            ]
+        else:
+            comments = [
+                (d["rid"], d["mid"])
+                for d in self.db.manipulations.find({"rid": {"$in": rids}}, {"rid": 1, "mid": 1})
+            ]
+        return FragmentContents(rows, comments)
+
+    def connect(self) -> "MongoConnection":
+        if self.attrcount is None:
+            raise StoreError("create_schema must run before connect")
+        return MongoConnection(self.db, self.options.comments == "embedded")
+
+    def describe(self) -> str:
+        version = self.client.admin.command("buildinfo").get("version", "?")
+        return (
+            f"{self.options.server_name} (reports MongoDB {version}; comments "
+            f"{self.options.comments}, w={self.options.write_concern})"
+        )
+
+    def counters(self) -> dict[str, int]:
+        return {}
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class MongoConnection:
+    def __init__(self, db, embedded: bool) -> None:  # type: ignore[no-untyped-def]
+        self.db = db
+        self.embedded = embedded
+
+    def view_profile(self, requester: int, member: int) -> Profile:
+        doc = self.db.users.find_one({"_id": member}, {"tpic": 0})
+        if doc is None:
+            raise StoreError(f"member {member} not found")
+        resources = self.db.resources.count_documents({"walluserid": member})
+        pending = len(doc["pendingFriends"]) if requester == member else None
+        return Profile(member, doc["attrs"], len(doc["confirmedFriends"]), resources, pending,
+                       doc.get("pic"))  # fmt: skip
+
+    def _members(self, member: int, field: str) -> list[MemberRow]:
+        doc = self.db.users.find_one({"_id": member}, {field: 1})
+        if doc is None:
+            raise StoreError(f"member {member} not found")
+        ids = doc[field]
+        if not ids:
+            return []
+        rows = self.db.users.find({"_id": {"$in": ids}}, {"attrs": 1, "tpic": 1})
+        return [MemberRow(r["_id"], r["attrs"], r.get("tpic")) for r in rows]
+
+    def list_friends(self, requester: int, member: int) -> list[MemberRow]:
+        return self._members(member, "confirmedFriends")
+
+    def view_friend_requests(self, member: int) -> list[MemberRow]:
+        return self._members(member, "pendingFriends")
+
+    def _update(self, query: dict, change: dict, what: str) -> None:
+        if self.db.users.update_one(query, change).modified_count != 1:
+            raise StoreError(f"{what}: no matching row")
+
+    def invite_friend(self, inviter: int, invitee: int) -> None:
+        self._update(
+            {"_id": invitee, "pendingFriends": {"$ne": inviter}},
+            {"$push": {"pendingFriends": inviter}},
+            f"invite {inviter}->{invitee}",
+        )
+
+    def accept_friend_request(self, inviter: int, invitee: int) -> None:
+        self._update(
+            {"_id": invitee, "pendingFriends": inviter},
+            {"$pull": {"pendingFriends": inviter}, "$addToSet": {"confirmedFriends": inviter}},
+            f"accept invitation {inviter}->{invitee}",
+        )
+        self._update(
+            {"_id": inviter}, {"$addToSet": {"confirmedFriends": invitee}}, f"befriend {inviter}"
+        )
+
+    def reject_friend_request(self, inviter: int, invitee: int) -> None:
+        self._update(
+            {"_id": invitee, "pendingFriends": inviter},
+            {"$pull": {"pendingFriends": inviter}},
+            f"reject invitation {inviter}->{invitee}",
+        )
+
+    def thaw_friendship(self, member: int, friend: int) -> None:
+        self._update(
+            {"_id": member, "confirmedFriends": friend},
+            {"$pull": {"confirmedFriends": friend}},
+            f"thaw friendship {member}-{friend}",
+        )
+        self._update(
+            {"_id": friend, "confirmedFriends": member},
+            {"$pull": {"confirmedFriends": member}},
+            f"thaw friendship {friend}-{member}",
+        )
+
+    def view_top_k_resources(self, requester: int, member: int, k: int) -> list[ResourceRow]:
+        docs = (
+            self.db.resources.find({"walluserid": member}, {"creatorid": 1, "walluserid": 1})
+            .sort("_id", -1)
+            .limit(k)
+        )
+        return [ResourceRow(d["_id"], d["creatorid"], d["walluserid"]) for d in docs]
+
+    def view_comments(self, requester: int, rid: int) -> list[CommentRow]:
+        if self.embedded:
+            doc = self.db.resources.find_one({"_id": rid}, {"manipulations": 1})
+            if doc is None:
+                raise StoreError(f"resource {rid} not found")
+            cs = doc.get("manipulations", [])
+        else:
+            cs = list(self.db.manipulations.find({"rid": rid}))
+        return [CommentRow(rid, c["mid"], c["modifierid"], c["content"]) for c in cs]
+
+    def post_comment(self, commenter: int, rid: int, mid: int, text: str) -> None:
+        comment = {"mid": mid, "modifierid": commenter, "content": text}
+        if self.embedded:
+            r = self.db.resources.update_one({"_id": rid}, {"$push": {"manipulations": comment}})
+            if r.modified_count != 1:
+                raise StoreError(f"post on resource {rid}: no matching row")
+        else:
+            self.db.manipulations.insert_one({"_id": f"{rid}:{mid}", "rid": rid, **comment})
+
+    def delete_comment(self, rid: int, mid: int) -> None:
+        if self.embedded:
+            r = self.db.resources.update_one(
+                {"_id": rid, "manipulations.mid": mid}, {"$pull": {"manipulations": {"mid": mid}}}
+            )
+            done = r.modified_count
+        else:
+            done = self.db.manipulations.delete_one({"_id": f"{rid}:{mid}"}).deleted_count
+        if done != 1:
+            raise StoreError(f"comment {rid}/{mid}: no matching row")
+
+    def close(self) -> None:
+        pass
