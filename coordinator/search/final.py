@@ -7,7 +7,7 @@ through their own memo (a different duration is a different experiment).
 
 from dataclasses import dataclass, field
 
-from bgbench.coordinator.search.memo import Memo, Outcome
+from bgbench.coordinator.search.memo import Memo, Outcome, last_passing
 
 
 @dataclass
@@ -32,10 +32,7 @@ def final(run: Memo, chosen: int) -> FinalResult:
     if chosen < 1:
         return FinalResult(0, None)
     tried: list[int] = []
-
-    def attempt(t: int) -> Outcome:
-        tried.append(t)
-        return run(t)
+    attempt = _Recorded(run, tried)
 
     first = attempt(chosen)
     if first.passed:
@@ -49,11 +46,16 @@ def final(run: Memo, chosen: int) -> FinalResult:
         failed, t = t, t // 2
     if passed == 0:
         return FinalResult(0, None, tried, backed_off=True)
-    lo, hi = passed, failed
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if attempt(mid).passed:
-            lo = mid
-        else:
-            hi = mid
-    return FinalResult(lo, run.known[lo], tried, backed_off=True)
+    best = last_passing(_Recorded(run, tried), passed, failed)
+    return FinalResult(best, run.known[best], tried, backed_off=True)
+
+
+class _Recorded:
+    """The memo, noting every T asked for in `tried`."""
+
+    def __init__(self, run: Memo, tried: list[int]) -> None:
+        self.run, self.tried = run, tried
+
+    def __call__(self, t: int) -> Outcome:
+        self.tried.append(t)
+        return self.run(t)

@@ -19,6 +19,19 @@ class Outcome:
 Experiment = Callable[[int], Outcome]
 
 
+def last_passing(run: Callable[[int], "Outcome"], passed: int, failed: int) -> int:
+    """Binary search between a T that passed (or 0) and a higher T that failed: the
+    highest passing T, assuming the SLA holds below some T and fails above it."""
+    lo, hi = passed, failed
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if run(mid).passed:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
 @dataclass
 class Memo:
     """Runs each T at most once; remembers the order of every request."""

@@ -9,7 +9,7 @@ within the SLA. Returns (T, throughput) of the best passing experiment seen, or
 None when no experiment passed.
 """
 
-from bgbench.coordinator.search.memo import Memo, Outcome
+from bgbench.coordinator.search.memo import Memo, Outcome, last_passing
 
 
 def soar(run: Memo, t0: int = 1, t_max: int = 1 << 30) -> tuple[int, Outcome] | None:
@@ -44,13 +44,5 @@ def soar(run: Memo, t0: int = 1, t_max: int = 1 << 30) -> tuple[int, Outcome] | 
 
 def _below(run: Memo, t0: int) -> tuple[int, Outcome] | None:
     """T0 failed: the best passing T, if any, lies below it (as Socialites would find)."""
-    lo, hi = 0, t0
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if run(mid).passed:
-            lo = mid
-        else:
-            hi = mid
-    if lo == 0:
-        return None
-    return soar(run, 1, lo)
+    best = last_passing(run, 0, t0)
+    return None if best == 0 else soar(run, 1, best)

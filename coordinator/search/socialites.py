@@ -5,7 +5,7 @@ Double T from T0 until an experiment fails, then binary-search the last interval
 thread fails the SLA.
 """
 
-from bgbench.coordinator.search.memo import Memo
+from bgbench.coordinator.search.memo import Memo, last_passing
 
 
 def socialites(run: Memo, t0: int = 1, t_max: int = 1 << 30) -> int:
@@ -22,11 +22,4 @@ def socialites(run: Memo, t0: int = 1, t_max: int = 1 << 30) -> int:
         else:
             failed = t
             break
-    lo, hi = passed, failed  # lo passed (or 0: none did), hi failed
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if run(mid).passed:
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    return last_passing(run, passed, failed)
