@@ -97,7 +97,7 @@ def figure3(pg: dict, mc: dict, results: str) -> None:
         ("12 KB", ["-p", "insertimage=true", "-p", "imagesize=12"]),
         ("500 KB", ["-p", "insertimage=true", "-p", "imagesize=500"]),
     ):
-        s = rate("postgres", "VP", pg, mc, results, *extra, "-p", 'bg.workload.mix={"VP": 1}')
+        s = rate("postgres", "VP", pg, mc, results, *extra)
         print(f"{label:>10} {s['soar']:>10,.0f} {s['soar_threads']:>6}", flush=True)
 
 

@@ -95,3 +95,5 @@ def test_custom_mixes_are_normalised_and_checked():
         resolve_mix({"XX": 1})
     with pytest.raises(ValueError, match="more than 0"):
         resolve_mix({"VP": 0})
+    assert resolve_mix("VP") == {"VP": 1.0}  # one action alone, by its code
+    assert resolve_mix("InviteFrdSession") == {"InviteFrdSession": 1.0}

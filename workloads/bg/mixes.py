@@ -45,9 +45,14 @@ def resolve_mix(mix: str | Mapping[str, float]) -> dict[str, float]:
     """Return the mix as normalised probabilities; raise ValueError naming what is wrong."""
     if isinstance(mix, str):
         name = MIX_ALIASES.get(mix, mix)
+        if name in ACTION_CODES or name in SESSION_NAMES:
+            return {name: 1.0}  # one action or one session alone
         if name not in NAMED_MIXES:
             known = ", ".join(sorted(NAMED_MIXES))
-            raise ValueError(f"unknown mix {mix!r}: use one of {known} or a table of weights")
+            raise ValueError(
+                f"unknown mix {mix!r}: use one of {known}, an action code, a session name "
+                "or a table of weights"
+            )
         weights = NAMED_MIXES[name]
     else:
         weights = dict(mix)
