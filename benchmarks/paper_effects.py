@@ -7,6 +7,7 @@
   invalidation (with leases) stays at 0. 10%-write mix, one 20 s experiment per setting.
 - figure6: SoAR of PostgreSQL and CASQL on the 0.1% and 10% write mixes.
 - figure3: View Profile SoAR of PostgreSQL with no image, 2 KB, 12 KB and 500 KB images.
+- stores: SoAR of SQLite, PostgreSQL, CASQL and MongoDB (on SecantusDB) at one setting.
 
 Servers are started on loopback by deploy/local/servers.py in temporary directories and
 stopped at the end. Ratings search at 3 s per experiment with a 6 s final one: the trends,
@@ -101,8 +102,35 @@ def figure3(pg: dict, mc: dict, results: str) -> None:
         print(f"{label:>10} {s['soar']:>10,.0f} {s['soar_threads']:>6}", flush=True)
 
 
+def stores(pg: dict, mc: dict, results: str) -> None:
+    """SoAR of every store at the same settings: low mix, 1,000 members, no images."""
+    mongo_dir = Path(results).parent / "mongo"
+    mongo = servers.start("mongo-wire", mongo_dir)
+    try:
+        print("SoAR of each store, `low` mix, 1,000 members, 2 agents, SoAR search 3 s / 6 s")
+        print(f"{'store':>28} {'SoAR':>10} {'at T':>6} {'unique exp.':>11}")
+        runs = {
+            "sqlite": ["-p", f"store.options.path={results}/bg.sqlite"],
+            "postgres": ["-p", f"store.options.dsn={new_database(pg)}"],
+            "casql": ["-p", f"store.options.dsn={new_database(pg)}",
+                      "-p", f"store.options.memcached=127.0.0.1:{mc['port']}"],
+            "mongodb": ["-p", f"store.options.uri=mongodb://127.0.0.1:{mongo['port']}",
+                        "-p", f"store.options.server_name={mongo['name']}"],
+        }  # fmt: skip
+        for store, opts in runs.items():
+            s = bgbench(
+                "rate", "--store", store, "--mix", "low", "--objective", "soar",
+                "--delta-search", "3", "--delta", "6", "--results", results, *opts,
+            )  # fmt: skip
+            label = store if store != "mongodb" else f"mongodb ({mongo['name']})"
+            print(f"{label:>28} {s['soar']:>10,.0f} {s['soar_threads']:>6} "
+                  f"{s['experiments_unique']:>11}", flush=True)  # fmt: skip
+    finally:
+        servers.stop(mongo_dir)
+
+
 def main() -> None:
-    wanted = sys.argv[1:] or ["figure11", "figure6", "figure3"]
+    wanted = sys.argv[1:] or ["figure11", "figure6", "figure3", "stores"]
     with tempfile.TemporaryDirectory() as tmp:
         pg_dir, mc_dir = Path(tmp) / "pg", Path(tmp) / "mc"
         pg, mc = servers.start("postgres", pg_dir), servers.start("memcached", mc_dir)
