@@ -64,11 +64,12 @@ def start_postgres(directory: Path, port: int | None = None) -> dict:
     port = port or free_port()
     data = directory / "pgdata"
     directory.mkdir(parents=True, exist_ok=True)
-    for parent in [directory, *directory.parents]:  # user postgres must reach the data dir
-        if parent != Path("/"):
-            os.chmod(parent, os.stat(parent).st_mode | 0o755)
-    shutil.chown(directory, "postgres", "postgres")
     as_pg = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    if as_pg:  # as root, PostgreSQL runs as user postgres, who must reach the data dir
+        for parent in [directory, *directory.parents]:
+            if parent != Path("/"):
+                os.chmod(parent, os.stat(parent).st_mode | 0o755)
+        shutil.chown(directory, "postgres", "postgres")
     if not data.exists():
         subprocess.run(
             [*as_pg, str(PG_BIN / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
