@@ -169,8 +169,14 @@ class LocalAgents:
             env=self.env,
         )
 
-    def respawn_dead(self) -> list[int]:
-        """Start a fresh agent in place of every one that exited; their indexes."""
+    def respawn_dead(self, silent: frozenset[int] = frozenset()) -> list[int]:
+        """Start a fresh agent in place of every one that exited, and of those in `silent`
+        (alive, perhaps still exiting, but not answering: they are killed first)."""
+        for i in silent:
+            p = self.processes[i]
+            if p.poll() is None:
+                p.kill()
+            p.wait(10)
         dead = [i for i, p in enumerate(self.processes) if p.poll() is not None]
         for i in dead:
             self.processes[i] = self._start(i)

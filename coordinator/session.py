@@ -85,7 +85,10 @@ class Target:
         assert self.cluster is not None
         self.cluster.close()
         if self.local is not None and self.local.processes:
-            respawned = self.local.respawn_dead()
+            silent = frozenset(
+                i for i, a in enumerate(self.local.addresses) if not _answers(a, self.creds)
+            )
+            respawned = self.local.respawn_dead(silent)
             if respawned:
                 self.console.print(f"respawned local agents {respawned}")
             addresses = list(self.local.addresses)
