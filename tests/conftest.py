@@ -19,20 +19,22 @@ def _servers_module():
 servers = _servers_module()
 
 
+def _running(kind: str, tmp_path_factory):
+    directory = tmp_path_factory.mktemp(kind)
+    try:
+        yield servers.start(kind, directory)
+    finally:
+        servers.stop(directory)
+
+
 @pytest.fixture(scope="session")
 def postgres_server(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("postgres")
-    info = servers.start("postgres", directory)
-    yield info
-    servers.stop(directory)
+    yield from _running("postgres", tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
 def memcached_server(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("memcached")
-    info = servers.start("memcached", directory)
-    yield info
-    servers.stop(directory)
+    yield from _running("memcached", tmp_path_factory)
 
 
 def fresh_database(postgres_server) -> str:
@@ -48,7 +50,4 @@ def fresh_database(postgres_server) -> str:
 
 @pytest.fixture(scope="session")
 def mongo_wire_server(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("mongo")
-    info = servers.start("mongo-wire", directory)
-    yield info
-    servers.stop(directory)
+    yield from _running("mongo-wire", tmp_path_factory)
