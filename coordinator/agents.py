@@ -1,6 +1,5 @@
 """Reaching worker agents: spawning local ones, and a client with a deadline on every call."""
 
-import contextlib
 import os
 import subprocess
 import sys
@@ -105,10 +104,6 @@ class AgentClient:
         )
         _raise(reply.error, self.address)
         return reply  # type: ignore[no-any-return]
-
-    def shutdown(self) -> None:
-        with contextlib.suppress(grpc.RpcError):
-            self.stub.Shutdown(pb.ShutdownRequest(), timeout=5, metadata=self.metadata)
 
     def close(self) -> None:
         self.channel.close()

@@ -93,12 +93,6 @@ class WriteIndex:
             w_s, w_e, r_s, r_e, times, by_start, start_sorted, longest, open_writes,
         )  # fmt: skip
 
-    def item_writes(self, i: int) -> np.ndarray:
-        """All writes of read i's item, in end order."""
-        lo = self.group_lo[i]
-        hi = np.searchsorted(self.key_by_end, self.r_key[i], side="right")
-        return self.writes[self.by_end[lo:hi]]
-
     def overlapping_writes(self, i: int) -> np.ndarray:
         """Writes of read i's item that overlap it: found in a window of start times, since a
         write of known outcome that started more than `longest` before the read ended before

@@ -94,9 +94,3 @@ def open_log(path: Path) -> np.ndarray:
     if count == 0:
         return np.empty(0, dtype=RECORD_DTYPE)
     return np.memmap(path, dtype=RECORD_DTYPE, mode="r", offset=len(MAGIC), shape=(count,))
-
-
-def read_logs(paths: list[Path]) -> np.ndarray:
-    if not paths:
-        return np.empty(0, dtype=RECORD_DTYPE)
-    return np.concatenate([read_log(p) for p in paths])
