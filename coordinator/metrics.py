@@ -7,14 +7,7 @@ import numpy as np
 from hdrh.histogram import HdrHistogram
 
 from bgbench.coordinator.config import SLAConfig
-
-HIST_LOWEST_US = 1
-HIST_HIGHEST_US = 3_600_000_000
-HIST_DIGITS = 3
-
-
-def new_histogram() -> HdrHistogram:
-    return HdrHistogram(HIST_LOWEST_US, HIST_HIGHEST_US, HIST_DIGITS)
+from bgbench.protos import new_histogram
 
 
 def decode(data: bytes) -> HdrHistogram:

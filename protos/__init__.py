@@ -2,6 +2,19 @@
 
 PROTOCOL_VERSION = 5
 
+# Latency histograms cross the wire HDR-encoded; both sides build them alike so merges
+# are exact: microseconds from 1 to one hour, 3 significant digits.
+HIST_LOWEST_US = 1
+HIST_HIGHEST_US = 3_600_000_000
+HIST_DIGITS = 3
+
+
+def new_histogram():  # -> hdrh.histogram.HdrHistogram
+    from hdrh.histogram import HdrHistogram
+
+    return HdrHistogram(HIST_LOWEST_US, HIST_HIGHEST_US, HIST_DIGITS)
+
+
 # What an agent prints, followed by host:port, once it serves.
 AGENT_READY_LINE = "BGBENCH-AGENT LISTENING "
 

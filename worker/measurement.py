@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from hdrh.histogram import HdrHistogram
 
+from bgbench.protos import HIST_HIGHEST_US, HIST_LOWEST_US, new_histogram
 from bgbench.validation.logformat import LogWriter
 
 ACTION_DTYPE = np.dtype(
@@ -27,14 +28,7 @@ ACTION_DTYPE = np.dtype(
         ("session", "<i8"),
     ]
 )
-HIST_LOWEST_US = 1
-HIST_HIGHEST_US = 3_600_000_000  # one hour
-HIST_DIGITS = 3
 FLUSH_EVERY = 1 << 15
-
-
-def new_histogram() -> HdrHistogram:
-    return HdrHistogram(HIST_LOWEST_US, HIST_HIGHEST_US, HIST_DIGITS)
 
 
 def histogram_of(latencies_ns: np.ndarray) -> HdrHistogram:
