@@ -1,6 +1,9 @@
 """Real servers for the tests, started once per session on loopback through deploy/local/."""
 
 import importlib.util
+import os
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -51,3 +54,38 @@ def fresh_database(postgres_server) -> str:
 @pytest.fixture(scope="session")
 def mongo_wire_server(tmp_path_factory):
     yield from _running("mongo-wire", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def cassandra_server(tmp_path_factory):
+    yield from _running("cassandra", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def hbase_server(tmp_path_factory):
+    yield from _running("hbase", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def riak_url(tmp_path_factory):
+    """A real Riak's HTTP URL from BGBENCH_RIAK_URL, else the loopback Riak *emulator*
+    (tests/riak_emulator.py): no Riak server can be installed on these machines."""
+    if os.environ.get("BGBENCH_RIAK_URL"):
+        yield os.environ["BGBENCH_RIAK_URL"]
+        return
+    port = servers.free_port()
+    log = tmp_path_factory.mktemp("riak-emulator") / "emulator.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.riak_emulator", str(port)],
+            cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        servers.wait_for(
+            lambda: servers.tcp_answers(port, b"GET /ping HTTP/1.0\r\n\r\n", b"HTTP/1.1 200"),
+            "the Riak emulator", 30, alive=lambda: proc.poll() is None,
+        )  # fmt: skip
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(10)

@@ -4,63 +4,39 @@ of its own, for tests, CI and users. Only processes recorded here are ever stopp
     python deploy/local/servers.py start postgres DIR   # prints {"port": ..., "pid": ...}
     python deploy/local/servers.py start memcached DIR
     python deploy/local/servers.py start mongo-wire DIR  # SecantusDB (pip), no mongod here
+    python deploy/local/servers.py start cassandra DIR   # one node (Maven Central jars)
+    python deploy/local/servers.py start cassandra-cluster DIR  # 127.0.0.1, .2 and .3
+    python deploy/local/servers.py start hbase DIR       # standalone + Thrift (happybase)
     python deploy/local/servers.py stop DIR
 
 Installs what is missing from Debian's packages (as root). PostgreSQL refuses to run as
 root: it is initialised and started as user postgres. memcached runs in the foreground
 with its PID recorded (its -d -P pid file is unreliable once it drops privileges).
-Standard library only, so it runs before any virtual environment exists.
+Cassandra and HBase run from jars fetched once from Maven Central (deploy/local/jars/,
+cached in ~/.cache/bgbench/jars) on JDK 17. Standard library only, except that the
+functional readiness probes of Cassandra and HBase use the drivers bgbench installs.
 """
 
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import cassandra_server
+import hbase_server
+from procs import apt, free_port, port_open, stop_pid, tcp_answers, wait_for
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 STATE = "server.json"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _apt(*packages: str) -> None:
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    cmd = ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *packages]
-    if subprocess.run(cmd, env=env, capture_output=True).returncode != 0:
-        subprocess.run(["apt-get", "update", "-qq"], env=env, check=True, capture_output=True)
-        subprocess.run(cmd, env=env, check=True, capture_output=True)
-
-
-def _wait(check, what: str, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.05)
-    raise RuntimeError(f"{what} not ready after {timeout:.0f} s")
-
-
-def _tcp_answers(port: int, send: bytes, expect: bytes) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
-            s.sendall(send)
-            return s.recv(256).startswith(expect)
-    except OSError:
-        return False
-
-
 def start_postgres(directory: Path, port: int | None = None) -> dict:
     if not (PG_BIN / "initdb").exists():
-        _apt("postgresql")
+        apt("postgresql")
     port = port or free_port()
     data = directory / "pgdata"
     directory.mkdir(parents=True, exist_ok=True)
@@ -86,7 +62,7 @@ def start_postgres(directory: Path, port: int | None = None) -> dict:
         check=True, capture_output=True,
     )  # fmt: skip
     pid = int((data / "postmaster.pid").read_text().splitlines()[0])
-    _wait(lambda: _pg_ready(port), "PostgreSQL", 30)
+    wait_for(lambda: _pg_ready(port), "PostgreSQL", 30)
     return {"server": "postgres", "port": port, "pid": pid, "dir": str(directory)}
 
 
@@ -101,7 +77,7 @@ def _pg_ready(port: int) -> bool:
 
 def start_memcached(directory: Path, port: int | None = None, memory_mb: int = 512) -> dict:
     if shutil.which("memcached") is None:
-        _apt("memcached")
+        apt("memcached")
     port = port or free_port()
     directory.mkdir(parents=True, exist_ok=True)
     user = ["-u", "memcache"] if os.geteuid() == 0 else []
@@ -111,7 +87,7 @@ def start_memcached(directory: Path, port: int | None = None, memory_mb: int = 5
          "-c", "4096", *user],
         stdout=log, stderr=log, start_new_session=True,
     )  # fmt: skip
-    _wait(lambda: _tcp_answers(port, b"version\r\n", b"VERSION"), "memcached", 10)
+    wait_for(lambda: tcp_answers(port, b"version\r\n", b"VERSION"), "memcached", 10)
     return {"server": "memcached", "port": port, "pid": proc.pid, "dir": str(directory)}
 
 
@@ -129,17 +105,9 @@ def start_mongo_wire(directory: Path, port: int | None = None) -> dict:
          str(directory / "data"), "--standalone"],
         stdout=log, stderr=log, start_new_session=True,
     )  # fmt: skip
-    _wait(lambda: _tcp_answers(port, b"", b"") or _port_open(port), "SecantusDB", 60)
+    wait_for(lambda: tcp_answers(port, b"", b"") or port_open(port), "SecantusDB", 60)
     return {"server": "mongo-wire", "name": "SecantusDB 0.7.0b3", "port": port,
             "pid": proc.pid, "dir": str(directory)}  # fmt: skip
-
-
-def _port_open(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1):
-            return True
-    except OSError:
-        return False
 
 
 def start(kind: str, directory: Path) -> dict:
@@ -147,6 +115,9 @@ def start(kind: str, directory: Path) -> dict:
         "postgres": start_postgres,
         "memcached": start_memcached,
         "mongo-wire": start_mongo_wire,
+        "cassandra": cassandra_server.start,
+        "cassandra-cluster": lambda d: cassandra_server.start(d, nodes=3),
+        "hbase": hbase_server.start,
     }
     if kind not in starters:
         raise SystemExit(f"unknown server {kind!r}: use {', '.join(starters)}")
@@ -167,29 +138,13 @@ def stop(directory: Path) -> None:
              "-w", "-t", "30", "stop"],
             capture_output=True,
         )  # fmt: skip
+    elif info["server"] == "cassandra":
+        cassandra_server.stop(info)
+    elif info["server"] == "hbase":
+        hbase_server.stop(info)
     else:
-        pid = info["pid"]
-        try:
-            os.kill(pid, signal.SIGTERM)
-            for _ in range(100):
-                if _reaped(pid):
-                    break
-                os.kill(pid, 0)
-                time.sleep(0.05)
-            else:
-                os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        stop_pid(info["pid"])
     state.unlink()
-
-
-def _reaped(pid: int) -> bool:
-    """Reap it if it is our child (a fixture's); False while it runs."""
-    try:
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        return done == pid
-    except ChildProcessError:
-        return False
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ tests/conftest.py through deploy/local/). A binding missing here fails the contr
 suite rather than being skipped.
 """
 
+import os
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -45,10 +46,41 @@ def mongodb_server(tmp: Path, request: pytest.FixtureRequest) -> Iterator[dict]:
     }
 
 
+def cassandra_server(tmp: Path, request: pytest.FixtureRequest) -> Iterator[dict]:
+    server = request.getfixturevalue("cassandra_server")
+    yield {"hosts": server["hosts"], "port": server["port"], "keyspace": _unique("bg")}
+
+
+def hbase_server(tmp: Path, request: pytest.FixtureRequest) -> Iterator[dict]:
+    server = request.getfixturevalue("hbase_server")
+    yield {
+        "port": server["port"],
+        "table_prefix": _unique("bg") + "_",
+        "server_name": server["name"],
+    }
+
+
+def riak_server(tmp: Path, request: pytest.FixtureRequest) -> Iterator[dict]:
+    url = request.getfixturevalue("riak_url")
+    emulated = not os.environ.get("BGBENCH_RIAK_URL")
+    yield {
+        "url": url,
+        "bucket_prefix": _unique("bg") + "_",
+        "server_name": "Riak KV emulator (tests/riak_emulator.py)" if emulated else "Riak KV",
+    }
+
+
+def _unique(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:12]}"
+
+
 SERVERS: dict[str, Callable[[Path, pytest.FixtureRequest], Iterator[dict]]] = {
     "sqlite": sqlite_server,
     "null": null_server,
     "postgres": postgres_server,
     "casql": casql_server,
     "mongodb": mongodb_server,
+    "cassandra": cassandra_server,
+    "hbase": hbase_server,
+    "riak": riak_server,
 }

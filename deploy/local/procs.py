@@ -1,0 +1,150 @@
+"""Process and port helpers shared by the local server starters (standard library only)."""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+JARS = Path(os.environ.get("BGBENCH_JAR_CACHE", Path.home() / ".cache/bgbench/jars"))
+
+
+def free_port(*hosts: str) -> int:
+    """A port free on 127.0.0.1 and on every other loopback address given."""
+    for _ in range(50):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if all(_bindable(h, port) for h in hosts):
+            return port
+    raise RuntimeError(f"no port free on 127.0.0.1 and {', '.join(hosts)}")
+
+
+def _bindable(host: str, port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind((host, port))
+            return True
+        except OSError:
+            return False
+
+
+def apt(*packages: str) -> None:
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    cmd = ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *packages]
+    if subprocess.run(cmd, env=env, capture_output=True).returncode != 0:
+        subprocess.run(["apt-get", "update", "-qq"], env=env, check=True, capture_output=True)
+        subprocess.run(cmd, env=env, check=True, capture_output=True)
+
+
+def wait_for(check: Callable[[], bool], what: str, timeout: float, alive=None) -> None:
+    """Poll `check` until it holds; fail early when `alive` says the server has exited."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        if alive is not None and not alive():
+            raise RuntimeError(f"{what} exited while starting")
+        time.sleep(0.1)
+    raise RuntimeError(f"{what} not ready after {timeout:.0f} s")
+
+
+def tcp_answers(port: int, send: bytes, expect: bytes, host: str = "127.0.0.1") -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1) as s:
+            s.sendall(send)
+            return s.recv(256).startswith(expect)
+    except OSError:
+        return False
+
+
+def port_open(port: int, host: str = "127.0.0.1") -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def fetch_jars(name: str, version: str) -> Path:
+    """The jars of deploy/local/jars/NAME/pom.xml (which pins VERSION), fetched from Maven
+    Central once and cached under ~/.cache/bgbench/jars (BGBENCH_JAR_CACHE) between runs."""
+    pom = Path(__file__).parent / "jars" / name / "pom.xml"
+    lib = JARS / f"{name}-{version}"
+    if (lib / ".complete").exists():
+        return lib
+    if shutil.which("java") is None:
+        apt("openjdk-17-jre-headless")
+    if shutil.which("mvn") is None:
+        apt("maven")
+    lib.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(
+        ["mvn", "-B", "-q", "-f", str(pom), "dependency:copy-dependencies",
+         f"-DoutputDirectory={lib}"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise RuntimeError(f"fetching {name} jars failed: {done.stdout[-2000:]}{done.stderr}")
+    (lib / ".complete").touch()
+    return lib
+
+
+def java() -> str:
+    """JDK 17, which Cassandra 5.0 and HBase 2.6 support (a newer JDK may sit beside it)."""
+    for home in sorted(Path("/usr/lib/jvm").glob("*17*")):
+        if (home / "bin/java").exists():
+            return str(home / "bin/java")
+    if shutil.which("java") is None:
+        apt("openjdk-17-jre-headless")
+    return shutil.which("java") or "java"
+
+
+def spawn(cmd: list[str], directory: Path, log_name: str, env: dict | None = None) -> int:
+    log = open(directory / log_name, "wb")  # noqa: SIM115 - the child owns it
+    proc = subprocess.Popen(
+        cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=directory,
+        env={**os.environ, **(env or {})},
+    )  # fmt: skip
+    return proc.pid
+
+
+def running(pid: int) -> bool:
+    if reaped(pid):
+        return False
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def reaped(pid: int) -> bool:
+    """Reap it if it is our child (a fixture's); False while it runs."""
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        return done == pid
+    except ChildProcessError:
+        return False
+
+
+def stop_pid(pid: int, grace_s: float = 5.0) -> None:
+    """SIGTERM, then SIGKILL after the grace period."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline:
+            if reaped(pid):
+                return
+            os.kill(pid, 0)
+            time.sleep(0.05)
+        os.kill(pid, signal.SIGKILL)
+        for _ in range(100):
+            if reaped(pid):
+                return
+            os.kill(pid, 0)
+            time.sleep(0.05)
+    except ProcessLookupError:
+        pass

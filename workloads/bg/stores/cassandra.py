@@ -1,0 +1,363 @@
+"""Cassandra (cassandra-driver): a query-first design, one partition read per read action.
+
+    member    ((mid), kind, other)  static attrs, pic, tpic, resources;
+                                    rows: a confirmed friend (kind 0) or an inviter (kind 1),
+                                    with that member's attributes and thumbnail copied in
+    wall      ((wall), rid DESC)    creator
+    comment   ((rid), mid)          commenter, content
+
+View Profile reads the member's partition grouped by kind (counts and statics in one
+read); List Friends and View Friend Requests read one clustering slice of it. BG never
+changes a member's attributes, so copying them into friendship rows is safe. A write
+reads the row it changes first and fails when it is absent (BG's writes must match a
+row, as SQL's rowcount tells the other bindings); friendship changes spanning two
+members go in one logged batch. Consistency levels of reads and writes and the
+keyspace's replication factor are settings: they are what a rating of Cassandra is about.
+"""
+
+from typing import Annotated, ClassVar, Literal
+
+from cassandra import ConsistencyLevel, DriverException
+from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, Session
+from cassandra.concurrent import execute_concurrent_with_args
+from cassandra.policies import (
+    DCAwareRoundRobinPolicy,
+    TokenAwarePolicy,
+    WhiteListRoundRobinPolicy,
+)
+from cassandra.query import BatchStatement, BatchType, PreparedStatement
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from bgbench.errors import StoreError
+from bgbench.workloads.bg.config import BGDatabaseConfig
+from bgbench.workloads.bg.generator import CONFIRMED, PENDING, Fragment
+from bgbench.workloads.bg.store import (
+    CommentRow,
+    FragmentContents,
+    MemberRow,
+    Profile,
+    ResourceRow,
+)
+
+Level = Literal["ONE", "TWO", "THREE", "QUORUM", "LOCAL_QUORUM", "EACH_QUORUM", "ALL", "LOCAL_ONE"]
+FRIEND, INVITER = 0, 1  # clustering kinds in a member's partition
+
+
+class CassandraOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    hosts: list[str] = Field(["127.0.0.1"], description="contact points, or one comma list")
+    port: Annotated[int, Field(ge=1, le=65535)] = 9042
+    keyspace: str = Field("bgbench", pattern=r"^[A-Za-z][A-Za-z0-9_]{0,47}$")
+    replication_factor: Annotated[int, Field(ge=1)] = 1
+    read_consistency: Level = "ONE"
+    write_consistency: Level = "ONE"
+    load_concurrency: Annotated[int, Field(ge=1, le=2048)] = 128
+    timeout_s: Annotated[float, Field(gt=0)] = 10.0
+
+    @field_validator("hosts", mode="before")
+    @classmethod
+    def _split(cls, value: object) -> object:
+        return (
+            [h.strip() for h in value.split(",") if h.strip()] if isinstance(value, str) else value
+        )
+
+    @model_validator(mode="after")
+    def _levels(self) -> "CassandraOptions":
+        if self.read_consistency == "EACH_QUORUM":
+            raise ValueError("EACH_QUORUM is for writes only: use QUORUM or LOCAL_QUORUM for reads")
+        return self
+
+
+def _level(name: str) -> int:
+    return int(getattr(ConsistencyLevel, name))
+
+
+class CassandraBinding:
+    name: ClassVar[str] = "cassandra"
+    embedded: ClassVar[bool] = False
+    full_answers: ClassVar[bool] = True
+    can_read_back: ClassVar[bool] = True
+    Options: ClassVar[type[BaseModel]] = CassandraOptions
+
+    def __init__(self, options: CassandraOptions) -> None:
+        self.options = options
+        self.cluster = self._cluster(TokenAwarePolicy(DCAwareRoundRobinPolicy()))
+        self._session: Session | None = None
+        self.statements: Statements | None = None
+
+    def _cluster(self, policy: object) -> Cluster:
+        profile = ExecutionProfile(
+            load_balancing_policy=policy,
+            consistency_level=_level(self.options.read_consistency),
+            request_timeout=self.options.timeout_s,
+        )
+        return Cluster(
+            self.options.hosts, port=self.options.port, protocol_version=5,
+            execution_profiles={EXEC_PROFILE_DEFAULT: profile},
+            connect_timeout=self.options.timeout_s,
+            control_connection_timeout=self.options.timeout_s,
+        )  # fmt: skip
+
+    @property
+    def session(self) -> Session:
+        if self._session is None:
+            try:
+                self._session = self.cluster.connect()
+            except DriverException as exc:
+                where = f"{','.join(self.options.hosts)}:{self.options.port}"
+                raise StoreError(f"cannot reach Cassandra at {where}: {exc}") from None
+        return self._session
+
+    def create_schema(self, db: BGDatabaseConfig) -> None:
+        # DDL from every load process goes to the first contact point only: Cassandra 5.0
+        # can create one table twice with different ids when two coordinators race.
+        ddl = self._cluster(WhiteListRoundRobinPolicy(self.options.hosts[:1]))
+        ks, rf = self.options.keyspace, self.options.replication_factor
+        try:
+            session = ddl.connect()
+            session.execute(
+                f"CREATE KEYSPACE IF NOT EXISTS {ks} WITH replication = "
+                f"{{'class': 'SimpleStrategy', 'replication_factor': {rf}}}"
+            )
+            for table in TABLES:
+                session.execute(table.format(ks=ks))
+            have = ddl.metadata.keyspaces[ks].replication_strategy.replication_factor
+        except DriverException as exc:
+            raise StoreError(f"cannot create the BG schema in Cassandra: {exc}") from None
+        finally:
+            ddl.shutdown()
+        if have != rf:
+            raise StoreError(
+                f"keyspace {ks} has replication factor {have}, the options ask for {rf}: "
+                "drop it or name another keyspace"
+            )
+        self.statements = Statements(self.session, self.options)
+
+    def load_fragment(self, fragment: Fragment) -> None:
+        st = self._ready()
+        members = fragment.members.tolist()
+        rids = fragment.resources[:, 0].tolist()
+        walls = sorted(set(fragment.resources[:, 2].tolist()))
+        rescount = dict.fromkeys(members, 0)
+        for w in fragment.resources[:, 2].tolist():
+            rescount[w] = rescount.get(w, 0) + 1
+        self._all(st.drop_member, [(m,) for m in members])
+        self._all(st.drop_wall, [(w,) for w in walls])
+        self._all(st.drop_comments, [(r,) for r in rids])
+        pic, tpic = fragment.profile_image, fragment.thumbnail
+        attrs = {m: fragment.attributes(m) for m in members}
+        self._all(st.put_member, [(m, attrs[m], pic, tpic, rescount[m]) for m in members])
+        rows = []
+        for inviter, invitee, status in fragment.friendships.tolist():
+            if status == CONFIRMED:
+                rows.append((inviter, FRIEND, invitee, attrs[invitee], tpic))
+                rows.append((invitee, FRIEND, inviter, attrs[inviter], tpic))
+            elif status == PENDING:
+                rows.append((invitee, INVITER, inviter, attrs[inviter], tpic))
+        self._all(st.put_relation, rows)
+        self._all(st.put_resource, [(w, r, c) for r, c, w in fragment.resources.tolist()])
+        self._all(st.put_comment, [(r, m, who, text) for r, m, who, text in fragment.comments()])
+
+    def _all(self, statement: PreparedStatement, rows: list[tuple]) -> None:
+        results = execute_concurrent_with_args(
+            self.session, statement, rows, concurrency=self.options.load_concurrency,
+            raise_on_first_error=False,
+        )  # fmt: skip
+        failed = [r.result_or_exc for r in results if not r.success]
+        if failed:
+            raise StoreError(f"loading into Cassandra: {len(failed)} writes failed: {failed[0]}")
+
+    def read_back(self, fragment: Fragment) -> FragmentContents:
+        st = self._ready()
+        friendships: list[tuple[int, int, int]] = []
+        for m in fragment.members.tolist():
+            for kind, other in self.session.execute(st.relations, (m,)):
+                if kind == FRIEND and m < other:
+                    friendships.append((m, other, CONFIRMED))
+                elif kind == INVITER:
+                    friendships.append((other, m, PENDING))
+        comments = [
+            (rid, mid)
+            for rid in fragment.resources[:, 0].tolist()
+            for (mid,) in self.session.execute(st.comment_ids, (rid,))
+        ]
+        return FragmentContents(friendships, comments)
+
+    def _ready(self) -> "Statements":
+        if self.statements is None:
+            raise StoreError("create_schema must run before connect")
+        return self.statements
+
+    def connect(self) -> "CassandraConnection":
+        return CassandraConnection(self.session, self._ready())
+
+    def describe(self) -> str:
+        version = self.session.execute("SELECT release_version FROM system.local").one()[0]
+        nodes = len(self.cluster.metadata.all_hosts())
+        o = self.options
+        return (
+            f"Cassandra {version} ({nodes} node{'s' * (nodes != 1)}, RF {o.replication_factor}, "
+            f"reads {o.read_consistency}, writes {o.write_consistency})"
+        )
+
+    def counters(self) -> dict[str, int]:
+        return {}
+
+    def close(self) -> None:
+        self.cluster.shutdown()
+
+
+TABLES = [
+    """CREATE TABLE IF NOT EXISTS {ks}.member (
+        mid int, kind tinyint, other int, oattrs list<text>, otpic blob,
+        attrs list<text> static, pic blob static, tpic blob static, resources int static,
+        PRIMARY KEY ((mid), kind, other))""",
+    """CREATE TABLE IF NOT EXISTS {ks}.wall (wall int, rid int, creator int,
+        PRIMARY KEY ((wall), rid)) WITH CLUSTERING ORDER BY (rid DESC)""",
+    """CREATE TABLE IF NOT EXISTS {ks}.comment (rid int, mid int, commenter int, content text,
+        PRIMARY KEY ((rid), mid))""",
+]
+
+
+class Statements:
+    """Every statement, prepared once per load process, with its consistency level."""
+
+    def __init__(self, session: Session, options: CassandraOptions) -> None:
+        ks = options.keyspace
+        read, write = _level(options.read_consistency), _level(options.write_consistency)
+        self.write_level = write
+
+        def prep(cql: str, level: int) -> PreparedStatement:
+            statement = session.prepare(cql.format(ks=ks))
+            statement.consistency_level = level
+            return statement
+
+        self.profile = prep(
+            "SELECT kind, count(other), attrs, pic, resources FROM {ks}.member WHERE mid = ? "
+            "GROUP BY kind",
+            read,
+        )
+        self.members = prep(
+            "SELECT other, oattrs, otpic FROM {ks}.member WHERE mid = ? AND kind = ?", read
+        )
+        self.relation = prep(
+            "SELECT oattrs, otpic, attrs, tpic FROM {ks}.member WHERE mid = ? AND kind = ? "
+            "AND other = ?",
+            read,
+        )
+        self.statics = prep("SELECT attrs, tpic FROM {ks}.member WHERE mid = ? LIMIT 1", read)
+        self.relations = prep("SELECT kind, other FROM {ks}.member WHERE mid = ?", read)
+        self.top_k = prep("SELECT rid, creator FROM {ks}.wall WHERE wall = ? LIMIT ?", read)
+        self.comments = prep("SELECT mid, commenter, content FROM {ks}.comment WHERE rid = ?", read)
+        self.comment_ids = prep("SELECT mid FROM {ks}.comment WHERE rid = ?", read)
+        self.comment = prep("SELECT mid FROM {ks}.comment WHERE rid = ? AND mid = ?", read)
+        self.put_relation = prep(
+            "INSERT INTO {ks}.member (mid, kind, other, oattrs, otpic) VALUES (?, ?, ?, ?, ?)",
+            write,
+        )
+        self.drop_relation = prep(
+            "DELETE FROM {ks}.member WHERE mid = ? AND kind = ? AND other = ?", write
+        )
+        self.put_comment = prep(
+            "INSERT INTO {ks}.comment (rid, mid, commenter, content) VALUES (?, ?, ?, ?)", write
+        )
+        self.drop_comment = prep("DELETE FROM {ks}.comment WHERE rid = ? AND mid = ?", write)
+        # Loading: whole partitions dropped, then written; the driver's client-side
+        # timestamps order the writes after the deletes.
+        self.put_member = prep(
+            "INSERT INTO {ks}.member (mid, attrs, pic, tpic, resources) VALUES (?, ?, ?, ?, ?)",
+            write,
+        )
+        self.put_resource = prep(
+            "INSERT INTO {ks}.wall (wall, rid, creator) VALUES (?, ?, ?)", write
+        )
+        self.drop_member = prep("DELETE FROM {ks}.member WHERE mid = ?", write)
+        self.drop_wall = prep("DELETE FROM {ks}.wall WHERE wall = ?", write)
+        self.drop_comments = prep("DELETE FROM {ks}.comment WHERE rid = ?", write)
+
+
+class CassandraConnection:
+    """A thread's view of the shared session (the driver's session is thread-safe)."""
+
+    def __init__(self, session: Session, statements: Statements) -> None:
+        self.s = session
+        self.st = statements
+
+    def _one(self, statement: PreparedStatement, args: tuple, what: str):  # type: ignore[no-untyped-def]
+        row = self.s.execute(statement, args).one()
+        if row is None:
+            raise StoreError(f"{what}: no matching row")
+        return row
+
+    def _batch(self, *changes: tuple[PreparedStatement, tuple]) -> None:
+        batch = BatchStatement(BatchType.LOGGED, consistency_level=self.st.write_level)
+        for statement, args in changes:
+            batch.add(statement, args)
+        self.s.execute(batch)
+
+    def view_profile(self, requester: int, member: int) -> Profile:
+        rows = self.s.execute(self.st.profile, (member,)).all()
+        if not rows:
+            raise StoreError(f"member {member} not found")
+        counts = {r.kind: r[1] for r in rows}
+        first = rows[0]
+        pending = counts.get(INVITER, 0) if requester == member else None
+        return Profile(member, first.attrs or [], counts.get(FRIEND, 0), first.resources or 0,
+                       pending, first.pic)  # fmt: skip
+
+    def _list(self, member: int, kind: int) -> list[MemberRow]:
+        rows = self.s.execute(self.st.members, (member, kind))
+        return [MemberRow(r.other, r.oattrs or [], r.otpic) for r in rows]
+
+    def list_friends(self, requester: int, member: int) -> list[MemberRow]:
+        return self._list(member, FRIEND)
+
+    def view_friend_requests(self, member: int) -> list[MemberRow]:
+        return self._list(member, INVITER)
+
+    def invite_friend(self, inviter: int, invitee: int) -> None:
+        me = self._one(self.st.statics, (inviter,), f"invite from {inviter}")
+        self.s.execute(self.st.put_relation, (invitee, INVITER, inviter, me.attrs, me.tpic))
+
+    def accept_friend_request(self, inviter: int, invitee: int) -> None:
+        row = self._one(
+            self.st.relation, (invitee, INVITER, inviter), f"accept invitation {inviter}->{invitee}"
+        )
+        st = self.st
+        self._batch(
+            (st.drop_relation, (invitee, INVITER, inviter)),
+            (st.put_relation, (invitee, FRIEND, inviter, row.oattrs, row.otpic)),
+            (st.put_relation, (inviter, FRIEND, invitee, row.attrs, row.tpic)),
+        )
+
+    def reject_friend_request(self, inviter: int, invitee: int) -> None:
+        self._one(
+            self.st.relation, (invitee, INVITER, inviter), f"reject invitation {inviter}->{invitee}"
+        )
+        self.s.execute(self.st.drop_relation, (invitee, INVITER, inviter))
+
+    def thaw_friendship(self, member: int, friend: int) -> None:
+        self._one(self.st.relation, (member, FRIEND, friend), f"thaw friendship {member}-{friend}")
+        self._batch(
+            (self.st.drop_relation, (member, FRIEND, friend)),
+            (self.st.drop_relation, (friend, FRIEND, member)),
+        )
+
+    def view_top_k_resources(self, requester: int, member: int, k: int) -> list[ResourceRow]:
+        rows = self.s.execute(self.st.top_k, (member, k))
+        return [ResourceRow(r.rid, r.creator, member) for r in rows]
+
+    def view_comments(self, requester: int, rid: int) -> list[CommentRow]:
+        rows = self.s.execute(self.st.comments, (rid,))
+        return [CommentRow(rid, r.mid, r.commenter, r.content) for r in rows]
+
+    def post_comment(self, commenter: int, rid: int, mid: int, text: str) -> None:
+        self.s.execute(self.st.put_comment, (rid, mid, commenter, text))
+
+    def delete_comment(self, rid: int, mid: int) -> None:
+        self._one(self.st.comment, (rid, mid), f"comment {rid}/{mid}")
+        self.s.execute(self.st.drop_comment, (rid, mid))
+
+    def close(self) -> None:
+        pass

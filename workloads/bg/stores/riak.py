@@ -1,0 +1,313 @@
+"""Riak KV over its documented HTTP API (httpx): JSON values under plain keys.
+
+    {prefix}member/<mid>    {"attrs", "pic", "resources", "friends": [...], "pending": [...]}
+    {prefix}card/<mid>      {"attrs", "tpic"}: what List Friends shows of a member
+    {prefix}wall/<mid>      [[rid, creator], ...], newest first
+    {prefix}comments/<rid>  {"<mid>": [commenter, text], ...}
+
+Calls used: GET /ping, PUT /types/T/buckets/B/props, GET and PUT
+/types/T/buckets/B/keys/K with r, pr, notfound_ok, basic_quorum (reads) and w, dw, pw
+(writes) as query parameters. A write is a read-modify-write carrying the value's
+X-Riak-Vclock; buckets are made with allow_mult false, so concurrent writers to one key
+resolve by last write wins (a lost update is a real Riak outcome the validator counts).
+
+The `consistency` preset follows the Klein et al. settings: "quorum" (r, w, pr, pw at
+quorum; notfound_ok false) or "noquorum" (r, w at 1, pr, pw at 0; notfound_ok true);
+each quorum option may be set on its own. Not yet run against a real Riak here: no Riak
+server can be installed on these machines; the tests run it against an emulator of these
+calls (tests/riak_emulator.py), or against a real Riak when BGBENCH_RIAK_URL is set.
+"""
+
+import base64
+import json
+from typing import Annotated, Any, ClassVar, Literal
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field
+
+from bgbench.errors import StoreError
+from bgbench.workloads.bg.config import BGDatabaseConfig
+from bgbench.workloads.bg.generator import CONFIRMED, PENDING, Fragment
+from bgbench.workloads.bg.store import (
+    CommentRow,
+    FragmentContents,
+    MemberRow,
+    Profile,
+    ResourceRow,
+)
+
+Quorum = int | Literal["one", "quorum", "all", "default"]
+PRESETS: dict[str, dict[str, Any]] = {
+    "quorum": {"r": "quorum", "w": "quorum", "pr": "quorum", "pw": "quorum",
+               "notfound_ok": False},
+    "noquorum": {"r": 1, "w": 1, "pr": 0, "pw": 0, "notfound_ok": True},
+}  # fmt: skip
+
+
+class RiakOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = "http://127.0.0.1:8098"
+    bucket_type: str = Field("default", pattern=r"^[A-Za-z0-9_-]+$")
+    bucket_prefix: str = Field("bg_", pattern=r"^[A-Za-z0-9_-]{0,40}$")
+    server_name: str = Field("Riak KV", description="what the server is")
+    n_val: Annotated[int, Field(ge=1)] = 3
+    consistency: Literal["quorum", "noquorum"] = "quorum"
+    r: Quorum | None = None
+    w: Quorum | None = None
+    pr: Quorum | None = None
+    pw: Quorum | None = None
+    dw: Quorum | None = None
+    notfound_ok: bool | None = None
+    basic_quorum: bool | None = None
+    pool_max: Annotated[int, Field(ge=1)] = 256
+    timeout_s: Annotated[float, Field(gt=0)] = 10.0
+
+    def read_params(self) -> dict[str, str]:
+        return self._params(("r", "pr", "notfound_ok", "basic_quorum"))
+
+    def write_params(self) -> dict[str, str]:
+        return self._params(("w", "dw", "pw"))
+
+    def _params(self, names: tuple[str, ...]) -> dict[str, str]:
+        preset = PRESETS[self.consistency]
+        out = {}
+        for name in names:
+            value = getattr(self, name)
+            value = preset.get(name) if value is None else value
+            if value is not None:
+                out[name] = str(value).lower()
+        return out
+
+
+class Riak:
+    """The HTTP calls the binding makes, and nothing else."""
+
+    def __init__(self, options: RiakOptions) -> None:
+        self.o = options
+        self.http = httpx.Client(
+            base_url=options.url.rstrip("/"),
+            timeout=options.timeout_s,
+            limits=httpx.Limits(max_connections=options.pool_max),
+        )
+        self.reads, self.writes = options.read_params(), options.write_params()
+
+    def _path(self, bucket: str, key: str = "") -> str:
+        base = f"/types/{self.o.bucket_type}/buckets/{self.o.bucket_prefix}{bucket}"
+        return f"{base}/keys/{key}" if key else base
+
+    def _send(self, method: str, path: str, **kw: Any) -> httpx.Response:
+        try:
+            return self.http.request(method, path, **kw)
+        except httpx.HTTPError as exc:
+            raise StoreError(f"Riak at {self.o.url}: {type(exc).__name__}: {exc}") from None
+
+    def ping(self) -> None:
+        r = self._send("GET", "/ping")
+        if r.status_code != 200:
+            raise StoreError(f"Riak at {self.o.url} answered /ping with {r.status_code}")
+
+    def set_props(self, bucket: str, props: dict) -> None:
+        r = self._send("PUT", self._path(bucket) + "/props", json={"props": props})
+        if r.status_code not in (200, 204):
+            raise StoreError(f"Riak bucket {bucket} props: {r.status_code} {r.text[:200]}")
+
+    def get(self, bucket: str, key: str) -> tuple[Any, str | None]:
+        """The JSON value and its vector clock; (None, None) when not found."""
+        r = self._send("GET", self._path(bucket, key), params=self.reads)
+        if r.status_code == 404:
+            return None, None
+        if r.status_code != 200:
+            raise StoreError(f"Riak GET {bucket}/{key}: {r.status_code} {r.text[:200]}")
+        return r.json(), r.headers.get("x-riak-vclock")
+
+    def put(self, bucket: str, key: str, value: Any, vclock: str | None = None) -> None:
+        headers = {"content-type": "application/json"}
+        if vclock:
+            headers["x-riak-vclock"] = vclock
+        r = self._send(
+            "PUT", self._path(bucket, key), params=self.writes, headers=headers,
+            content=json.dumps(value, separators=(",", ":")),
+        )  # fmt: skip
+        if r.status_code not in (200, 204):
+            raise StoreError(f"Riak PUT {bucket}/{key}: {r.status_code} {r.text[:200]}")
+
+    def close(self) -> None:
+        self.http.close()
+
+
+def _b64(data: bytes | None) -> str | None:
+    return None if data is None else base64.b64encode(data).decode()
+
+
+def _unb64(text: str | None) -> bytes | None:
+    return None if text is None else base64.b64decode(text)
+
+
+class RiakBinding:
+    name: ClassVar[str] = "riak"
+    embedded: ClassVar[bool] = False
+    full_answers: ClassVar[bool] = True
+    can_read_back: ClassVar[bool] = True
+    Options: ClassVar[type[BaseModel]] = RiakOptions
+
+    def __init__(self, options: RiakOptions) -> None:
+        self.options = options
+        self.riak = Riak(options)
+        self.ready = False
+
+    def create_schema(self, db: BGDatabaseConfig) -> None:
+        self.riak.ping()
+        for bucket in ("member", "card", "wall", "comments"):
+            self.riak.set_props(bucket, {"n_val": self.options.n_val, "allow_mult": False})
+        self.ready = True
+
+    def load_fragment(self, fragment: Fragment) -> None:
+        members = fragment.members.tolist()
+        docs = {
+            m: {"attrs": fragment.attributes(m), "pic": _b64(fragment.profile_image),
+                "resources": 0, "friends": [], "pending": []}
+            for m in members
+        }  # fmt: skip
+        walls: dict[int, list[list[int]]] = {m: [] for m in members}
+        for rid, creator, wall in fragment.resources.tolist():
+            docs[wall]["resources"] += 1
+            walls[wall].append([rid, creator])
+        for inviter, invitee, status in fragment.friendships.tolist():
+            if status == CONFIRMED:
+                docs[inviter]["friends"].append(invitee)
+                docs[invitee]["friends"].append(inviter)
+            elif status == PENDING:
+                docs[invitee]["pending"].append(inviter)
+        comments: dict[int, dict[str, list]] = {r: {} for r in fragment.resources[:, 0].tolist()}
+        for rid, mid, who, text in fragment.comments():
+            comments[rid][str(mid)] = [who, text]
+        tpic = _b64(fragment.thumbnail)
+        put = self.riak.put
+        for m in members:  # plain overwrites replace whatever the fragment held
+            put("member", str(m), docs[m])
+            put("card", str(m), {"attrs": docs[m]["attrs"], "tpic": tpic})
+            put("wall", str(m), sorted(walls[m], reverse=True))
+        for rid, cs in comments.items():
+            put("comments", str(rid), cs)
+
+    def read_back(self, fragment: Fragment) -> FragmentContents:
+        friendships: list[tuple[int, int, int]] = []
+        for m in fragment.members.tolist():
+            doc, _ = self.riak.get("member", str(m))
+            if doc is None:
+                raise StoreError(f"member {m} not found")
+            friendships += [(m, f, CONFIRMED) for f in doc["friends"] if m < f]
+            friendships += [(i, m, PENDING) for i in doc["pending"]]
+        comments = []
+        for rid in fragment.resources[:, 0].tolist():
+            cs, _ = self.riak.get("comments", str(rid))
+            comments += [(rid, int(mid)) for mid in cs or {}]
+        return FragmentContents(friendships, comments)
+
+    def connect(self) -> "RiakConnection":
+        if not self.ready:
+            raise StoreError("create_schema must run before connect")
+        return RiakConnection(self.riak)
+
+    def describe(self) -> str:
+        o = self.options
+        quorum = {**o.read_params(), **o.write_params()}
+        settings = ", ".join(f"{k}={v}" for k, v in quorum.items())
+        return f"{o.server_name} at {o.url} (n_val {o.n_val}, {o.consistency}: {settings})"
+
+    def counters(self) -> dict[str, int]:
+        return {}
+
+    def close(self) -> None:
+        self.riak.close()
+
+
+class RiakConnection:
+    def __init__(self, riak: Riak) -> None:
+        self.riak = riak
+
+    def _member(self, m: int) -> tuple[dict, str | None]:
+        doc, vclock = self.riak.get("member", str(m))
+        if doc is None:
+            raise StoreError(f"member {m} not found")
+        return doc, vclock
+
+    def view_profile(self, requester: int, member: int) -> Profile:
+        doc, _ = self._member(member)
+        pending = len(doc["pending"]) if requester == member else None
+        return Profile(member, doc["attrs"], len(doc["friends"]), doc["resources"], pending,
+                       _unb64(doc["pic"]))  # fmt: skip
+
+    def _cards(self, ids: list[int]) -> list[MemberRow]:
+        rows = []
+        for m in ids:
+            card, _ = self.riak.get("card", str(m))
+            if card is None:
+                raise StoreError(f"member {m} not found")
+            rows.append(MemberRow(m, card["attrs"], _unb64(card["tpic"])))
+        return rows
+
+    def list_friends(self, requester: int, member: int) -> list[MemberRow]:
+        return self._cards(self._member(member)[0]["friends"])
+
+    def view_friend_requests(self, member: int) -> list[MemberRow]:
+        return self._cards(self._member(member)[0]["pending"])
+
+    def _change(self, m: int, field: str, add: int | None, remove: int | None, what: str) -> None:
+        doc, vclock = self._member(m)
+        values: list[int] = doc[field]
+        if remove is not None:
+            if remove not in values:
+                raise StoreError(f"{what}: no matching row")
+            values.remove(remove)
+        if add is not None and add not in values:
+            values.append(add)
+        self.riak.put("member", str(m), doc, vclock)
+
+    def invite_friend(self, inviter: int, invitee: int) -> None:
+        self._change(invitee, "pending", inviter, None, f"invite {inviter}->{invitee}")
+
+    def accept_friend_request(self, inviter: int, invitee: int) -> None:
+        what = f"accept invitation {inviter}->{invitee}"
+        doc, vclock = self._member(invitee)
+        if inviter not in doc["pending"]:
+            raise StoreError(f"{what}: no matching row")
+        doc["pending"].remove(inviter)
+        if inviter not in doc["friends"]:
+            doc["friends"].append(inviter)
+        self.riak.put("member", str(invitee), doc, vclock)
+        self._change(inviter, "friends", invitee, None, what)
+
+    def reject_friend_request(self, inviter: int, invitee: int) -> None:
+        what = f"reject invitation {inviter}->{invitee}"
+        self._change(invitee, "pending", None, inviter, what)
+
+    def thaw_friendship(self, member: int, friend: int) -> None:
+        what = f"thaw friendship {member}-{friend}"
+        self._change(member, "friends", None, friend, what)
+        self._change(friend, "friends", None, member, what)
+
+    def view_top_k_resources(self, requester: int, member: int, k: int) -> list[ResourceRow]:
+        wall, _ = self.riak.get("wall", str(member))
+        return [ResourceRow(rid, creator, member) for rid, creator in (wall or [])[:k]]
+
+    def view_comments(self, requester: int, rid: int) -> list[CommentRow]:
+        cs, _ = self.riak.get("comments", str(rid))
+        return [CommentRow(rid, int(mid), who, text) for mid, (who, text) in (cs or {}).items()]
+
+    def post_comment(self, commenter: int, rid: int, mid: int, text: str) -> None:
+        cs, vclock = self.riak.get("comments", str(rid))
+        cs = cs or {}
+        cs[str(mid)] = [commenter, text]
+        self.riak.put("comments", str(rid), cs, vclock)
+
+    def delete_comment(self, rid: int, mid: int) -> None:
+        cs, vclock = self.riak.get("comments", str(rid))
+        if not cs or str(mid) not in cs:
+            raise StoreError(f"comment {rid}/{mid}: no matching row")
+        del cs[str(mid)]
+        self.riak.put("comments", str(rid), cs, vclock)
+
+    def close(self) -> None:
+        pass
