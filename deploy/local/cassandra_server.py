@@ -5,6 +5,7 @@ Each node has its own directory (yaml, data, log). Ready means every node answer
 sees all the others as peers. About 1 GB RSS per node; SIGTERM stops a node in ~6 s.
 """
 
+import logging
 from pathlib import Path
 
 from procs import fetch_jars, free_port, java, running, spawn, stop_pid, wait_for
@@ -127,6 +128,7 @@ def _sees_peers(host: str, port: int, peers: int) -> bool:
             "the Cassandra probe needs cassandra-driver: run from bgbench's venv"
         ) from None
 
+    logging.getLogger("cassandra").setLevel(logging.CRITICAL)  # refusals while it starts
     try:
         only = ExecutionProfile(load_balancing_policy=WhiteListRoundRobinPolicy([host]))
         cluster = Cluster(

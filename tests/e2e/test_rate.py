@@ -195,3 +195,44 @@ def test_mongodb_with_comments_in_their_own_collection(tmp_path, mongo_wire_serv
     r = json.loads(proc.stdout)
     assert {a["action"] for a in r["per_action"]} >= {"PCR", "DCR", "VCR"}
     assert r["unpredictable_reads"] == 0 and r["errors"] == 0
+
+
+def test_a_rating_on_cassandra(tmp_path, cassandra_server):
+    s = _server_rating(
+        tmp_path, "cassandra",
+        ["-p", f"store.options.hosts={','.join(cassandra_server['hosts'])}",
+         "-p", f"store.options.port={cassandra_server['port']}",
+         "-p", "store.options.keyspace=rate_e2e", "-p", "sla.beta_ms=100"],
+    )  # fmt: skip
+    assert s["soar"] > 0 and s["socialites"] >= 1
+    results = [json.loads(r["result_json"]) for r in experiments(tmp_path, s["rating_id"])]
+    assert all(r["store"].startswith("Cassandra 5.0.2 (1 node, RF 1") for r in results)
+    assert all(r["unpredictable_reads"] == 0 for r in results)  # one replica: nothing stale
+
+
+def test_a_rating_on_hbase(tmp_path, hbase_server):
+    s = _server_rating(
+        tmp_path, "hbase",
+        ["-p", f"store.options.port={hbase_server['port']}",
+         "-p", "store.options.table_prefix=rate_e2e_",
+         "-p", f"store.options.server_name={hbase_server['name']}", "-p", "sla.beta_ms=100"],
+    )  # fmt: skip
+    assert s["soar"] > 0 and s["socialites"] >= 1
+    results = [json.loads(r["result_json"]) for r in experiments(tmp_path, s["rating_id"])]
+    assert all(r["store"].startswith("HBase 2.6.1 (Thrift") for r in results)
+    assert all(r["unpredictable_reads"] == 0 for r in results)
+
+
+def test_a_run_on_the_riak_emulator_names_it(tmp_path, riak_url):
+    proc = bgbench(
+        "run", "--store", "riak", "--agents", "1", "--threads", "4", "--duration", "2",
+        "--mix", "sessions", "--users", "200", "--results", str(tmp_path), "--json",
+        "-p", f"store.options.url={riak_url}", "-p", "store.options.consistency=noquorum",
+        "-p", "store.options.server_name=Riak KV emulator",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout)
+    assert r["store"].startswith("Riak KV emulator at http://127.0.0.1:")
+    assert "r=1" in r["store"] and "pr=0" in r["store"] and "notfound_ok=true" in r["store"]
+    assert {a["action"] for a in r["per_action"]} >= {"IF", "AFR", "PCR", "VFR"}
+    assert r["unpredictable_reads"] == 0 and r["errors"] == 0

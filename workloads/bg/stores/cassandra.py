@@ -122,7 +122,10 @@ class CassandraBinding:
             )
             for table in TABLES:
                 session.execute(table.format(ks=ks))
-            have = ddl.metadata.keyspaces[ks].replication_strategy.replication_factor
+            replication = session.execute(
+                "SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = %s", (ks,)
+            ).one()[0]
+            have = int(replication.get("replication_factor", 0))
         except DriverException as exc:
             raise StoreError(f"cannot create the BG schema in Cassandra: {exc}") from None
         finally:
