@@ -77,9 +77,9 @@ def start(directory: Path, nodes: int = 1, heap: str = "1g") -> dict:
     seeds = f"{hosts[0]}:{storage_port}"
     classpath = ":".join(str(j) for j in sorted(lib.glob("*.jar")))
     jamm = next(lib.glob("jamm-*.jar"))
-    pids = []
-    # A fresh cluster with no data: every node may start at once (auto_bootstrap false).
-    for i, host in enumerate(hosts):
+    pids: list[int] = []
+
+    def launch(i: int, host: str) -> None:
         node = directory / f"node{i + 1}"
         node.mkdir(parents=True, exist_ok=True)
         (node / "cassandra.yaml").write_text(_yaml(host, seeds, storage_port, cql_port))
@@ -94,14 +94,24 @@ def start(directory: Path, nodes: int = 1, heap: str = "1g") -> dict:
             "-cp", classpath, "org.apache.cassandra.service.CassandraDaemon",
         ]  # fmt: skip
         pids.append(spawn(cmd, node, "cassandra.log"))
+
+    def ready(host: str, peers: int) -> None:
+        wait_for(
+            lambda: _sees_peers(host, cql_port, peers),
+            f"Cassandra node {host} (logs: {directory}/node*/cassandra.log)",
+            180,
+            alive=lambda: all(running(p) for p in pids),
+        )
+
     try:
-        for host, pid in zip(hosts, pids, strict=True):
-            wait_for(
-                lambda h=host: _sees_peers(h, cql_port, nodes - 1),
-                f"Cassandra node {host} (log: {directory}/node*/cassandra.log)",
-                180,
-                alive=lambda p=pid: running(p),
-            )
+        # The seed first: a node that starts before its seed answers cannot gossip and
+        # exits. Then the others together (a fresh cluster with no data: no bootstrap).
+        launch(0, hosts[0])
+        ready(hosts[0], 0)
+        for i, host in enumerate(hosts[1:], start=1):
+            launch(i, host)
+        for host in hosts:
+            ready(host, nodes - 1)
     except BaseException:
         for pid in pids:
             stop_pid(pid, 10)

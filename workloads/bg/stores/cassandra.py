@@ -15,11 +15,12 @@ members go in one logged batch. Consistency levels of reads and writes and the
 keyspace's replication factor are settings: they are what a rating of Cassandra is about.
 """
 
+import time
 from typing import Annotated, ClassVar, Literal
 
 from cassandra import ConsistencyLevel, DriverException
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, Session
-from cassandra.concurrent import execute_concurrent_with_args
+from cassandra.concurrent import execute_concurrent
 from cassandra.policies import (
     DCAwareRoundRobinPolicy,
     TokenAwarePolicy,
@@ -41,6 +42,7 @@ from bgbench.workloads.bg.store import (
 
 Level = Literal["ONE", "TWO", "THREE", "QUORUM", "LOCAL_QUORUM", "EACH_QUORUM", "ALL", "LOCAL_ONE"]
 FRIEND, INVITER = 0, 1  # clustering kinds in a member's partition
+LOAD_BATCH = 64  # statements per loading batch: below the server's batch size limits
 
 
 class CassandraOptions(BaseModel):
@@ -61,6 +63,11 @@ class CassandraOptions(BaseModel):
         return (
             [h.strip() for h in value.split(",") if h.strip()] if isinstance(value, str) else value
         )
+
+    @field_validator("keyspace")
+    @classmethod
+    def _fold(cls, value: str) -> str:
+        return value.lower()  # as CQL folds an unquoted name
 
     @model_validator(mode="after")
     def _levels(self) -> "CassandraOptions":
@@ -138,38 +145,60 @@ class CassandraBinding:
         self.statements = Statements(self.session, self.options)
 
     def load_fragment(self, fragment: Fragment) -> None:
+        """One unlogged batch per partition (a single mutation on its replicas): the
+        partition's delete, stamped before any of its new rows, then the rows."""
         st = self._ready()
         members = fragment.members.tolist()
-        rids = fragment.resources[:, 0].tolist()
-        walls = sorted(set(fragment.resources[:, 2].tolist()))
-        rescount = dict.fromkeys(members, 0)
-        for w in fragment.resources[:, 2].tolist():
-            rescount[w] = rescount.get(w, 0) + 1
-        self._all(st.drop_member, [(m,) for m in members])
-        self._all(st.drop_wall, [(w,) for w in walls])
-        self._all(st.drop_comments, [(r,) for r in rids])
         pic, tpic = fragment.profile_image, fragment.thumbnail
         attrs = {m: fragment.attributes(m) for m in members}
-        self._all(st.put_member, [(m, attrs[m], pic, tpic, rescount[m]) for m in members])
-        rows = []
+        rescount = dict.fromkeys(members, 0)
+        walls: dict[int, list[tuple]] = {m: [] for m in members}
+        for rid, creator, wall in fragment.resources.tolist():
+            rescount[wall] = rescount.get(wall, 0) + 1
+            walls.setdefault(wall, []).append((wall, rid, creator))
+        partitions: dict[int, list[tuple]] = {
+            m: [(m, attrs[m], pic, tpic, rescount[m])] for m in members
+        }
         for inviter, invitee, status in fragment.friendships.tolist():
             if status == CONFIRMED:
-                rows.append((inviter, FRIEND, invitee, attrs[invitee], tpic))
-                rows.append((invitee, FRIEND, inviter, attrs[inviter], tpic))
+                partitions[inviter].append((inviter, FRIEND, invitee, attrs[invitee], tpic))
+                partitions[invitee].append((invitee, FRIEND, inviter, attrs[inviter], tpic))
             elif status == PENDING:
-                rows.append((invitee, INVITER, inviter, attrs[inviter], tpic))
-        self._all(st.put_relation, rows)
-        self._all(st.put_resource, [(w, r, c) for r, c, w in fragment.resources.tolist()])
-        self._all(st.put_comment, [(r, m, who, text) for r, m, who, text in fragment.comments()])
-
-    def _all(self, statement: PreparedStatement, rows: list[tuple]) -> None:
-        results = execute_concurrent_with_args(
-            self.session, statement, rows, concurrency=self.options.load_concurrency,
+                partitions[invitee].append((invitee, INVITER, inviter, attrs[inviter], tpic))
+        comments: dict[int, list[tuple]] = {r: [] for r in fragment.resources[:, 0].tolist()}
+        for rid, mid, who, text in fragment.comments():
+            comments[rid].append((rid, mid, who, text))
+        now = int(time.time() * 1e6)
+        batches = []
+        for m, rows in partitions.items():
+            batches += self._batches(now, (st.wipe_member, m), st.put_member, rows[:1],
+                                     st.put_relation, rows[1:])  # fmt: skip
+        for w, rows in walls.items():
+            batches += self._batches(now, (st.wipe_wall, w), st.put_resource, rows)
+        for rid, rows in comments.items():
+            batches += self._batches(now, (st.wipe_comments, rid), st.put_comment, rows)
+        results = execute_concurrent(
+            self.session, batches, concurrency=self.options.load_concurrency,
             raise_on_first_error=False,
         )  # fmt: skip
         failed = [r.result_or_exc for r in results if not r.success]
         if failed:
             raise StoreError(f"loading into Cassandra: {len(failed)} writes failed: {failed[0]}")
+
+    def _batches(self, now: int, wipe: tuple, *puts: object) -> list[tuple]:
+        """The partition's delete stamped now-1 and its rows (stamped by the driver when
+        sent, so later), LOAD_BATCH to a batch; `puts` alternates a statement and its rows."""
+        level = _level(self.options.write_consistency)
+        statements = [(wipe[0], (now - 1, wipe[1]))]
+        for statement, rows in zip(puts[::2], puts[1::2], strict=True):
+            statements += [(statement, row) for row in rows]  # type: ignore[attr-defined]
+        out = []
+        for lo in range(0, len(statements), LOAD_BATCH):
+            batch = BatchStatement(BatchType.UNLOGGED, consistency_level=level)
+            for statement, args in statements[lo : lo + LOAD_BATCH]:
+                batch.add(statement, args)
+            out.append((batch, ()))
+        return out
 
     def read_back(self, fragment: Fragment) -> FragmentContents:
         st = self._ready()
@@ -266,8 +295,6 @@ class Statements:
             "INSERT INTO {ks}.comment (rid, mid, commenter, content) VALUES (?, ?, ?, ?)", write
         )
         self.drop_comment = prep("DELETE FROM {ks}.comment WHERE rid = ? AND mid = ?", write)
-        # Loading: whole partitions dropped, then written; the driver's client-side
-        # timestamps order the writes after the deletes.
         self.put_member = prep(
             "INSERT INTO {ks}.member (mid, attrs, pic, tpic, resources) VALUES (?, ?, ?, ?, ?)",
             write,
@@ -275,9 +302,9 @@ class Statements:
         self.put_resource = prep(
             "INSERT INTO {ks}.wall (wall, rid, creator) VALUES (?, ?, ?)", write
         )
-        self.drop_member = prep("DELETE FROM {ks}.member WHERE mid = ?", write)
-        self.drop_wall = prep("DELETE FROM {ks}.wall WHERE wall = ?", write)
-        self.drop_comments = prep("DELETE FROM {ks}.comment WHERE rid = ?", write)
+        self.wipe_member = prep("DELETE FROM {ks}.member USING TIMESTAMP ? WHERE mid = ?", write)
+        self.wipe_wall = prep("DELETE FROM {ks}.wall USING TIMESTAMP ? WHERE wall = ?", write)
+        self.wipe_comments = prep("DELETE FROM {ks}.comment USING TIMESTAMP ? WHERE rid = ?", write)
 
 
 class CassandraConnection:
