@@ -8,6 +8,7 @@ of its own, for tests, CI and users. Only processes recorded here are ever stopp
     python deploy/local/servers.py start cassandra-cluster DIR  # 127.0.0.1, .2 and .3
     python deploy/local/servers.py start hbase DIR       # standalone + Thrift (happybase)
     python deploy/local/servers.py stop DIR
+    python deploy/local/servers.py fetch cassandra hbase  # only fetch (and cache) the jars
 
 Installs what is missing from Debian's packages (as root). PostgreSQL refuses to run as
 root: it is initialised and started as user postgres. memcached runs in the foreground
@@ -28,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import cassandra_server
 import hbase_server
-from procs import apt, free_port, port_open, stop_pid, tcp_answers, wait_for
+from procs import apt, fetch_jars, free_port, port_open, stop_pid, tcp_answers, wait_for
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 STATE = "server.json"
@@ -150,6 +151,12 @@ def stop(directory: Path) -> None:
 if __name__ == "__main__":
     if len(sys.argv) == 4 and sys.argv[1] == "start":
         print(json.dumps(start(sys.argv[2], Path(sys.argv[3]).resolve())))
+    elif len(sys.argv) >= 3 and sys.argv[1] == "fetch":
+        versions = {"cassandra": cassandra_server.VERSION, "hbase": hbase_server.VERSION}
+        for name in sys.argv[2:]:
+            if name not in versions:
+                raise SystemExit(f"unknown jars {name!r}: use {', '.join(versions)}")
+            print(fetch_jars(name, versions[name]))
     elif len(sys.argv) == 3 and sys.argv[1] == "stop":
         stop(Path(sys.argv[2]).resolve())
     else:

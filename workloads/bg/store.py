@@ -149,5 +149,6 @@ def _first_error(exc: Exception) -> str:
     if callable(errors):
         first = errors()[0]
         field = ".".join(str(p) for p in first.get("loc", ()))
-        return f"options.{field}: {first.get('msg')}"
+        msg = str(first.get("msg", "")).removeprefix("Value error, ")
+        return f"options.{field}: {msg}" if field else f"options: {msg}"
     return str(exc)

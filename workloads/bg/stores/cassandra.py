@@ -19,7 +19,13 @@ import time
 from typing import Annotated, ClassVar, Literal
 
 from cassandra import ConsistencyLevel, DriverException
-from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, Session
+from cassandra.cluster import (
+    EXEC_PROFILE_DEFAULT,
+    Cluster,
+    ExecutionProfile,
+    NoHostAvailable,
+    Session,
+)
 from cassandra.concurrent import execute_concurrent
 from cassandra.policies import (
     DCAwareRoundRobinPolicy,
@@ -111,7 +117,7 @@ class CassandraBinding:
         if self._session is None:
             try:
                 self._session = self.cluster.connect()
-            except DriverException as exc:
+            except (DriverException, NoHostAvailable) as exc:
                 where = f"{','.join(self.options.hosts)}:{self.options.port}"
                 raise StoreError(f"cannot reach Cassandra at {where}: {exc}") from None
         return self._session
@@ -133,8 +139,11 @@ class CassandraBinding:
                 "SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = %s", (ks,)
             ).one()[0]
             have = int(replication.get("replication_factor", 0))
-        except DriverException as exc:
-            raise StoreError(f"cannot create the BG schema in Cassandra: {exc}") from None
+        except (DriverException, NoHostAvailable) as exc:
+            where = f"{','.join(self.options.hosts)}:{self.options.port}"
+            raise StoreError(
+                f"cannot create the BG schema in Cassandra at {where}: {exc}"
+            ) from None
         finally:
             ddl.shutdown()
         if have != rf:

@@ -23,7 +23,7 @@ import json
 from typing import Annotated, Any, ClassVar, Literal
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from bgbench.errors import StoreError
 from bgbench.workloads.bg.config import BGDatabaseConfig
@@ -36,7 +36,20 @@ from bgbench.workloads.bg.store import (
     ResourceRow,
 )
 
-Quorum = int | Literal["one", "quorum", "all", "default"]
+QUORUM_WORDS = ("one", "quorum", "all", "default")
+
+
+def _quorum(value: object) -> int | str:
+    """A Riak quorum value: a replica count or one of its words."""
+    text = str(value).strip().lower()
+    if text.isdigit():
+        return int(text)
+    if text in QUORUM_WORDS:
+        return text
+    raise ValueError(f"{value!r} is not a quorum value: use a count or one, quorum, all, default")
+
+
+Quorum = Annotated[int | str, BeforeValidator(_quorum)]
 PRESETS: dict[str, dict[str, Any]] = {
     "quorum": {"r": "quorum", "w": "quorum", "pr": "quorum", "pw": "quorum",
                "notfound_ok": False},
