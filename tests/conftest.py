@@ -67,12 +67,17 @@ def hbase_server(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def riak_url(tmp_path_factory):
-    """A real Riak's HTTP URL from BGBENCH_RIAK_URL, else the loopback Riak *emulator*
-    (tests/riak_emulator.py): no Riak server can be installed on these machines."""
+def riak_url(request):
+    """A real Riak's HTTP URL from BGBENCH_RIAK_URL, else the loopback Riak *emulator*:
+    no Riak server can be installed on these machines."""
     if os.environ.get("BGBENCH_RIAK_URL"):
-        yield os.environ["BGBENCH_RIAK_URL"]
-        return
+        return os.environ["BGBENCH_RIAK_URL"]
+    return request.getfixturevalue("riak_emulator")
+
+
+@pytest.fixture(scope="session")
+def riak_emulator(tmp_path_factory):
+    """tests/riak_emulator.py in a process of its own on loopback; its base URL."""
     port = servers.free_port()
     log = tmp_path_factory.mktemp("riak-emulator") / "emulator.log"
     with open(log, "wb") as out:
