@@ -14,37 +14,11 @@ stopped at the end. Ratings search at 3 s per experiment with a 6 s final one: t
 not the paper's hour-long figures.
 """
 
-import importlib.util
-import json
-import subprocess
 import sys
 import tempfile
-import uuid
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("servers", ROOT / "deploy/local/servers.py")
-servers = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(servers)
-
-
-def bgbench(*args: str) -> dict:
-    proc = subprocess.run(
-        [sys.executable, "-m", "bgbench", *args, "--json"], capture_output=True, text=True
-    )
-    if proc.returncode != 0:
-        raise SystemExit(proc.stderr)
-    return json.loads(proc.stdout)  # type: ignore[no-any-return]
-
-
-def new_database(pg: dict) -> str:
-    import psycopg
-
-    name = "bg_" + uuid.uuid4().hex[:10]
-    base = f"host=127.0.0.1 port={pg['port']} user=postgres"
-    with psycopg.connect(f"{base} dbname=postgres", autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    return f"{base} dbname={name}"
+from harness import bgbench, new_database, servers
 
 
 def figure11(pg: dict, mc: dict, results: str) -> None:

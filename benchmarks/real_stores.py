@@ -18,29 +18,14 @@ stopped at the end; the 3-node cluster needs about 3 GB of memory.
 """
 
 import argparse
-import importlib.util
 import json
 import sqlite3
-import subprocess
-import sys
 import tempfile
-import uuid
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("servers", ROOT / "deploy/local/servers.py")
-servers = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(servers)
+from harness import bgbench, new_database, servers
+
 SETTINGS = {"ONE/ONE": "ONE", "QUORUM/QUORUM": "QUORUM"}
-
-
-def bgbench(*args: str) -> dict:
-    proc = subprocess.run(
-        [sys.executable, "-m", "bgbench", *args, "--json"], capture_output=True, text=True
-    )
-    if proc.returncode != 0:
-        raise SystemExit(proc.stderr)
-    return json.loads(proc.stdout)  # type: ignore[no-any-return]
 
 
 def experiments(results: str, rating_id: str) -> list[dict]:
@@ -151,16 +136,6 @@ def soar(tmp: Path, args: argparse.Namespace) -> None:
     finally:
         for kind in started:
             servers.stop(tmp / kind)
-
-
-def new_database(pg: dict) -> str:
-    import psycopg
-
-    name = "bg_" + uuid.uuid4().hex[:10]
-    base = f"host=127.0.0.1 port={pg['port']} user=postgres"
-    with psycopg.connect(f"{base} dbname=postgres", autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    return f"{base} dbname={name}"
 
 
 def main() -> None:
