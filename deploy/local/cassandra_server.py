@@ -8,7 +8,7 @@ sees all the others as peers. About 1 GB RSS per node; SIGTERM stops a node in ~
 import logging
 from pathlib import Path
 
-from procs import fetch_jars, free_port, java, running, spawn, stop_pid, wait_for
+from procs import bindable, fetch_jars, free_port, java, running, spawn, stop_pid, wait_for
 
 VERSION = "5.0.2"
 # From upstream's conf/jvm17-server.options (JPMS openings and netty settings).
@@ -71,6 +71,8 @@ def start(directory: Path, nodes: int = 1, heap: str = "1g") -> dict:
     lib = fetch_jars("cassandra", VERSION)
     hosts = [f"127.0.0.{i + 1}" for i in range(nodes)]
     storage_port = free_port(*hosts)
+    while not all(bindable(h, storage_port + 1) for h in ["127.0.0.1", *hosts]):
+        storage_port = free_port(*hosts)  # its ssl_storage_port, one above, must be free too
     cql_port = free_port(*hosts)
     while cql_port in (storage_port, storage_port + 1):
         cql_port = free_port(*hosts)

@@ -18,12 +18,12 @@ def free_port(*hosts: str) -> int:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = int(s.getsockname()[1])
-        if all(_bindable(h, port) for h in hosts):
+        if all(bindable(h, port) for h in hosts):
             return port
     raise RuntimeError(f"no port free on 127.0.0.1 and {', '.join(hosts)}")
 
 
-def _bindable(host: str, port: int) -> bool:
+def bindable(host: str, port: int) -> bool:
     with socket.socket() as s:
         try:
             s.bind((host, port))
