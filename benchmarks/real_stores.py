@@ -40,6 +40,11 @@ def experiments(results: str, rating_id: str) -> list[dict]:
     return [json.loads(r[0]) for r in rows]
 
 
+def client_cpu(result: dict) -> float:
+    """The busiest load process's CPU, % of one core: is the client the bottleneck?"""
+    return max(a["cpu_percent"] for a in result["agents"])
+
+
 def cassandra_options(server: dict, level: str, keyspace: str, rf: int) -> list[str]:
     return [
         "-p", f"store.options.hosts={','.join(server['hosts'])}",
@@ -77,7 +82,8 @@ def consistency(tmp: Path, args: argparse.Namespace) -> None:
         print(f"\nFixed T={args.threads}, {args.duration:.0f} s each, alternating, "
               f"{args.repeats} of each")  # fmt: skip
         print(f"{'writes/reads':>14} {'actions/s':>10} {'p95 ms':>7} {'reads':>9} "
-              f"{'unpredictable':>13} {'%':>8} {'lag p50 ms':>10} {'lag max ms':>10}")  # fmt: skip
+              f"{'unpredictable':>13} {'%':>8} {'lag p50 ms':>10} {'lag max ms':>10} "
+              f"{'client CPU %':>12}")  # fmt: skip
         totals: dict[str, list[dict]] = {label: [] for label in SETTINGS}
         for _ in range(args.repeats):
             for label, level in SETTINGS.items():
@@ -91,7 +97,7 @@ def consistency(tmp: Path, args: argparse.Namespace) -> None:
                 print(f"{label:>14} {r['actions_per_s']:>10,.0f} {r['overall']['p95_ms']:>7.1f} "
                       f"{r['reads']:>9,} {r['unpredictable_reads']:>13,} "
                       f"{r['unpredictable_percent']:>8.4f} {lag['p50_ms']:>10.2f} "
-                      f"{lag['max_ms']:>10.2f}", flush=True)  # fmt: skip
+                      f"{lag['max_ms']:>10.2f} {client_cpu(r):>12.0f}", flush=True)  # fmt: skip
         print("\nMeans over the fixed-T runs")
         base = None
         for label, runs in totals.items():
