@@ -6,10 +6,11 @@ hands out.
     .venv/bin/python benchmarks/real_stores.py soar          # 1-node Cassandra, HBase, PostgreSQL
 
 - consistency: on Cassandra 127.0.0.1-3 with replication factor 3, the 10%-write mix
-  (`high`) with (a) writes ONE / reads ONE and (b) QUORUM / QUORUM: a SoAR rating of each
-  (search 5 s, final 10 s), then REPEATS fixed-T runs of each, alternating (a) and (b) so
-  drift hits both alike. Prints throughput, the validator's unpredictable reads and the
-  lag of the stale reads (how long before the read the write it missed had completed).
+  (`high`) with (a) writes ONE / reads ONE and (b) QUORUM / QUORUM: a rating of each
+  (a 30 s warm-up at T=8, search 5 s, final 10 s), then REPEATS fixed-T runs of each,
+  alternating (a) and (b) so drift hits both alike. Prints throughput, the validator's
+  unpredictable reads, the lag of the stale reads (how long before the read the write
+  it missed had completed) and the load process's CPU.
 - soar: SoAR of 1-node Cassandra, HBase and PostgreSQL at one setting (`low` mix, 1,000
   members, 2 agents, SoAR search 3 s, final 6 s), as benchmarks/paper_effects.py stores.
 
@@ -70,7 +71,7 @@ def consistency(tmp: Path, args: argparse.Namespace) -> None:
         for label, level in SETTINGS.items():
             s = bgbench(
                 "rate", *common, "--agents", "1", "--delta-search", "5", "--delta", "10",
-                "--max-threads", "128",
+                "--max-threads", "128", "--warmup", "30",
                 *cassandra_options(server, level, f"rate_{level.lower()}", 3),
             )  # fmt: skip
             runs = experiments(results, s["rating_id"])

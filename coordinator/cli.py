@@ -138,6 +138,9 @@ def rate(
     ] = None,
     t0: Annotated[int | None, typer.Option(help="first thread count")] = None,
     max_threads: Annotated[int | None, typer.Option(help="highest T tried")] = None,
+    warmup: Annotated[
+        float | None, typer.Option(help="run unrated for S seconds before the search")
+    ] = None,
     state: Annotated[str | None, typer.Option(help="carry, reload or readback")] = None,
     agents: AgentsFlag = None,
     processes: ProcessesFlag = None,
@@ -168,6 +171,7 @@ def rate(
                 "sla.delta_search_s": delta_search,
                 "rating.t0": t0,
                 "rating.max_threads": max_threads,
+                "rating.warmup_s": warmup,
                 "rating.state": state,
             }
         )

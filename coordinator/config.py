@@ -136,6 +136,12 @@ class RatingConfig(BaseModel):
         "both", description="what to search for (exhaustive: T = T0, T0+1, ... for both)"
     )
     t0: Annotated[int, Field(ge=1, description="first thread count")] = 1
+    warmup_s: Annotated[
+        float,
+        Field(ge=0, description="before the search, run unrated for this long (a JVM store's "
+              "JIT and caches warm up); 0: no warm-up"),
+    ] = 0.0  # fmt: skip
+    warmup_threads: Annotated[int, Field(ge=1, description="T of the warm-up run")] = 8
     max_threads: Annotated[
         int | None, Field(ge=1, description="highest T tried (default: usercount)")
     ] = None

@@ -80,26 +80,39 @@ class Rating:
 
             def experiment(threads: int) -> Outcome:
                 exp_id = f"{self.rating_id}-T{threads}-{duration:g}s"
-                result = self.run(threads, duration, exp_id)
-                self.store.add_experiment(self.rating_id, phase, result)
-                if self.on_result:
-                    self.on_result(phase, result)
-                if result.fault:
-                    raise SystemFault(
-                        f"experiment at T={threads} hit an infrastructure failure ({result.fault});"
-                        f" it is recorded as such. Fix the cause, then: bgbench rate --resume "
-                        f"{self.rating_id} --results {self.settings.results_dir}"
-                    )
+                result = self._record(phase, self.run(threads, duration, exp_id))
                 return Outcome(result.passed, result.actions_per_s, reasons_of(result))
 
             self.memos[duration] = Memo(experiment, known=dict(self._known.get(duration, {})))
         return self.memos[duration]
+
+    def _record(self, phase: str, result: ExperimentResult) -> ExperimentResult:
+        self.store.add_experiment(self.rating_id, phase, result)
+        if self.on_result:
+            self.on_result(phase, result)
+        if result.fault:
+            raise SystemFault(
+                f"experiment at T={result.threads} hit an infrastructure failure "
+                f"({result.fault}); it is recorded as such. Fix the cause, then: bgbench rate "
+                f"--resume {self.rating_id} --results {self.settings.results_dir}"
+            )
+        return result
+
+    def _warm_up(self, threads: int, duration: float) -> str:
+        """One unrated run before the search (again on resume: the store may be cold)."""
+        exp_id = f"{self.rating_id}-warmup{self.replayed}-T{threads}"
+        self._record("warmup", self.run(threads, duration, exp_id))
+        return f"warmed up at T={threads} for {duration:g} s first (not rated)"
 
     def execute(self, t_max: int) -> RatingSummary:
         s = self.settings
         ds, df = search_duration(s), final_duration(s)
         objective, t0 = s.rating.objective, min(s.rating.t0, t_max)
         summary = RatingSummary(self.rating_id, objective, s.store.name, ds, df)
+        if s.rating.warmup_s > 0:
+            summary.notes.append(
+                self._warm_up(min(s.rating.warmup_threads, t_max), s.rating.warmup_s)
+            )
         search = self._memo(ds, "search")
         best: tuple[int, Outcome] | None = None
         social: int | None = None

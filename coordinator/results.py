@@ -41,7 +41,7 @@ CREATE TABLE IF NOT EXISTS ratings (
 CREATE TABLE IF NOT EXISTS experiments (
     rating_id TEXT NOT NULL REFERENCES ratings(id),
     seq INTEGER NOT NULL,
-    phase TEXT NOT NULL,           -- search | final
+    phase TEXT NOT NULL,           -- warmup | search | final | retried
     threads INTEGER NOT NULL,
     duration_s REAL NOT NULL,
     status TEXT NOT NULL,          -- passed | failed | fault
@@ -175,10 +175,11 @@ class ResultsStore:
         return [dict(r) for r in rows]
 
     def known_outcomes(self, rating_id: str) -> dict[float, dict[int, Outcome]]:
-        """Finished experiments by duration and T (faults are not outcomes: they rerun)."""
+        """Finished experiments by duration and T (faults are not outcomes: they rerun;
+        warm-ups are not rated)."""
         known: dict[float, dict[int, Outcome]] = {}
         for e in self.experiments(rating_id):
-            if e["status"] == "fault":
+            if e["status"] == "fault" or e["phase"] == "warmup":
                 continue
             known.setdefault(e["duration_s"], {})[e["threads"]] = Outcome(
                 e["status"] == "passed", e["actions_per_s"], e["reasons"]

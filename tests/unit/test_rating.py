@@ -107,6 +107,30 @@ def test_a_resumed_rating_runs_nothing_twice(tmp_path):
     assert any("resumed" in n for n in summary.notes)
 
 
+def test_a_warm_up_runs_first_unrated_and_again_on_resume(tmp_path):
+    s = settings(tmp_path, "model.peak=1e4", "rating.warmup_s=7", "rating.warmup_threads=8")
+    model = ModelStore(s.model, s.sla)
+    calls: list[tuple[int, float]] = []
+
+    def recording(threads, duration, exp_id):
+        calls.append((threads, duration))
+        return model.experiment(threads, duration, exp_id)
+
+    summary, db = rate(s, "W1", recording)
+    assert calls[0] == (8, 7.0)
+    phases = [(e["phase"], e["threads"]) for e in db.experiments("W1")]
+    assert phases[0] == ("warmup", 8)
+    assert ("search", 8) in phases  # T=8 is still measured: the warm-up is no outcome
+    assert any("warmed up at T=8 for 7 s" in n for n in summary.notes)
+    cold, _ = rate(settings(tmp_path / "cold", "model.peak=1e4"), "W2")
+    assert (summary.soar, summary.socialites) == (cold.soar, cold.socialites)
+
+    calls.clear()
+    db.finish_rating("W1", "failed", None, None, None, None, "killed")
+    rate(s, "W1", recording)  # resumed: every rated experiment replays, the warm-up reruns
+    assert calls == [(8, 7.0)]
+
+
 def test_results_export(tmp_path):
     s = settings(tmp_path, "model.peak=1e4")
     _, db = rate(s)
