@@ -49,6 +49,7 @@ from bgbench.workloads.bg.store import (
 Level = Literal["ONE", "TWO", "THREE", "QUORUM", "LOCAL_QUORUM", "EACH_QUORUM", "ALL", "LOCAL_ONE"]
 FRIEND, INVITER = 0, 1  # clustering kinds in a member's partition
 LOAD_BATCH = 64  # statements per loading batch: below the server's batch size limits
+LOAD_ATTEMPTS = 4
 
 
 class CassandraOptions(BaseModel):
@@ -186,13 +187,22 @@ class CassandraBinding:
             batches += self._batches(now, (st.wipe_wall, w), st.put_resource, rows)
         for rid, rows in comments.items():
             batches += self._batches(now, (st.wipe_comments, rid), st.put_comment, rows)
-        results = execute_concurrent(
-            self.session, batches, concurrency=self.options.load_concurrency,
-            raise_on_first_error=False,
-        )  # fmt: skip
-        failed = [r.result_or_exc for r in results if not r.success]
-        if failed:
-            raise StoreError(f"loading into Cassandra: {len(failed)} writes failed: {failed[0]}")
+        concurrency = self.options.load_concurrency
+        for _attempt in range(LOAD_ATTEMPTS):
+            results = execute_concurrent(
+                self.session, batches, concurrency=concurrency, raise_on_first_error=False
+            )
+            errors = [r.result_or_exc for r in results if not r.success]
+            # A busy cluster times writes out; each batch is idempotent (its delete has a
+            # fixed, earlier timestamp), so the failed ones go again, fewer at a time.
+            batches = [b for b, r in zip(batches, results, strict=True) if not r.success]
+            if not batches:
+                return
+            concurrency = max(1, concurrency // 4)
+        raise StoreError(
+            f"loading into Cassandra: {len(errors)} writes still failing after "
+            f"{LOAD_ATTEMPTS} attempts: {errors[0]}"
+        )
 
     def _batches(self, now: int, wipe: tuple, *puts: object) -> list[tuple]:
         """The partition's delete stamped now-1 and its rows (stamped by the driver when
