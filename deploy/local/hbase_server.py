@@ -25,6 +25,15 @@ JVM = [
 ]  # fmt: skip
 
 
+# reload4j (log4j 1.2) finds this on the classpath: INFO to the process's log file.
+LOG4J = """log4j.rootLogger=INFO,out
+log4j.appender.out=org.apache.log4j.ConsoleAppender
+log4j.appender.out.layout=org.apache.log4j.PatternLayout
+log4j.appender.out.layout.ConversionPattern=%d{ISO8601} %-5p [%t] %c{2}: %m%n
+log4j.logger.org.apache.zookeeper=WARN
+"""
+
+
 def _site(data: Path, zk_port: int, master_port: int, rs_port: int) -> str:
     props = {
         "hbase.cluster.distributed": "false",
@@ -43,6 +52,7 @@ def _site(data: Path, zk_port: int, master_port: int, rs_port: int) -> str:
         "hbase.regionserver.port": str(rs_port),
         "hbase.master.info.port": "-1",
         "hbase.regionserver.info.port": "-1",
+        "hbase.thrift.info.port": "-1",  # else a web UI on 0.0.0.0:9095, one per machine
         "hbase.master.wait.on.regionservers.maxtostart": "1",
         "hbase.regionserver.thrift.ipaddress": "127.0.0.1",
     }
@@ -61,6 +71,7 @@ def start(directory: Path, heap: str = "1g") -> dict:
         ports = [free_port() for _ in range(4)]
     zk_port, master_port, rs_port, thrift_port = ports
     (conf / "hbase-site.xml").write_text(_site(directory / "data", zk_port, master_port, rs_port))
+    (conf / "log4j.properties").write_text(LOG4J)
     classpath = ":".join([str(conf), *(str(j) for j in sorted(lib.glob("*.jar")))])
     base = [java(), *JVM, "-cp", classpath, f"-Dhbase.log.dir={directory}"]
     master = spawn(
