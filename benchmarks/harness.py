@@ -1,11 +1,10 @@
-"""What the server benchmarks share: deploy/local/servers.py, `bgbench ... --json` in a
-subprocess, and a fresh PostgreSQL database."""
+"""What the server benchmarks share: deploy/local/servers.py (and its fresh PostgreSQL
+database) and `bgbench ... --json` in a subprocess."""
 
 import importlib.util
 import json
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,12 +22,4 @@ def bgbench(*args: str) -> dict:
     return json.loads(proc.stdout)  # type: ignore[no-any-return]
 
 
-def new_database(pg: dict) -> str:
-    """A new empty database on a running PostgreSQL; its libpq connection string."""
-    import psycopg
-
-    name = "bg_" + uuid.uuid4().hex[:10]
-    base = f"host=127.0.0.1 port={pg['port']} user=postgres"
-    with psycopg.connect(f"{base} dbname=postgres", autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    return f"{base} dbname={name}"
+new_database = servers.new_database

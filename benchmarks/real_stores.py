@@ -20,25 +20,21 @@ stopped at the end; the 3-node cluster needs about 3 GB of memory.
 
 import argparse
 import json
-import sqlite3
 import tempfile
 from pathlib import Path
 
 from harness import bgbench, new_database, servers
 
+from bgbench.coordinator.results import ResultsStore
+
 SETTINGS = {"ONE/ONE": "ONE", "QUORUM/QUORUM": "QUORUM"}
 
 
 def experiments(results: str, rating_id: str) -> list[dict]:
-    """A rating's experiments, from the results store."""
-    db = sqlite3.connect(Path(results) / "bgbench.sqlite")
-    try:
-        rows = db.execute(
-            "SELECT result_json FROM experiments WHERE rating_id = ? ORDER BY seq", (rating_id,)
-        ).fetchall()
-    finally:
-        db.close()
-    return [json.loads(r[0]) for r in rows]
+    """A rating's experiments' results, from the results store."""
+    return [
+        json.loads(e["result_json"]) for e in ResultsStore(Path(results)).experiments(rating_id)
+    ]
 
 
 def client_cpu(result: dict) -> float:

@@ -4,7 +4,6 @@ import importlib.util
 import os
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import pytest
@@ -42,13 +41,7 @@ def memcached_server(tmp_path_factory):
 
 def fresh_database(postgres_server) -> str:
     """A new empty database on the session's server; its libpq connection string."""
-    import psycopg
-
-    name = "bg_" + uuid.uuid4().hex[:12]
-    base = f"host=127.0.0.1 port={postgres_server['port']} user=postgres"
-    with psycopg.connect(f"{base} dbname=postgres", autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    return f"{base} dbname={name}"
+    return servers.new_database(postgres_server)
 
 
 @pytest.fixture(scope="session")

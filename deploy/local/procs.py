@@ -132,19 +132,15 @@ def reaped(pid: int) -> bool:
 
 def stop_pid(pid: int, grace_s: float = 5.0) -> None:
     """SIGTERM, then SIGKILL after the grace period."""
-    try:
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline:
-            if reaped(pid):
-                return
-            os.kill(pid, 0)
+    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + wait_s
+        while running(pid):
+            if time.monotonic() >= deadline:
+                break
             time.sleep(0.05)
-        os.kill(pid, signal.SIGKILL)
-        for _ in range(100):
-            if reaped(pid):
-                return
-            os.kill(pid, 0)
-            time.sleep(0.05)
-    except ProcessLookupError:
-        pass
+        else:
+            return

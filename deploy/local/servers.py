@@ -23,6 +23,7 @@ import os
 import shutil
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -74,6 +75,18 @@ def _pg_ready(port: int) -> bool:
         ).returncode
         == 0
     )
+
+
+def new_database(server: dict) -> str:
+    """A new empty database on a PostgreSQL started here; its libpq connection string."""
+    name = "bg_" + uuid.uuid4().hex[:12]
+    base = f"host=127.0.0.1 port={server['port']} user=postgres"
+    subprocess.run(
+        [str(PG_BIN / "createdb"), "-h", "127.0.0.1", "-p", str(server["port"]), "-U", "postgres",
+         name],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return f"{base} dbname={name}"
 
 
 def start_memcached(directory: Path, port: int | None = None, memory_mb: int = 512) -> dict:

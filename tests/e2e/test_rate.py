@@ -5,10 +5,11 @@ import json
 import os
 import re
 import signal
-import sqlite3
 import subprocess
 import sys
 from collections import Counter
+
+from bgbench.coordinator.results import ResultsStore
 
 BGBENCH = [sys.executable, "-m", "bgbench"]
 EXPERIMENT_LINE = re.compile(r"^\s*(search|final) T=(\d+)")
@@ -29,14 +30,8 @@ def sqlite_rating_args(tmp, *extra: str) -> list[str]:
     ]  # fmt: skip
 
 
-def experiments(tmp, rating_id: str) -> list[sqlite3.Row]:
-    db = sqlite3.connect(tmp / "bgbench.sqlite")
-    db.row_factory = sqlite3.Row
-    rows = db.execute(
-        "SELECT * FROM experiments WHERE rating_id = ? ORDER BY seq", (rating_id,)
-    ).fetchall()
-    db.close()
-    return rows
+def experiments(tmp, rating_id: str) -> list[dict]:
+    return ResultsStore(tmp).experiments(rating_id)
 
 
 def test_a_real_sqlite_rating_through_two_agents(tmp_path):

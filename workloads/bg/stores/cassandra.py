@@ -207,7 +207,7 @@ class CassandraBinding:
     def _batches(self, now: int, wipe: tuple, *puts: object) -> list[tuple]:
         """The partition's delete stamped now-1 and its rows (stamped by the driver when
         sent, so later), LOAD_BATCH to a batch; `puts` alternates a statement and its rows."""
-        level = _level(self.options.write_consistency)
+        level = self._ready().write_level
         statements = [(wipe[0], (now - 1, wipe[1]))]
         for statement, rows in zip(puts[::2], puts[1::2], strict=True):
             statements += [(statement, row) for row in rows]  # type: ignore[attr-defined]
@@ -231,7 +231,7 @@ class CassandraBinding:
         comments = [
             (rid, mid)
             for rid in fragment.resources[:, 0].tolist()
-            for (mid,) in self.session.execute(st.comment_ids, (rid,))
+            for mid, *_ in self.session.execute(st.comments, (rid,))
         ]
         return FragmentContents(friendships, comments)
 
@@ -301,7 +301,6 @@ class Statements:
         self.relations = prep("SELECT kind, other FROM {ks}.member WHERE mid = ?", read)
         self.top_k = prep("SELECT rid, creator FROM {ks}.wall WHERE wall = ? LIMIT ?", read)
         self.comments = prep("SELECT mid, commenter, content FROM {ks}.comment WHERE rid = ?", read)
-        self.comment_ids = prep("SELECT mid FROM {ks}.comment WHERE rid = ?", read)
         self.comment = prep("SELECT mid FROM {ks}.comment WHERE rid = ? AND mid = ?", read)
         self.put_relation = prep(
             "INSERT INTO {ks}.member (mid, kind, other, oattrs, otpic) VALUES (?, ?, ?, ?, ?)",

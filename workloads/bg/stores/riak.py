@@ -267,39 +267,42 @@ class RiakConnection:
     def view_friend_requests(self, member: int) -> list[MemberRow]:
         return self._cards(self._member(member)[0]["pending"])
 
-    def _change(self, m: int, field: str, add: int | None, remove: int | None, what: str) -> None:
+    def _change(
+        self,
+        m: int,
+        what: str,
+        remove: tuple[str, int] | None = None,
+        add: tuple[str, int] | None = None,
+    ) -> None:
+        """One read-modify-write of member m: take a member out of one of her lists (it
+        must be there) and/or put one into a list (once)."""
         doc, vclock = self._member(m)
-        values: list[int] = doc[field]
         if remove is not None:
-            if remove not in values:
+            field, value = remove
+            if value not in doc[field]:
                 raise StoreError(f"{what}: no matching row")
-            values.remove(remove)
-        if add is not None and add not in values:
-            values.append(add)
+            doc[field].remove(value)
+        if add is not None and add[1] not in doc[add[0]]:
+            doc[add[0]].append(add[1])
         self.riak.put("member", str(m), doc, vclock)
 
     def invite_friend(self, inviter: int, invitee: int) -> None:
-        self._change(invitee, "pending", inviter, None, f"invite {inviter}->{invitee}")
+        self._change(invitee, f"invite {inviter}->{invitee}", add=("pending", inviter))
 
     def accept_friend_request(self, inviter: int, invitee: int) -> None:
         what = f"accept invitation {inviter}->{invitee}"
-        doc, vclock = self._member(invitee)
-        if inviter not in doc["pending"]:
-            raise StoreError(f"{what}: no matching row")
-        doc["pending"].remove(inviter)
-        if inviter not in doc["friends"]:
-            doc["friends"].append(inviter)
-        self.riak.put("member", str(invitee), doc, vclock)
-        self._change(inviter, "friends", invitee, None, what)
+        self._change(invitee, what, remove=("pending", inviter), add=("friends", inviter))
+        self._change(inviter, what, add=("friends", invitee))
 
     def reject_friend_request(self, inviter: int, invitee: int) -> None:
-        what = f"reject invitation {inviter}->{invitee}"
-        self._change(invitee, "pending", None, inviter, what)
+        self._change(
+            invitee, f"reject invitation {inviter}->{invitee}", remove=("pending", inviter)
+        )
 
     def thaw_friendship(self, member: int, friend: int) -> None:
         what = f"thaw friendship {member}-{friend}"
-        self._change(member, "friends", None, friend, what)
-        self._change(friend, "friends", None, member, what)
+        self._change(member, what, remove=("friends", friend))
+        self._change(friend, what, remove=("friends", member))
 
     def view_top_k_resources(self, requester: int, member: int, k: int) -> list[ResourceRow]:
         wall, _ = self.riak.get("wall", str(member))
