@@ -1,6 +1,7 @@
 """The `bgbench` command line."""
 
 import json
+import os
 import secrets
 import sys
 import time
@@ -8,14 +9,22 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 
 from bgbench.coordinator import preflight
-from bgbench.coordinator.config import Settings, load_settings, parse_override
+from bgbench.coordinator.config import (
+    Settings,
+    describe_validation_error,
+    load_settings,
+    parse_override,
+    set_path,
+)
 from bgbench.coordinator.experiment import new_experiment_id, save
 from bgbench.coordinator.offline import parse_size, validate_directory, write_per_read
 from bgbench.coordinator.preflight import MODEL_STORE
 from bgbench.coordinator.rating import Rating
+from bgbench.coordinator.redaction import REDACTED, redact_config, redacted_paths
 from bgbench.coordinator.report import (
     experiment_line,
     render,
@@ -110,7 +119,11 @@ def run(
     """Run one experiment at T threads and print every figure."""
     flags = _common_flags(store, threads, duration, agents, processes, mix, users, results)
     settings = _settings(config, param, flags)
+    settings.results_dir = results_path(settings.results_dir)
     threads_n = settings.run.threadcount
+    a = settings.agents
+    if settings.store.name != MODEL_STORE and not a.addresses:
+        preflight.check_threads_cover(threads_n, a.local * a.processes)
     experiment_id = new_experiment_id(threads_n)
     run_dir = settings.results_dir / experiment_id
     with bring_up(settings, run_dir, err) as target:
@@ -154,13 +167,15 @@ def rate(
     param: ParamOption = None,
 ) -> None:
     """Rate a store: SoAR and Socialites against the SLA (search, then a final experiment)."""
-    results_dir = results or Path("results")
     if resume:
-        record = ResultsStore(results_dir).rating(resume)
+        results_dir = results_path(results or Path("results"))
+        store_db = ResultsStore.existing(results_dir)
+        record = store_db.rating(resume)
         if record["status"] == "done":
             raise UserError(f"rating {resume} is finished: see bgbench results show {resume}")
-        settings = Settings.model_validate_json(record["config_json"])
+        settings = resumed_settings(record, _overrides(param), results_dir)
         rating_id = resume
+        go_to_origin(record)
         err.print(f"resuming rating {rating_id} with its recorded settings")
     else:
         flags = _common_flags(store, None, None, agents, processes, mix, users, results)
@@ -176,12 +191,16 @@ def rate(
             }
         )
         settings = _settings(config, param, flags)
+        settings.results_dir = results_path(settings.results_dir)
         preflight.check_before_agents(settings)
         rating_id = new_rating_id()
-    store_db = ResultsStore(settings.results_dir)
-    if not resume:
+        store_db = ResultsStore(settings.results_dir)
         store_db.start_rating(
-            rating_id, settings.rating.objective, settings.store.name, settings.model_dump_json()
+            rating_id,
+            settings.rating.objective,
+            settings.store.name,
+            settings.model_dump_json(),
+            str(Path.cwd()),
         )
     err.print(f"rating {rating_id}: results in {store_db.path}")
     summary = None
@@ -197,7 +216,7 @@ def rate(
                 store_db,
                 lambda phase, r: err.print(experiment_line(phase, r, settings)),
             )
-            summary = rating.execute(target.max_threads())
+            summary = rating.execute(target.max_threads(), target.min_threads())
     except (BGBenchError, KeyboardInterrupt) as exc:
         store_db.finish_rating(rating_id, "failed", None, None, None, None, str(exc))
         raise
@@ -239,7 +258,7 @@ def results_list(
     """List the recorded ratings."""
     if ctx.invoked_subcommand is not None:
         return
-    rows = ResultsStore(results or Path("results")).ratings()
+    rows = ResultsStore.existing(results_path(results or Path("results"))).ratings()
     out.print(render_ratings(rows))
 
 
@@ -249,9 +268,9 @@ def results_show(
     results: ResultsFlag = None,
 ) -> None:
     """One rating and every experiment it ran."""
-    db = ResultsStore(results or Path("results"))
+    db = ResultsStore.existing(results_path(results or Path("results")))
     record = db.rating(rating_id)
-    settings = Settings.model_validate_json(record["config_json"])
+    settings = recorded_settings(record)
     out.print(render_record(record, db.experiments(rating_id), settings))
 
 
@@ -263,9 +282,12 @@ def results_export(
     results: ResultsFlag = None,
 ) -> None:
     """Export a rating's experiments to CSV, JSON or Parquet."""
-    db = ResultsStore(results or Path("results"))
+    db = ResultsStore.existing(results_path(results or Path("results")))
     target = output or Path(f"{rating_id}.{fmt}")
-    n = db.export(rating_id, fmt, target)
+    try:
+        n = db.export(rating_id, fmt, target)
+    except OSError as exc:
+        raise UserError(f"cannot write {target}: {exc.strerror}; choose another --output") from None
     out.print(f"wrote {n} experiments to {target}")
 
 
@@ -327,13 +349,77 @@ def agent(ctx: typer.Context) -> None:
     agent_cli(list(ctx.args))
 
 
+def results_path(path: Path) -> Path:
+    """An absolute results directory (recorded, and printed in resume hints), never a file."""
+    path = path.expanduser().absolute()
+    if path.exists() and not path.is_dir():
+        raise UserError(f"results directory {path} is a file: give --results a directory")
+    return path
+
+
+def resumed_settings(record: dict[str, Any], overrides: list[tuple[str, Any]], results_dir: Path):
+    """A recorded rating's settings. Its secrets were redacted when it was recorded: the
+    token comes from $BGBENCH_TOKEN or -p agents.token, redacted store options from -p;
+    nothing else may change on resume."""
+    data = json.loads(record["config_json"])
+    data = redact_config(data)  # records written before redaction existed hold secrets
+    lost = redacted_paths(data["store"]["options"])
+    if data["agents"].get("token") == REDACTED:
+        data["agents"]["token"] = None  # credentials() falls back to $BGBENCH_TOKEN
+        lost.append("agents.token")
+    allowed = set(lost)
+    for path, value in overrides:
+        if path not in allowed:
+            raise UserError(
+                f"-p {path}: a resumed rating keeps its recorded settings; only its redacted "
+                f"secrets may be given again ({', '.join(sorted(allowed)) or 'it has none'})"
+            )
+        set_path(data, path, value)
+    missing = [p for p in lost if p != "agents.token" and p not in dict(overrides)]
+    if missing:
+        raise UserError(
+            f"rating {record['id']} was recorded with {missing[0]} redacted (a secret is never "
+            f"stored): give it again with -p {missing[0]}=VALUE"
+        )
+    data["results_dir"] = str(results_dir)
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as exc:
+        raise UserError(describe_validation_error(exc)) from None
+
+
+def recorded_settings(record: dict[str, Any]) -> Settings:
+    """A recorded rating's settings for showing (its secrets stay redacted)."""
+    data = json.loads(record["config_json"])
+    if data.get("agents", {}).get("token"):
+        data["agents"]["token"] = None
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as exc:
+        raise UserError(f"rating {record['id']}: {describe_validation_error(exc)}") from None
+
+
+def go_to_origin(record: dict[str, Any]) -> None:
+    """Resume where the rating started, so relative paths in its settings (a SQLite file,
+    TLS files) name the same files they named then."""
+    origin = record.get("cwd")
+    if not origin or Path(origin) == Path.cwd():
+        return
+    if not Path(origin).is_dir():
+        err.print(f"the rating started in {origin}, which is gone: relative paths in its "
+                  f"settings now resolve in {Path.cwd()}")  # fmt: skip
+        return
+    os.chdir(origin)
+    err.print(f"resuming in {origin}, where the rating started")
+
+
 def new_rating_id() -> str:
     return "R" + time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
 
 
 def main() -> None:
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)
     except typer.Abort:
         print("bgbench: aborted", file=sys.stderr)
         sys.exit(130)
@@ -353,3 +439,5 @@ def main() -> None:
     except KeyboardInterrupt:
         print("bgbench: interrupted", file=sys.stderr)
         sys.exit(130)
+    # Without standalone mode, click returns a command's typer.Exit code instead of exiting.
+    sys.exit(code if isinstance(code, int) else 0)

@@ -10,21 +10,38 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 
+from bgbench.coordinator.redaction import REDACTED, redact_options
 from bgbench.errors import UserError
 from bgbench.workloads.bg.config import BGConfig
 
+# Every section refuses unknown keys and non-finite numbers (inf, nan pass JSON and TOML).
+STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
+SEED_LIMIT = 1 << 64  # seeds travel as uint64
+
 
 class StoreConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
 
     name: str = Field("sqlite", description="store binding (see `bgbench stores`)")
     options: dict[str, Any] = Field(default_factory=dict, description="the binding's options")
 
+    @field_serializer("options")
+    def _redact(self, options: dict[str, Any]) -> dict[str, Any]:
+        return redact_options(options)  # passwords in a DSN or URI are never written out
+
 
 class RunConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
 
     threadcount: Annotated[int, Field(ge=1, le=100_000, description="T: threads in all")] = 8
     maxexecutiontime: Annotated[
@@ -33,14 +50,17 @@ class RunConfig(BaseModel):
     operationcount: Annotated[
         int, Field(ge=0, description="stop after this many actions in all (0: no limit)")
     ] = 0
-    seed: int = Field(1, description="seed of the load (socialites, targets, mix)")
+    seed: Annotated[
+        int,
+        Field(ge=0, lt=SEED_LIMIT, description="seed of the load (socialites, targets, mix)"),
+    ] = 1
 
 
 class TLSConfig(BaseModel):
     """The coordinator's side of TLS: the CA that signed the agents' certificates, and a
     client certificate when the agents require one (mutual TLS)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
 
     ca_file: Path = Field(description="CA certificate (PEM) that signed the agents' certificates")
     cert_file: Path | None = Field(None, description="client certificate (PEM), for mutual TLS")
@@ -61,14 +81,16 @@ class TLSConfig(BaseModel):
 
 
 class AgentsConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
 
     addresses: list[str] = Field(
         default_factory=list,
         description="host:port of running agents; none: spawn `local` agents on loopback",
     )
     token: str | None = Field(
-        None, description="shared token every call carries (default: $BGBENCH_TOKEN)"
+        None,
+        description="shared token every call carries (default: $BGBENCH_TOKEN); never "
+        "written out: shown and recorded as ***",
     )
     tls: TLSConfig | None = None
     on_failure: Literal["stop", "retry"] = Field(
@@ -91,6 +113,20 @@ class AgentsConfig(BaseModel):
     )
     start_timeout: Annotated[float, Field(gt=0)] = 60.0
 
+    @field_validator("token")
+    @classmethod
+    def _real_token(cls, token: str | None) -> str | None:
+        if token == REDACTED:
+            raise ValueError(
+                f"{REDACTED} is the redacted token of a recorded rating, not a token: "
+                "set $BGBENCH_TOKEN or agents.token"
+            )
+        return token
+
+    @field_serializer("token")
+    def _redact_token(self, token: str | None) -> str | None:
+        return REDACTED if token else None
+
     @model_validator(mode="after")
     def _one_capacity_each(self) -> "AgentsConfig":
         if self.capacities is not None and len(self.capacities) != self.count:
@@ -109,7 +145,7 @@ class AgentsConfig(BaseModel):
 
 
 class SLAConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
 
     alpha: Annotated[float, Field(gt=0, le=100, description="% of actions within beta")] = 95
     beta_ms: Annotated[float, Field(gt=0, description="latency bound in ms")] = 100
@@ -130,7 +166,7 @@ class SLAConfig(BaseModel):
 
 
 class RatingConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
 
     objective: Literal["both", "soar", "socialites", "exhaustive"] = Field(
         "both", description="what to search for (exhaustive: T = T0, T0+1, ... for both)"
@@ -156,7 +192,7 @@ class RatingConfig(BaseModel):
 class ModelConfig(BaseModel):
     """The simulated store of `--store model`: a formula of T on a virtual clock."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
 
     curve: Literal["quadratic", "sqrt"] = "quadratic"
     peak: Annotated[float, Field(gt=0, description="quadratic: throughput at the vertex")] = 10_000
@@ -176,7 +212,7 @@ class ModelConfig(BaseModel):
 
 
 class Settings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
 
     bg: BGConfig = BGConfig()
     store: StoreConfig = StoreConfig()
@@ -221,9 +257,13 @@ def search_duration(settings: "Settings") -> float:
 
 def read_file(path: Path) -> dict[str, Any]:
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise UserError(f"cannot read config file {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise UserError(
+            f"config file {path} is not UTF-8 text (byte {exc.start}): save it as UTF-8"
+        ) from None
     try:
         if path.suffix in (".yaml", ".yml"):
             data = yaml.safe_load(text) or {}

@@ -57,6 +57,8 @@ class Cluster:
         return cls(clients, caps, layout(slots))
 
     def prepare(self, settings: Settings) -> list[pb.PrepareReply]:
+        """The schema once, by the first agent; then every agent loads its fragments, in
+        parallel: DDL beside a load deadlocks (PostgreSQL) or fails (SQLite)."""
         requests = [
             pb.PrepareRequest(
                 workload="bg",
@@ -65,9 +67,14 @@ class Cluster:
                 store_options_json=json.dumps(settings.store.options),
                 capacities=self.layout.capacities,
                 fragments=frags,
+                phase=pb.PREPARE_LOAD,
             )
             for frags in self.layout.fragments
         ]
+        schema = pb.PrepareRequest()
+        schema.CopyFrom(requests[0])
+        schema.phase = pb.PREPARE_SCHEMA
+        self.clients[0].prepare(schema)
         calls = [lambda c=c, r=r: c.prepare(r) for c, r in zip(self.clients, requests, strict=True)]
         replies = _parallel(calls)
         self.store_description = replies[0].store_description
@@ -270,6 +277,9 @@ def _merge(experiment_id, threads, duration_s, cluster, outcomes, results, valid
     counts: dict[str, list[int]] = {}
     overall = new_histogram()
     faults = []
+    # CPU over the experiment's wall time, not each agent's own: an agent whose threads all
+    # ended early (or that had none) must not report its few ms of work as a busy core.
+    run_elapsed = max((r.elapsed_seconds for r in results), default=0.0)
     for out, res, val in zip(outcomes, results, validations, strict=True):
         agent_hist = new_histogram()
         for stats in res.per_action:
@@ -283,9 +293,7 @@ def _merge(experiment_id, threads, duration_s, cluster, outcomes, results, valid
         overall.add(agent_hist)
         out.actions, out.sessions, out.errors = res.actions, res.sessions, res.errors
         out.elapsed_s = res.elapsed_seconds
-        out.cpu_percent = (
-            100.0 * res.cpu_seconds / res.elapsed_seconds if res.elapsed_seconds else 0
-        )
+        out.cpu_percent = 100.0 * res.cpu_seconds / run_elapsed if run_elapsed else 0.0
         out.load_processes = res.load_processes
         out.saturated, out.embedded_store = res.engine_saturated, res.embedded_store
         out.within_percent = share_within(agent_hist, bound_us)

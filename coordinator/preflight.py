@@ -5,6 +5,8 @@ import subprocess
 import sys
 from importlib.metadata import entry_points
 
+import psutil
+
 from bgbench.coordinator.config import Settings
 from bgbench.coordinator.plan import AgentSlot, layout, split_threads
 from bgbench.errors import UserError
@@ -91,10 +93,76 @@ def check_fit(settings: Settings, processes_per_agent: list[int]) -> None:
         )
 
 
+# What one member costs in a load process (generator plus BG's picture of the fragment),
+# measured with benchmarks-style runs: about 120 B + 170 B per relationship + 300 B per
+# resource; rounded up so the estimate errs on the side of refusing.
+MEMBER_BYTES = 200
+RELATIONSHIP_BYTES = 200
+RESOURCE_BYTES = 320
+COMMENT_BYTES = 16
+COORDINATOR_MEMBER_BYTES = 16  # the fragment layout: a few arrays over all members
+
+
+def bytes_per_member(settings: Settings) -> int:
+    db = settings.bg.database
+    return (
+        MEMBER_BYTES
+        + RELATIONSHIP_BYTES * db.friendcountperuser
+        + db.resourcecountperuser * (RESOURCE_BYTES + COMMENT_BYTES * db.commentcountperresource)
+    )
+
+
+def _gib(n: float) -> str:
+    return f"{n / (1 << 30):.1f} GiB"
+
+
+def check_memory(settings: Settings, host_memory: list[tuple[str, int, float]]) -> None:
+    """Refuse a database the hosts cannot hold, before anything allocates it.
+
+    host_memory: per host, its name, bytes available, and its share of the members.
+    """
+    db = settings.bg.database
+    coordinator_needs = db.usercount * COORDINATOR_MEMBER_BYTES
+    available = psutil.virtual_memory().available
+    if coordinator_needs > available // 2:
+        raise UserError(
+            f"invalid config: bg.database.usercount: {db.usercount:,} members need about "
+            f"{_gib(coordinator_needs)} in the coordinator alone, more than half of the "
+            f"{_gib(available)} available here; lower usercount"
+        )
+    per_member = bytes_per_member(settings)
+    for host, memory, share in host_memory:
+        needs = db.usercount * share * per_member
+        if needs > memory:
+            raise UserError(
+                f"invalid config: bg.database.usercount: {db.usercount:,} members need about "
+                f"{_gib(needs)} on {host} ({per_member:,} B per member with these friend, "
+                f"resource and comment counts), which has {_gib(memory)} available; lower "
+                "usercount or spread it over more agent hosts"
+            )
+
+
+def check_local_memory(settings: Settings) -> None:
+    """Local agents all live on this machine: together they hold every member."""
+    check_memory(settings, [("this machine", psutil.virtual_memory().available, 1.0)])
+
+
+def check_threads_cover(threads: int, fragments: int) -> None:
+    if threads < fragments:
+        raise UserError(
+            f"invalid config: run.threadcount: {threads} threads over {fragments} fragments "
+            "leave a fragment without a thread, and the requests would no longer follow the "
+            f"global Zipfian; use at least {fragments} (or fewer agents or load processes)"
+        )
+
+
 def check_before_agents(settings: Settings) -> None:
     """What can be checked before any agent answers (listed agents' processes are unknown)."""
     if settings.store.name == MODEL_STORE:
         return
     check_store(settings)
     if not settings.agents.addresses:
+        check_local_memory(settings)
         check_fit(settings, [settings.agents.processes] * settings.agents.local)
+    else:
+        check_memory(settings, [])  # the coordinator's own share; agents' after the handshake

@@ -17,7 +17,7 @@ from bgbench.coordinator.search.final import FinalResult, final
 from bgbench.coordinator.search.memo import Memo, Outcome
 from bgbench.coordinator.search.soar import soar
 from bgbench.coordinator.search.socialites import socialites
-from bgbench.errors import SystemFault
+from bgbench.errors import SystemFault, UserError
 
 RunFn = Callable[[int, float, str], ExperimentResult]
 
@@ -74,6 +74,7 @@ class Rating:
         known = store.known_outcomes(rating_id)
         self.replayed = sum(len(v) for v in known.values())
         self._known = known
+        self.floor = 1
 
     def _memo(self, duration: float, phase: str) -> Memo:
         if duration not in self.memos:
@@ -83,7 +84,9 @@ class Rating:
                 result = self._record(phase, self.run(threads, duration, exp_id))
                 return Outcome(result.passed, result.actions_per_s, reasons_of(result))
 
-            self.memos[duration] = Memo(experiment, known=dict(self._known.get(duration, {})))
+            self.memos[duration] = Memo(
+                experiment, known=dict(self._known.get(duration, {})), floor=self.floor
+            )
         return self.memos[duration]
 
     def _record(self, phase: str, result: ExperimentResult) -> ExperimentResult:
@@ -104,15 +107,27 @@ class Rating:
         self._record("warmup", self.run(threads, duration, exp_id))
         return f"warmed up at T={threads} for {duration:g} s first (not rated)"
 
-    def execute(self, t_max: int) -> RatingSummary:
+    def execute(self, t_max: int, t_min: int = 1) -> RatingSummary:
+        """Search T in [t_min, t_max]; t_min is the number of fragments, so that every
+        fragment has a thread in every experiment."""
         s = self.settings
-        ds, df = search_duration(s), final_duration(s)
-        objective, t0 = s.rating.objective, min(s.rating.t0, t_max)
-        summary = RatingSummary(self.rating_id, objective, s.store.name, ds, df)
-        if s.rating.warmup_s > 0:
-            summary.notes.append(
-                self._warm_up(min(s.rating.warmup_threads, t_max), s.rating.warmup_s)
+        if t_min > t_max:
+            raise UserError(
+                f"invalid config: rating.max_threads: {t_max} threads cannot cover {t_min} "
+                "fragments (one thread each at least); raise it or use fewer load processes"
             )
+        self.floor = t_min
+        ds, df = search_duration(s), final_duration(s)
+        objective, t0 = s.rating.objective, max(min(s.rating.t0, t_max), t_min)
+        summary = RatingSummary(self.rating_id, objective, s.store.name, ds, df)
+        if t0 > s.rating.t0:
+            summary.notes.append(
+                f"the search starts at T={t0}, not rating.t0={s.rating.t0}: each of the "
+                f"{t_min} fragments needs a thread, or the load would not follow the Zipfian"
+            )
+        if s.rating.warmup_s > 0:
+            warm = max(min(s.rating.warmup_threads, t_max), t_min)
+            summary.notes.append(self._warm_up(warm, s.rating.warmup_s))
         search = self._memo(ds, "search")
         best: tuple[int, Outcome] | None = None
         social: int | None = None
@@ -138,7 +153,10 @@ class Rating:
                 summary.soar = f.throughput
         if objective in ("both", "socialites", "exhaustive") and social is not None:
             if social == 0:
-                summary.notes.append("one thread already fails the SLA: Socialites is 0")
+                summary.notes.append(
+                    f"T={self.floor} (the fewest that can run) already fails the SLA: "
+                    "Socialites is 0"
+                )
                 summary.socialites = 0
             else:
                 f = self._final(finals, social)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bgbench.coordinator.experiment import ExperimentResult
+from bgbench.coordinator.redaction import redact_config
 from bgbench.coordinator.search.memo import Outcome
 from bgbench.errors import UserError
 
@@ -36,7 +37,8 @@ CREATE TABLE IF NOT EXISTS ratings (
     soar_threads INTEGER,
     socialites INTEGER,
     summary_json TEXT,
-    message TEXT NOT NULL DEFAULT ''
+    message TEXT NOT NULL DEFAULT '',
+    cwd TEXT                       -- where the coordinator started it (relative paths)
 );
 CREATE TABLE IF NOT EXISTS experiments (
     rating_id TEXT NOT NULL REFERENCES ratings(id),
@@ -76,9 +78,25 @@ def reasons_of(result: ExperimentResult) -> str:
 class ResultsStore:
     def __init__(self, results_dir: Path) -> None:
         self.path = results_dir / DB_NAME
-        results_dir.mkdir(parents=True, exist_ok=True)
-        with self._db() as db:
-            db.executescript(SCHEMA)
+        if results_dir.exists() and not results_dir.is_dir():
+            raise UserError(f"results directory {results_dir} is a file: give a directory")
+        try:
+            results_dir.mkdir(parents=True, exist_ok=True)
+            with self._db() as db:
+                db.executescript(SCHEMA)
+                columns = {r["name"] for r in db.execute("PRAGMA table_info(ratings)")}
+                if "cwd" not in columns:  # a results store from before resumes knew it
+                    db.execute("ALTER TABLE ratings ADD COLUMN cwd TEXT")
+        except (OSError, sqlite3.DatabaseError) as exc:
+            raise UserError(f"results store {self.path} cannot be used: {exc}") from None
+
+    @classmethod
+    def existing(cls, results_dir: Path) -> "ResultsStore":
+        """A results store that must already exist (nothing is created looking for one)."""
+        if not (results_dir / DB_NAME).is_file():
+            raise UserError(f"no results store in {results_dir}: give --results the directory "
+                            "the rating was recorded in")  # fmt: skip
+        return cls(results_dir)
 
     @contextmanager
     def _db(self) -> Iterator[sqlite3.Connection]:
@@ -91,12 +109,14 @@ class ResultsStore:
             db.close()
 
     # -- ratings -----------------------------------------------------------------
-    def start_rating(self, rating_id: str, objective: str, store: str, config_json: str) -> None:
+    def start_rating(
+        self, rating_id: str, objective: str, store: str, config_json: str, cwd: str = ""
+    ) -> None:
         with self._db() as db:
             db.execute(
-                "INSERT INTO ratings (id, created, updated, status, objective, store, config_json)"
-                " VALUES (?, ?, ?, 'running', ?, ?, ?)",
-                (rating_id, _now(), _now(), objective, store, config_json),
+                "INSERT INTO ratings (id, created, updated, status, objective, store, config_json,"
+                " cwd) VALUES (?, ?, ?, 'running', ?, ?, ?, ?)",
+                (rating_id, _now(), _now(), objective, store, config_json, cwd or None),
             )
 
     def update_config(self, rating_id: str, config_json: str) -> None:
@@ -192,7 +212,7 @@ class ResultsStore:
         rows = [{k: e[k] for k in EXPERIMENT_COLUMNS} for e in self.experiments(rating_id)]
         if fmt == "json":
             full = dict(rating)
-            full["config"] = json.loads(full.pop("config_json"))
+            full["config"] = redact_config(json.loads(full.pop("config_json")))
             full["hosts"] = json.loads(full.pop("hosts_json"))
             full["versions"] = json.loads(full.pop("versions_json"))
             full["summary"] = json.loads(full.pop("summary_json") or "null")

@@ -36,6 +36,7 @@ class Target:
     def run(self, threads: int, duration_s: float, experiment_id: str) -> ExperimentResult:
         if self.model is not None:
             return self.model.experiment(threads, duration_s, experiment_id)
+        preflight.check_threads_cover(threads, self.min_threads())
         self.rejoin()
         attempt = 0
         while True:
@@ -108,6 +109,14 @@ class Target:
             return self.model.describe()
         assert self.cluster is not None
         return self.cluster.store_description
+
+    def min_threads(self) -> int:
+        """One thread per fragment: with fewer, a fragment idles and the requests no longer
+        follow the global Zipfian."""
+        if self.model is not None:
+            return 1
+        assert self.cluster is not None
+        return sum(f.load_processes for f in self.cluster.facts())
 
     def max_threads(self) -> int:
         if self.settings.rating.max_threads:
@@ -195,6 +204,7 @@ def bring_up(settings: Settings, work_dir: Path, console: Console) -> Iterator[T
         addresses = list(a.addresses)
         console.print(f"connecting to {len(addresses)} agents; store {settings.store.name}")
     else:
+        preflight.check_local_memory(settings)
         preflight.check_fit(settings, [a.processes] * a.local)
         token = secrets.token_urlsafe(24)  # local agents too refuse calls without it
         creds = credentials(settings, token)
@@ -211,7 +221,16 @@ def bring_up(settings: Settings, work_dir: Path, console: Console) -> Iterator[T
             a.capacities = list(cluster.capacities)  # recorded: a resume reuses them
             console.print(f"measured agent capacities: {a.capacities}")
         if a.addresses:
-            preflight.check_fit(settings, [f.load_processes for f in cluster.facts()])
+            facts = cluster.facts()
+            weights = list(cluster.capacities)
+            preflight.check_memory(
+                settings,
+                [
+                    (f"agent {c.address}", f.memory_bytes, w / sum(weights))
+                    for c, f, w in zip(cluster.clients, facts, weights, strict=True)
+                ],
+            )
+            preflight.check_fit(settings, [f.load_processes for f in facts])
         replies = cluster.prepare(settings)
         members = sum(f.members for r in replies for f in r.fragments)
         load_s = max(f.load_seconds for r in replies for f in r.fragments)

@@ -21,7 +21,8 @@ class FinalResult:
         if not self.backed_off:
             return f"final experiment at T={chosen} passed"
         if self.threads == 0:
-            return f"final experiment at T={chosen} failed, and so did every T down to 1"
+            lowest = min(self.tried, default=1)
+            return f"final experiment at T={chosen} failed, and so did every T down to {lowest}"
         return (
             f"final experiment at T={chosen} failed; backed off to T={self.threads} "
             f"after trying {', '.join(map(str, self.tried))}"
@@ -57,5 +58,6 @@ class _Recorded:
         self.run, self.tried = run, tried
 
     def __call__(self, t: int) -> Outcome:
-        self.tried.append(t)
+        if t >= self.run.floor:
+            self.tried.append(t)
         return self.run(t)

@@ -40,10 +40,15 @@ class Memo:
     known: dict[int, Outcome] = field(default_factory=dict)
     requests: list[int] = field(default_factory=list)  # every T asked for, repeats included
     ran: list[int] = field(default_factory=list)  # the Ts actually run by this memo
+    # The lowest T that can run: below it a fragment would get no thread and the load would
+    # no longer follow the global Zipfian. Strategies see such T as failing, unrun.
+    floor: int = 1
 
     def __call__(self, threads: int) -> Outcome:
         if threads < 1:
             raise ValueError(f"thread count must be >= 1, got {threads}")
+        if threads < self.floor:
+            return Outcome(False, 0.0, f"not run: T={threads} is below {self.floor} fragments")
         self.requests.append(threads)
         if threads not in self.known:
             self.known[threads] = self.experiment(threads)

@@ -50,6 +50,23 @@ def run_with_fault(target, s, act, duration=30.0):
     return out["result"], time.monotonic() - acted
 
 
+def kill_once_running(root, experiment_id: str, logs: int, kill) -> threading.Thread:
+    """Kill once every agent's load is under way (its log of the experiment exists): a
+    condition, not a delay, so a busy machine cannot make the kill come before the run."""
+
+    def watch() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if len(list(root.rglob(f"{experiment_id}/log-f*.bglog"))) >= logs:
+                kill()
+                return
+            time.sleep(0.02)
+
+    killer = threading.Thread(target=watch, daemon=True)
+    killer.start()
+    return killer
+
+
 def test_a_killed_agent_is_detected_at_once(tmp_path):
     s = settings(tmp_path)
     with bring_up(s, tmp_path / "w", Console(stderr=True)) as target:
@@ -80,9 +97,9 @@ def test_retry_respawns_a_dead_agent_and_repeats_the_experiment(tmp_path):
         recorded = []
         target.record_fault = recorded.append
         old = target.local.addresses[1]
-        killer = threading.Timer(1.5, target.local.processes[1].kill)
-        killer.start()
-        result = target.run(4, 3.0, f"retry-{time.time()}")
+        exp_id = f"retry-{time.time()}"
+        killer = kill_once_running(tmp_path / "w", exp_id, 2, target.local.processes[1].kill)
+        result = target.run(4, 3.0, exp_id)
         killer.join()
         assert len(recorded) == 1 and old in recorded[0].fault  # the failure, as it was
         assert not result.fault, result.fault  # the retry ran on a fresh agent
@@ -129,9 +146,9 @@ def test_listed_agents_retry_without_the_dead_one_then_it_rejoins(tmp_path):
     )  # fmt: skip
     try:
         with bring_up(s, tmp_path / "w", Console(stderr=True)) as target:
-            killer = threading.Timer(1.5, agents[1].kill)
-            killer.start()
-            result = target.run(4, 3.0, f"listed-{time.time()}")
+            exp_id = f"listed-{time.time()}"
+            killer = kill_once_running(tmp_path, exp_id, 2, agents[1].kill)
+            result = target.run(4, 3.0, exp_id)
             killer.join()
             assert not result.fault
             assert [a.address for a in result.agents] == addresses[:1]  # went on without it

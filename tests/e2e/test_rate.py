@@ -79,7 +79,7 @@ def test_a_killed_rating_resumes_without_repeating_experiments(tmp_path):
                 break
     os.kill(coordinator.pid, signal.SIGKILL)  # mid-search, no chance to clean up
     coordinator.wait(10)
-    assert rating_id and seen == [1, 2, 4], "".join(lines)
+    assert rating_id and seen == [2, 4, 8], "".join(lines)  # T0 = 2: one thread per fragment
     before = experiments(tmp_path, rating_id)
     assert [r["threads"] for r in before] == seen, [dict(r) for r in before]
 

@@ -6,11 +6,16 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from bgbench.workloads.bg.mixes import resolve_mix
 
+# Unknown keys and non-finite numbers (inf, nan) are refused in every section.
+STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
+SEED_LIMIT = 1 << 64
+DAY_MS = 86_400_000
+
 
 class BGDatabaseConfig(BaseModel):
     """What the generator builds (paper section B, Table 2)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
 
     usercount: Annotated[int, Field(ge=2, description="members in the database (M)")] = 1000
     friendcountperuser: Annotated[
@@ -29,7 +34,9 @@ class BGDatabaseConfig(BaseModel):
     thumbnailsize: Annotated[int, Field(ge=1, description="thumbnail size in KB")] = 2
     imagesize: Annotated[int, Field(ge=1, description="profile image size in KB")] = 12
     commentlength: Annotated[int, Field(ge=1, le=10_000)] = 100
-    seed: int = Field(1, description="seed of the generator and of the load")
+    seed: Annotated[
+        int, Field(ge=0, lt=SEED_LIMIT, description="seed of the generator and of the load")
+    ] = 1
 
     @field_validator("friendcountperuser")
     @classmethod
@@ -42,7 +49,7 @@ class BGDatabaseConfig(BaseModel):
 class BGWorkloadConfig(BaseModel):
     """How socialites behave (paper sections C, D)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
 
     mix: str | dict[str, float] = Field(
         "low", description="verylow, low, high (Table 3), sessions, or a table of weights"
@@ -50,9 +57,11 @@ class BGWorkloadConfig(BaseModel):
     zipfianmean: Annotated[
         float, Field(ge=0, lt=1, description="theta; rank i weighs i^-(1-theta)")
     ] = 0.27
-    thinktime: Annotated[float, Field(ge=0, description="ms between actions of a session")] = 0
+    thinktime: Annotated[
+        float, Field(ge=0, le=DAY_MS, description="ms between actions of a session")
+    ] = 0
     interarrivaltime: Annotated[
-        float, Field(ge=0, description="ms between socialites emulated by a thread")
+        float, Field(ge=0, le=DAY_MS, description="ms between socialites emulated by a thread")
     ] = 0
     exclusive: bool = Field(True, description="no two threads act as the same socialite at once")
     topk: Annotated[int, Field(ge=1, le=1000)] = 5
@@ -67,7 +76,7 @@ class BGWorkloadConfig(BaseModel):
 class BGConfig(BaseModel):
     """Everything a worker needs to build and drive its fragment."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
 
     database: BGDatabaseConfig = BGDatabaseConfig()
     workload: BGWorkloadConfig = BGWorkloadConfig()
