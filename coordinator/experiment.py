@@ -13,6 +13,7 @@ from bgbench.coordinator.config import Settings
 from bgbench.coordinator.metrics import LatencySummary, decode, judge, new_histogram, share_within
 from bgbench.coordinator.plan import AgentSlot, FragmentLayout, layout, split_threads
 from bgbench.errors import BGBenchError, SystemFault, UserError
+from bgbench.protos import START_READIED
 from bgbench.protos import worker_pb2 as pb
 
 
@@ -79,6 +80,13 @@ class Cluster:
         replies = _parallel(calls)
         self.store_description = replies[0].store_description
         return replies
+
+    def ready(self, start_state: str) -> None:
+        """Every agent makes its fragments' state exact (carry, reload, readback) before any
+        fragment starts its run: a reload beside a running fragment would disturb it (a
+        CASQL load flushes the shared cache; a SQLite load holds the file)."""
+        request = pb.PrepareRequest(phase=pb.PREPARE_READY, start_state=start_state)
+        _parallel([lambda c=c: c.prepare(request) for c in self.clients])
 
     def facts(self) -> list[pb.HandshakeReply]:
         return [c.facts for c in self.clients if c.facts is not None]
@@ -190,6 +198,11 @@ def run_experiment(
     last_seen = [started] * len(cluster.clients)
     lock = threading.Lock()
 
+    try:
+        cluster.ready(start_state)
+    except SystemFault as exc:
+        return _faulted(experiment_id, threads, duration_s, cluster, outcomes, str(exc))
+
     def fail(message: str, client: AgentClient | None) -> None:
         with lock:
             faults.append(message)
@@ -205,7 +218,7 @@ def run_experiment(
             duration_seconds=duration_s,
             operation_count=_share(settings.run.operationcount, shares[i], threads),
             seed=settings.run.seed,
-            start_state=start_state,
+            start_state=START_READIED,
         )
         try:
             for event in client.run(request):

@@ -1,6 +1,6 @@
 """The worker service contract. Regenerate the modules with `python -m bgbench.protos.generate`."""
 
-PROTOCOL_VERSION = 5
+PROTOCOL_VERSION = 7
 
 # Latency histograms cross the wire HDR-encoded; both sides build them alike so merges
 # are exact: microseconds from 1 to one hour, 3 significant digits.
@@ -24,3 +24,8 @@ AUTH_METADATA_KEY = "authorization"
 
 def bearer(token: str) -> tuple[tuple[str, str], ...]:
     return ((AUTH_METADATA_KEY, f"Bearer {token}"),)
+
+
+# A RunRequest's start_state when a PREPARE_READY already made every fragment's state
+# exact: the run starts from it as it is.
+START_READIED = "ready"

@@ -1,10 +1,22 @@
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class PreparePhase(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    PREPARE_SCHEMA_AND_LOAD: _ClassVar[PreparePhase]
+    PREPARE_SCHEMA: _ClassVar[PreparePhase]
+    PREPARE_LOAD: _ClassVar[PreparePhase]
+    PREPARE_READY: _ClassVar[PreparePhase]
+PREPARE_SCHEMA_AND_LOAD: PreparePhase
+PREPARE_SCHEMA: PreparePhase
+PREPARE_LOAD: PreparePhase
+PREPARE_READY: PreparePhase
 
 class Error(_message.Message):
     __slots__ = ("kind", "message", "field")
@@ -51,20 +63,24 @@ class HandshakeReply(_message.Message):
     def __init__(self, protocol_version: _Optional[int] = ..., agent_id: _Optional[str] = ..., hostname: _Optional[str] = ..., cores: _Optional[int] = ..., memory_bytes: _Optional[int] = ..., load_processes: _Optional[int] = ..., bgbench_version: _Optional[str] = ..., python_version: _Optional[str] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., capacity: _Optional[float] = ...) -> None: ...
 
 class PrepareRequest(_message.Message):
-    __slots__ = ("workload", "workload_config_json", "store", "store_options_json", "capacities", "fragments")
+    __slots__ = ("workload", "workload_config_json", "store", "store_options_json", "capacities", "fragments", "phase", "start_state")
     WORKLOAD_FIELD_NUMBER: _ClassVar[int]
     WORKLOAD_CONFIG_JSON_FIELD_NUMBER: _ClassVar[int]
     STORE_FIELD_NUMBER: _ClassVar[int]
     STORE_OPTIONS_JSON_FIELD_NUMBER: _ClassVar[int]
     CAPACITIES_FIELD_NUMBER: _ClassVar[int]
     FRAGMENTS_FIELD_NUMBER: _ClassVar[int]
+    PHASE_FIELD_NUMBER: _ClassVar[int]
+    START_STATE_FIELD_NUMBER: _ClassVar[int]
     workload: str
     workload_config_json: str
     store: str
     store_options_json: str
     capacities: _containers.RepeatedScalarFieldContainer[float]
     fragments: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, workload: _Optional[str] = ..., workload_config_json: _Optional[str] = ..., store: _Optional[str] = ..., store_options_json: _Optional[str] = ..., capacities: _Optional[_Iterable[float]] = ..., fragments: _Optional[_Iterable[int]] = ...) -> None: ...
+    phase: PreparePhase
+    start_state: str
+    def __init__(self, workload: _Optional[str] = ..., workload_config_json: _Optional[str] = ..., store: _Optional[str] = ..., store_options_json: _Optional[str] = ..., capacities: _Optional[_Iterable[float]] = ..., fragments: _Optional[_Iterable[int]] = ..., phase: _Optional[_Union[PreparePhase, str]] = ..., start_state: _Optional[str] = ...) -> None: ...
 
 class FragmentInfo(_message.Message):
     __slots__ = ("fragment", "members", "load_seconds")

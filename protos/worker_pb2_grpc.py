@@ -71,7 +71,9 @@ class WorkerServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Prepare(self, request, context):
-        """Create the schema and load this agent's fragments (one per load process).
+        """Create the schema and/or load this agent's fragments (one per load process): see
+        PreparePhase. The coordinator creates the schema once, on one agent, then has every
+        agent load its fragments in parallel.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -5,6 +5,7 @@ pipe (same host, same version); only the agent speaks gRPC. Progress goes
 through shared counters the agent reads every second.
 """
 
+import contextlib
 import os
 import threading
 import time
@@ -18,6 +19,7 @@ from bgbench.errors import UserError
 from bgbench.worker.engine import FragmentEngine, RunSpec
 from bgbench.workloads.bg.config import BGConfig
 from bgbench.workloads.bg.generator import FragmentPlan
+from bgbench.workloads.bg.store import make_binding
 
 # Indexes into the shared progress counters.
 ACTIONS, ERRORS, SESSIONS = 0, 1, 2
@@ -45,10 +47,13 @@ def serve(conn: Connection, stop: ProcessEvent, counters: SynchronizedArray) -> 
             return
         try:
             if op == "prepare":
-                config = BGConfig.model_validate_json(msg["config"])
-                plan = FragmentPlan(tuple(msg["capacities"]), config.workload.zipfianmean)
-                engine = FragmentEngine(config, msg["store"], msg["options"], plan, msg["fragment"])
-                result = engine.prepare()
+                _close(engine)
+                engine = None
+                result, engine = _prepare(msg)
+            elif op == "ready":
+                if engine is None:
+                    raise UserError("prepare must come before ready")
+                result = engine.ready(msg["start_state"])
             elif op == "run":
                 if engine is None:
                     raise UserError("prepare must come before run")
@@ -72,6 +77,33 @@ def serve(conn: Connection, stop: ProcessEvent, counters: SynchronizedArray) -> 
                     "seq": seq,
                 }
             )
+
+
+def _prepare(msg: dict) -> tuple[dict, FragmentEngine | None]:
+    """Phase "schema": create the schema, load nothing (one process of the cluster does
+    this before any load); "load": load the fragment into the existing schema, no DDL;
+    "all": both, for a process alone."""
+    config = BGConfig.model_validate_json(msg["config"])
+    phase = msg.get("phase", "all")
+    if phase == "schema":
+        binding = make_binding(msg["store"], msg["options"])
+        try:
+            binding.create_schema(config.database)
+            return {"store": binding.describe()}, None
+        finally:
+            binding.close()
+    if phase not in ("load", "all"):
+        raise UserError(f"unknown prepare phase {phase!r}")
+    plan = FragmentPlan(tuple(msg["capacities"]), config.workload.zipfianmean)
+    engine = FragmentEngine(config, msg["store"], msg["options"], plan, msg["fragment"])
+    return engine.prepare(create_schema=phase == "all"), engine
+
+
+def _close(engine: FragmentEngine | None) -> None:
+    """The binding of a previous prepare (its connection pool, its driver's threads)."""
+    if engine is not None:
+        with contextlib.suppress(Exception):
+            engine.binding.close()
 
 
 def _run(

@@ -238,3 +238,47 @@ def test_concurrent_writers_lose_nothing(store):
             assert len(conn.view_comments(m, rid_of[m])) == DB.commentcountperresource + 25
     finally:
         conn.close()
+
+
+def _load_all(pairs) -> list[BaseException]:  # type: ignore[no-untyped-def]
+    """Each (binding, fragment) loaded in a thread of its own, all at once; what they raised."""
+    errors: list[BaseException] = []
+
+    def load(binding, fragment) -> None:  # type: ignore[no-untyped-def]
+        try:
+            binding.load_fragment(fragment)
+        except BaseException as exc:  # surfaced by the caller
+            errors.append(exc)
+
+    threads = [threading.Thread(target=load, args=pair) for pair in pairs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return errors
+
+
+@pytest.mark.parametrize("name", store_names())
+def test_load_processes_share_a_schema_one_of_them_created(name, tmp_path, request):
+    """As the agents prepare: one binding creates the schema, the others only use it (no
+    DDL), and all load their fragments at the same time."""
+    for options in SERVERS[name](tmp_path, request):
+        creator, user = make_binding(name, options), make_binding(name, options)
+        try:
+            creator.create_schema(DB)
+            user.use_schema(DB)
+            fragments = [Fragment(DB, PLAN, k) for k in range(PLAN.count)]
+            errors = _load_all(zip((creator, user), fragments, strict=True))
+            assert not errors, errors
+            # each fragment through the binding that did not load it, where the store is shared
+            readers = (user, creator) if binding_class(name).full_answers else (creator, user)
+            for binding, f in zip(readers, fragments, strict=True):
+                conn = binding.connect()
+                try:
+                    m = int(f.members[0])
+                    assert conn.view_profile(m, m).friend_count == f.initial_friend_count[0]
+                finally:
+                    conn.close()
+        finally:
+            creator.close()
+            user.close()

@@ -92,10 +92,23 @@ class BGBinding(Protocol):
     # True when read_back() can return the fragment's current rows.
     can_read_back: ClassVar[bool]
     Options: ClassVar[type[BaseModel]]
+    # The options that name files (SQLite's "path"): a remote agent keeps them inside its
+    # work dir. A binding without the attribute names none.
+    file_options: ClassVar[tuple[str, ...]] = ()
 
-    def create_schema(self, db: "BGDatabaseConfig") -> None: ...
+    def create_schema(self, db: "BGDatabaseConfig") -> None:
+        """Create the tables (DDL), then as use_schema. Runs once per database, in one load
+        process, before any fragment loads: never beside another process's load."""
+        ...
+
+    def use_schema(self, db: "BGDatabaseConfig") -> None:
+        """Ready this binding for a schema another process created: no DDL, no lock that
+        could conflict with a load. Every other load process calls this instead."""
+        ...
+
     def load_fragment(self, fragment: "Fragment") -> None:
-        """Replace this fragment's rows with its generated initial state."""
+        """Replace this fragment's rows with its generated initial state. Load processes
+        call it at the same time, each for its own fragment: it must be safe concurrently."""
         ...
 
     def read_back(self, fragment: "Fragment") -> "FragmentContents":
@@ -150,5 +163,5 @@ def _first_error(exc: Exception) -> str:
         first = errors()[0]
         field = ".".join(str(p) for p in first.get("loc", ()))
         msg = str(first.get("msg", "")).removeprefix("Value error, ")
-        return f"options.{field}: {msg}" if field else f"options: {msg}"
+        return f"store.options.{field}: {msg}" if field else f"store.options: {msg}"
     return str(exc)

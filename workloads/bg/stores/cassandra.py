@@ -154,6 +154,15 @@ class CassandraBinding:
             )
         self.statements = Statements(self.session, self.options)
 
+    def use_schema(self, db: BGDatabaseConfig) -> None:
+        try:
+            self.statements = Statements(self.session, self.options)
+        except (DriverException, NoHostAvailable) as exc:
+            where = f"{','.join(self.options.hosts)}:{self.options.port}"
+            raise StoreError(
+                f"cannot prepare the BG statements in Cassandra at {where}: {exc}"
+            ) from None
+
     def load_fragment(self, fragment: Fragment) -> None:
         """One unlogged batch per partition (a single mutation on its replicas): the
         partition's delete, stamped before any of its new rows, then the rows."""
@@ -237,7 +246,7 @@ class CassandraBinding:
 
     def _ready(self) -> "Statements":
         if self.statements is None:
-            raise StoreError("create_schema must run before connect")
+            raise StoreError("create_schema or use_schema must run before connect")
         return self.statements
 
     def connect(self) -> "CassandraConnection":

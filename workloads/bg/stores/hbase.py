@@ -34,6 +34,7 @@ from bgbench.workloads.bg.store import (
 
 NEWEST_FIRST = 2**63
 ATTRS, PIC, TPIC, RESOURCES = b"p:attrs", b"p:pic", b"p:tpic", b"p:resources"
+TABLE_NAMES = ("member", "resource", "comment")
 
 
 class HBaseOptions(BaseModel):
@@ -97,6 +98,19 @@ class HBaseBinding:
                             raise StoreError(f"cannot create HBase table {table}: {exc}") from None
         finally:
             conn.close()
+        self.ready = True
+
+    def use_schema(self, db: BGDatabaseConfig) -> None:
+        conn = self._connection()
+        try:
+            missing = [t for t in TABLE_NAMES if t.encode() not in conn.tables()]
+        except (TException, OSError) as exc:
+            o = self.options
+            raise StoreError(f"cannot list HBase tables at {o.host}:{o.port}: {exc}") from None
+        finally:
+            conn.close()
+        if missing:
+            raise StoreError(f"HBase tables {missing} missing: create_schema must run first")
         self.ready = True
 
     def load_fragment(self, fragment: Fragment) -> None:
@@ -179,7 +193,7 @@ class HBaseBinding:
 
     def connect(self) -> "HBaseConnection":
         if not self.ready:
-            raise StoreError("create_schema must run before connect")
+            raise StoreError("create_schema or use_schema must run before connect")
         return HBaseConnection(self._connection())
 
     def describe(self) -> str:

@@ -91,6 +91,9 @@ class MongoBinding:
                 f"cannot reach {self.options.server_name} at {self.options.uri}: {exc}"
             ) from None
 
+    def use_schema(self, db: BGDatabaseConfig) -> None:
+        self.attrcount = db.attrcount
+
     def load_fragment(self, fragment: Fragment) -> None:
         members = fragment.members.tolist()
         friends: dict[int, list[int]] = {m: [] for m in members}
@@ -159,7 +162,7 @@ class MongoBinding:
 
     def connect(self) -> "MongoConnection":
         if self.attrcount is None:
-            raise StoreError("create_schema must run before connect")
+            raise StoreError("create_schema or use_schema must run before connect")
         return MongoConnection(self.db, self.options.comments == "embedded")
 
     def describe(self) -> str:

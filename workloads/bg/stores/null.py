@@ -47,6 +47,9 @@ class NullBinding:
     def create_schema(self, db: BGDatabaseConfig) -> None:
         pass
 
+    def use_schema(self, db: BGDatabaseConfig) -> None:
+        pass
+
     def load_fragment(self, fragment: Fragment) -> None:
         members = fragment.members.tolist()
         self.friends.update(zip(members, fragment.initial_friend_count.tolist(), strict=True))

@@ -2,16 +2,19 @@
 
 Bulk loading with COPY; every statement prepared by psycopg after its first use; the
 isolation level is a setting. A write that finds nothing to change raises, as SQLite's does.
+The schema is made by one process (create_schema) before any load: CREATE INDEX takes a
+table lock that deadlocks with another process's loading transaction.
 """
 
 import threading
 from typing import Annotated, ClassVar, Literal
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from bgbench.errors import StoreError
+from bgbench.errors import StoreError, UserError
 from bgbench.workloads.bg.config import BGDatabaseConfig
 from bgbench.workloads.bg.generator import CONFIRMED, PENDING, Fragment
 from bgbench.workloads.bg.store import (
@@ -36,6 +39,33 @@ class PostgresOptions(BaseModel):
     isolation: Literal["read committed", "repeatable read", "serializable"] = "read committed"
     pool_max: Annotated[int, Field(ge=1, le=10_000)] = 512
     connect_timeout_s: Annotated[float, Field(gt=0)] = 10.0
+
+    @field_validator("dsn")
+    @classmethod
+    def _libpq(cls, dsn: str) -> str:
+        try:
+            conninfo_to_dict(dsn)
+        except psycopg.Error as exc:
+            raise ValueError(
+                f"not a libpq connection string ({_first_line(exc)}): use "
+                "'host=H port=P user=U dbname=D' or postgresql://user@host:port/dbname"
+            ) from None
+        return dsn
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def server_of(dsn: str) -> str:
+    """host:port/dbname of a connection string, never its password."""
+    try:
+        info = conninfo_to_dict(dsn)
+    except psycopg.Error:
+        return "?"
+    host = info.get("host") or info.get("hostaddr") or "localhost"
+    return f"{host}:{info.get('port') or 5432}/{info.get('dbname') or info.get('user') or ''}"
 
 
 def schema_sql(attrcount: int) -> str:
@@ -71,14 +101,21 @@ class PostgresBinding:
         self._pool: ConnectionPool | None = None
         self._pool_lock = threading.Lock()  # load threads connect all at once
 
-    def _connect(self) -> psycopg.Connection:
+    def _connect(self, first_contact: bool = False) -> psycopg.Connection:
+        """On first contact (preparing), a server that cannot be reached is the user's to fix;
+        later it is a fault of the store."""
         try:
             return psycopg.connect(
                 self.options.dsn, autocommit=True, connect_timeout=self.options.connect_timeout_s
             )
         except psycopg.OperationalError as exc:
-            first = str(exc).strip().splitlines()[0]
-            raise StoreError(f"cannot reach PostgreSQL ({self.options.dsn}): {first}") from None
+            where = server_of(self.options.dsn)
+            if first_contact:
+                raise UserError(
+                    f"store.options.dsn: cannot reach PostgreSQL at {where} ({_first_line(exc)}): "
+                    "correct the dsn, or start the server"
+                ) from None
+            raise StoreError(f"cannot reach PostgreSQL at {where}: {_first_line(exc)}") from None
 
     @property
     def pool(self) -> ConnectionPool:
@@ -102,21 +139,34 @@ class PostgresBinding:
         conn.isolation_level = ISOLATION[self.options.isolation]
 
     def create_schema(self, db: BGDatabaseConfig) -> None:
-        self.attrcount = db.attrcount
-        with self._connect() as conn:
-            conn.execute("SELECT pg_advisory_lock(7007)")  # agents create it once, together
+        with self._connect(first_contact=True) as conn:
+            conn.execute("SELECT pg_advisory_lock(7007)")  # two coordinators on one database
             try:
                 conn.execute(schema_sql(db.attrcount))
-                have = conn.execute(
-                    "SELECT count(*) FROM information_schema.columns "
-                    "WHERE table_name = 'users' AND column_name LIKE 'attr%'"
-                ).fetchone()[0]
             finally:
                 conn.execute("SELECT pg_advisory_unlock(7007)")
-        if have != db.attrcount:
+            self._check_columns(conn, db)
+        self.attrcount = db.attrcount
+
+    def use_schema(self, db: BGDatabaseConfig) -> None:
+        with self._connect(first_contact=True) as conn:
+            self._check_columns(conn, db)
+        self.attrcount = db.attrcount
+
+    def _check_columns(self, conn: psycopg.Connection, db: BGDatabaseConfig) -> None:
+        columns = conn.execute(
+            "SELECT column_name FROM information_schema.columns "
+            "WHERE table_schema = current_schema() AND table_name = 'users'"
+        ).fetchall()
+        if not columns:
             raise StoreError(
-                f"the database holds members with {have} attributes, config asks for "
-                f"{db.attrcount}: drop the bgbench tables or use another database"
+                f"no BG schema in {server_of(self.options.dsn)}: create_schema must run first"
+            )
+        have = sum(1 for (name,) in columns if name.startswith("attr"))
+        if have != db.attrcount:
+            raise UserError(
+                f"store.options.dsn: the database holds members with {have} attributes, the "
+                f"config asks for {db.attrcount}: drop the bgbench tables or use another database"
             )
 
     def load_fragment(self, fragment: Fragment) -> None:
@@ -170,7 +220,7 @@ class PostgresBinding:
 
     def connect(self) -> "PostgresConnection":
         if self.attrcount is None:
-            raise StoreError("create_schema must run before connect")
+            raise StoreError("create_schema or use_schema must run before connect")
         pool = self.pool
         try:
             conn = pool.getconn()

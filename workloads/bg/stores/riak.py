@@ -175,6 +175,10 @@ class RiakBinding:
             self.riak.set_props(bucket, {"n_val": self.options.n_val, "allow_mult": False})
         self.ready = True
 
+    def use_schema(self, db: BGDatabaseConfig) -> None:
+        self.riak.ping()
+        self.ready = True
+
     def load_fragment(self, fragment: Fragment) -> None:
         members = fragment.members.tolist()
         docs = {
@@ -220,7 +224,7 @@ class RiakBinding:
 
     def connect(self) -> "RiakConnection":
         if not self.ready:
-            raise StoreError("create_schema must run before connect")
+            raise StoreError("create_schema or use_schema must run before connect")
         return RiakConnection(self.riak)
 
     def describe(self) -> str:

@@ -3,16 +3,20 @@
 One database file shared by every load process (WAL mode, a busy timeout), one
 connection per thread, autocommit. A write that finds nothing to change raises:
 BG's picture of the fragment and the store disagree, which the run must show.
+Schema changes and loads take a file lock beside the database, one process at a time.
 """
 
+import fcntl
 import sqlite3
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bgbench.errors import StoreError
+from bgbench.errors import StoreError, UserError
 from bgbench.workloads.bg.config import BGDatabaseConfig
 from bgbench.workloads.bg.generator import CONFIRMED, PENDING, Fragment
 from bgbench.workloads.bg.store import (
@@ -33,12 +37,36 @@ class SQLiteOptions(BaseModel):
     cache_size_kb: Annotated[int, Field(ge=128)] = 65_536
 
 
+def schema_sql(attrcount: int) -> str:
+    attrs = ", ".join(f"attr{i} TEXT" for i in range(attrcount))
+    return f"""
+    CREATE TABLE IF NOT EXISTS users (
+        userid INTEGER PRIMARY KEY, {attrs}, pic BLOB, tpic BLOB);
+    CREATE TABLE IF NOT EXISTS friendship (
+        inviterid INTEGER NOT NULL, inviteeid INTEGER NOT NULL,
+        status INTEGER NOT NULL, PRIMARY KEY (inviterid, inviteeid)) WITHOUT ROWID;
+    CREATE INDEX IF NOT EXISTS friendship_invitee
+        ON friendship (inviteeid, status, inviterid);
+    CREATE INDEX IF NOT EXISTS friendship_inviter
+        ON friendship (inviterid, status, inviteeid);
+    CREATE TABLE IF NOT EXISTS resources (
+        rid INTEGER PRIMARY KEY, creatorid INTEGER NOT NULL,
+        walluserid INTEGER NOT NULL, type TEXT, body TEXT, doc TEXT);
+    CREATE INDEX IF NOT EXISTS resources_wall ON resources (walluserid, rid);
+    CREATE TABLE IF NOT EXISTS manipulation (
+        rid INTEGER NOT NULL, mid INTEGER NOT NULL, modifierid INTEGER NOT NULL,
+        timestamp INTEGER NOT NULL, type TEXT, content TEXT,
+        PRIMARY KEY (rid, mid)) WITHOUT ROWID;
+    """
+
+
 class SQLiteBinding:
     name: ClassVar[str] = "sqlite"
     embedded: ClassVar[bool] = True
     full_answers: ClassVar[bool] = True
     can_read_back: ClassVar[bool] = True
     Options: ClassVar[type[BaseModel]] = SQLiteOptions
+    file_options: ClassVar[tuple[str, ...]] = ("path",)
 
     def __init__(self, options: SQLiteOptions) -> None:
         self.options = options
@@ -46,7 +74,9 @@ class SQLiteBinding:
         self.attrcount: int | None = None
 
     def _open(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # The file's own directory is made (the default is relative); a deeper missing
+        # path is more likely a typo than a wish.
+        self.path.parent.mkdir(exist_ok=True)
         conn = sqlite3.connect(
             self.path, isolation_level=None, timeout=self.options.busy_timeout_ms / 1000
         )
@@ -55,85 +85,122 @@ class SQLiteBinding:
         conn.execute(f"PRAGMA cache_size=-{self.options.cache_size_kb}")
         return conn
 
-    def create_schema(self, db: BGDatabaseConfig) -> None:
-        self.attrcount = db.attrcount
-        attrs = ", ".join(f"attr{i} TEXT" for i in range(db.attrcount))
-        conn = self._open()
+    def _first_open(self) -> sqlite3.Connection:
+        """The first contact: a path that cannot hold a database is the user's to fix."""
+        conn = None
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.executescript(
-                f"""
-                CREATE TABLE IF NOT EXISTS users (
-                    userid INTEGER PRIMARY KEY, {attrs}, pic BLOB, tpic BLOB);
-                CREATE TABLE IF NOT EXISTS friendship (
-                    inviterid INTEGER NOT NULL, inviteeid INTEGER NOT NULL,
-                    status INTEGER NOT NULL, PRIMARY KEY (inviterid, inviteeid)) WITHOUT ROWID;
-                CREATE INDEX IF NOT EXISTS friendship_invitee
-                    ON friendship (inviteeid, status, inviterid);
-                CREATE INDEX IF NOT EXISTS friendship_inviter
-                    ON friendship (inviterid, status, inviteeid);
-                CREATE TABLE IF NOT EXISTS resources (
-                    rid INTEGER PRIMARY KEY, creatorid INTEGER NOT NULL,
-                    walluserid INTEGER NOT NULL, type TEXT, body TEXT, doc TEXT);
-                CREATE INDEX IF NOT EXISTS resources_wall ON resources (walluserid, rid);
-                CREATE TABLE IF NOT EXISTS manipulation (
-                    rid INTEGER NOT NULL, mid INTEGER NOT NULL, modifierid INTEGER NOT NULL,
-                    timestamp INTEGER NOT NULL, type TEXT, content TEXT,
-                    PRIMARY KEY (rid, mid)) WITHOUT ROWID;
-                """
+            conn = self._open()
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return conn
+        except NotADirectoryError:
+            raise self._bad_path(f"{self.path.parent} is not a directory") from None
+        except FileExistsError:  # mkdir where a file is
+            raise self._bad_path(f"{self.path.parent} is not a directory") from None
+        except OSError as exc:
+            what = f"{exc.strerror}: {exc.filename}" if exc.filename else str(exc)
+            raise self._bad_path(what) from None
+        except sqlite3.DatabaseError as exc:
+            if conn is not None:
+                conn.close()
+            if getattr(exc, "sqlite_errorname", "").startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+                raise  # another process holds it: not the path's fault
+            raise self._bad_path(str(exc)) from None
+
+    def _bad_path(self, reason: str) -> UserError:
+        return UserError(
+            f"store.options.path: cannot use {self.path} as a SQLite database ({reason}): "
+            "point it at a database file, or a new one, in an existing writable directory"
+        )
+
+    @contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        """One process at a time. SQLite has one writer, and a statement that reads before it
+        writes (a journal-mode switch, PRAGMA optimize) fails at once, busy timeout or not,
+        when another connection wrote meanwhile."""
+        lock = self.path.with_name(self.path.name + ".lock")
+        with open(lock, "a") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)  # released when the file closes, or the process dies
+            yield
+
+    def _check_columns(self, conn: sqlite3.Connection, db: BGDatabaseConfig) -> None:
+        columns = [row[1] for row in conn.execute("PRAGMA table_info(users)")]
+        have = sum(1 for c in columns if c.startswith("attr"))
+        if have != db.attrcount:
+            raise UserError(
+                f"store.options.path: {self.path} holds members with {have} attributes, the "
+                f"config asks for {db.attrcount}: delete the file or point the path elsewhere"
             )
-            columns = [row[1] for row in conn.execute("PRAGMA table_info(users)")]
-            have = sum(1 for c in columns if c.startswith("attr"))
-            if have != db.attrcount:
-                raise StoreError(
-                    f"{self.path} holds members with {have} attributes, config asks for "
-                    f"{db.attrcount}: delete the file or point store.options.path elsewhere"
-                )
+
+    def use_schema(self, db: BGDatabaseConfig) -> None:
+        conn = self._first_open()
+        try:
+            if conn.execute("PRAGMA table_info(users)").fetchone() is None:
+                # A file of this host's own (agents on several hosts): the first agent made
+                # the schema in another. The lock keeps it from running beside a load here.
+                self._make_schema(conn, db)
+            self._check_columns(conn, db)
         finally:
             conn.close()
+        self.attrcount = db.attrcount
+
+    def create_schema(self, db: BGDatabaseConfig) -> None:
+        conn = self._first_open()
+        try:
+            self._make_schema(conn, db)
+            self._check_columns(conn, db)
+        finally:
+            conn.close()
+        self.attrcount = db.attrcount
+
+    def _make_schema(self, conn: sqlite3.Connection, db: BGDatabaseConfig) -> None:
+        with self._exclusive():
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.executescript(schema_sql(db.attrcount))
 
     def load_fragment(self, fragment: Fragment) -> None:
-        conn = self._open()
+        # The rows are made first, in parallel with other processes; only writing is serial.
         members = fragment.members.tolist()
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            conn.execute("CREATE TEMP TABLE IF NOT EXISTS frag (userid INTEGER PRIMARY KEY)")
-            conn.execute("DELETE FROM temp.frag")
-            conn.executemany("INSERT INTO temp.frag VALUES (?)", ((m,) for m in members))
-            conn.execute("DELETE FROM users WHERE userid IN (SELECT userid FROM temp.frag)")
-            conn.execute("DELETE FROM friendship WHERE inviterid IN (SELECT userid FROM temp.frag)")
-            conn.execute(
-                "DELETE FROM manipulation WHERE rid IN (SELECT rid FROM resources WHERE "
-                "creatorid IN (SELECT userid FROM temp.frag))"
-            )
-            conn.execute("DELETE FROM resources WHERE creatorid IN (SELECT userid FROM temp.frag)")
-            n_attr = fragment.db.attrcount
-            marks = ", ".join("?" * (n_attr + 3))
-            thumb, pic = fragment.thumbnail, fragment.profile_image
-            conn.executemany(
-                f"INSERT INTO users VALUES ({marks})",
-                ((m, *fragment.attributes(m), pic, thumb) for m in members),
-            )
-            conn.executemany(
-                "INSERT INTO friendship VALUES (?, ?, ?)", fragment.friendships.tolist()
-            )
-            conn.executemany(
-                "INSERT INTO resources VALUES (?, ?, ?, 'post', 'body', 'doc')",
-                fragment.resources.tolist(),
-            )
-            now = time.time_ns()
-            conn.executemany(
-                "INSERT INTO manipulation VALUES (?, ?, ?, ?, 'comment', ?)",
-                ((rid, mid, who, now, text) for rid, mid, who, text in fragment.comments()),
-            )
-            conn.execute("COMMIT")
-            conn.execute("PRAGMA optimize")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-        finally:
-            conn.close()
+        marks = ", ".join("?" * (fragment.db.attrcount + 3))
+        pic, thumb = fragment.profile_image, fragment.thumbnail
+        users = [(m, *fragment.attributes(m), pic, thumb) for m in members]
+        now = time.time_ns()
+        comments = [(rid, mid, who, now, text) for rid, mid, who, text in fragment.comments()]
+        with self._exclusive():
+            conn = self._open()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                conn.execute("CREATE TEMP TABLE IF NOT EXISTS frag (userid INTEGER PRIMARY KEY)")
+                conn.execute("DELETE FROM temp.frag")
+                conn.executemany("INSERT INTO temp.frag VALUES (?)", ((m,) for m in members))
+                in_frag = "IN (SELECT userid FROM temp.frag)"
+                conn.execute(f"DELETE FROM users WHERE userid {in_frag}")
+                conn.execute(f"DELETE FROM friendship WHERE inviterid {in_frag}")
+                conn.execute(
+                    "DELETE FROM manipulation WHERE rid IN "
+                    f"(SELECT rid FROM resources WHERE creatorid {in_frag})"
+                )
+                conn.execute(f"DELETE FROM resources WHERE creatorid {in_frag}")
+                conn.executemany(f"INSERT INTO users VALUES ({marks})", users)
+                conn.executemany(
+                    "INSERT INTO friendship VALUES (?, ?, ?)", fragment.friendships.tolist()
+                )
+                conn.executemany(
+                    "INSERT INTO resources VALUES (?, ?, ?, 'post', 'body', 'doc')",
+                    fragment.resources.tolist(),
+                )
+                conn.executemany(
+                    "INSERT INTO manipulation VALUES (?, ?, ?, ?, 'comment', ?)", comments
+                )
+                # Inside the write transaction: on its own it would read, then find another
+                # connection's commit in the way of its write and fail without waiting.
+                conn.execute("PRAGMA optimize")
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            finally:
+                conn.close()
 
     def read_back(self, fragment: Fragment) -> FragmentContents:
         conn = self._open()
@@ -159,7 +226,7 @@ class SQLiteBinding:
 
     def connect(self) -> "SQLiteConnection":
         if self.attrcount is None:
-            raise StoreError("create_schema must run before connect")
+            raise StoreError("create_schema or use_schema must run before connect")
         return SQLiteConnection(self._open(), self.attrcount)
 
     def describe(self) -> str:
