@@ -1,6 +1,9 @@
 """Reaching worker agents: spawning local ones, and a client with a deadline on every call."""
 
 import os
+import re
+import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -10,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import psutil
 
 from bgbench.errors import SystemFault, UserError
 from bgbench.protos import AGENT_READY_LINE as READY_LINE
@@ -21,6 +25,7 @@ HANDSHAKE_TIMEOUT_S = 10.0
 PREPARE_TIMEOUT_S = 3600.0
 VALIDATE_TIMEOUT_S = 3600.0
 RUN_SLACK_S = 120.0  # beyond the duration, for stopping and flushing logs
+TLS_PROBE_TIMEOUT_S = 2.0
 
 
 def _raise(error: pb.Error, address: str) -> None:
@@ -55,6 +60,7 @@ class AgentClient:
             )
         else:
             self.channel = grpc.insecure_channel(address)
+        self.tls = creds.ca is not None
         self.metadata = bearer(creds.token) if creds.token else ()
         self.stub = pb_grpc.WorkerStub(self.channel)
         self.facts: pb.HandshakeReply | None = None
@@ -68,7 +74,7 @@ class AgentClient:
         try:
             return method(request, timeout=timeout, metadata=self.metadata)
         except grpc.RpcError as exc:
-            raise _fault(self.address, exc) from None
+            raise _fault(self.address, exc, self.tls) from None
 
     def handshake(self, measure_capacity: bool = False) -> pb.HandshakeReply:
         reply = self._call(
@@ -96,7 +102,7 @@ class AgentClient:
                     _raise(event.error, self.address)
                 yield event
         except grpc.RpcError as exc:
-            raise _fault(self.address, exc) from None
+            raise _fault(self.address, exc, self.tls) from None
 
     def validate(self, experiment_id: str) -> pb.ValidateReply:
         reply = self._call(
@@ -109,14 +115,74 @@ class AgentClient:
         self.channel.close()
 
 
-def _fault(address: str, exc: grpc.RpcError) -> Exception:
+def _fault(address: str, exc: grpc.RpcError, tls: bool = False) -> Exception:
     code = exc.code() if hasattr(exc, "code") else None
     if code == grpc.StatusCode.UNAUTHENTICATED:
         return UserError(
             f"agent {address} refused the call ({exc.details()}): set agents.token "
             "(or $BGBENCH_TOKEN) to the agent's token"
         )
+    if code == grpc.StatusCode.UNAVAILABLE:
+        mismatch = _tls_mismatch(address, exc, tls)
+        if mismatch:
+            return UserError(
+                f"agent {address}: TLS handshake failed: {mismatch} "
+                "(check agents.tls.ca_file / the agent's certificate)"
+            )
     return SystemFault(f"agent {address}: {_rpc_message(exc)}")
+
+
+def _tls_mismatch(address: str, exc: grpc.RpcError, tls: bool) -> str | None:
+    """What is wrong when a connection failed over TLS settings, else None. gRPC names a
+    failed handshake on the coordinator's side; when the agent is the one that gives up (it
+    speaks TLS to a plain-text client, or wants a client certificate) the coordinator only
+    sees "Socket closed", so the agent is probed once to tell that from a crash."""
+    text = f"{exc.details()} {_debug_string(exc)}"
+    if "handshake failed" in text.lower():
+        if "WRONG_VERSION_NUMBER" in text:
+            return "the agent does not speak TLS (it was started without --tls-cert)"
+        if "CERTIFICATE_VERIFY_FAILED" in text:
+            return "the agent's certificate is not signed by agents.tls.ca_file"
+        reason = re.search(r"SSL_ERROR_SSL: (?:error:\w+:SSL routines:\w+:)?([^:]+)", text)
+        return reason.group(1).strip() if reason else "see the agent's log"
+    if "Socket closed" not in text or "failed to connect" not in text:
+        return None
+    seen = _probe_tls(address)
+    if seen is not None and not tls:
+        return "the agent speaks TLS and the coordinator plain text: set agents.tls.ca_file"
+    if seen == "closed" and tls:
+        return (
+            "the agent wants a client certificate signed by its --tls-client-ca: set "
+            "agents.tls.cert_file and key_file to one"
+        )
+    return None
+
+
+def _debug_string(exc: grpc.RpcError) -> str:
+    debug = getattr(exc, "debug_error_string", None)
+    return str(debug()) if callable(debug) else ""
+
+
+def _probe_tls(address: str) -> str | None:
+    """The agent's side of TLS: "tls" if it completes a handshake with no client certificate
+    and answers, "closed" if it then hangs up, None if it does not speak TLS or is gone."""
+    host, _, port = address.rpartition(":")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # a probe: only whether TLS is spoken
+    context.set_alpn_protocols(["h2"])
+    try:
+        with (
+            socket.create_connection((host.strip("[]"), int(port)), TLS_PROBE_TIMEOUT_S) as raw,
+            context.wrap_socket(raw) as conn,
+        ):
+            conn.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+            try:
+                return "tls" if conn.recv(9) else "closed"
+            except (ssl.SSLError, ConnectionError):
+                return "closed"
+    except (OSError, ValueError):  # ssl.SSLError is an OSError: not TLS
+        return None
 
 
 def _rpc_message(exc: grpc.RpcError) -> str:
@@ -158,6 +224,9 @@ class LocalAgents:
                 str(self.load_processes),
                 "--parent-pid",
                 str(os.getpid()),
+                # The user's own processes: store files go where the user says (relative
+                # paths against this directory, so local agents share one SQLite file).
+                "--allow-store-paths",
             ],
             stdout=subprocess.PIPE,
             stderr=log,
@@ -184,7 +253,10 @@ class LocalAgents:
     def close(self) -> None:
         for p in self.processes:
             if p.poll() is None:
-                p.terminate()
+                if _stopped(p.pid):  # SIGTERM would wait for a SIGCONT: kill it now
+                    p.kill()
+                else:
+                    p.terminate()
         for p in self.processes:
             try:
                 p.wait(10)
@@ -192,6 +264,14 @@ class LocalAgents:
                 p.kill()
                 p.wait(5)
         self.processes.clear()
+
+
+def _stopped(pid: int) -> bool:
+    try:
+        status = psutil.Process(pid).status()
+    except psutil.Error:
+        return False
+    return status in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP)
 
 
 def spawn_local_agents(

@@ -42,7 +42,11 @@ class Target:
         while True:
             exp_id = experiment_id if attempt == 0 else f"{experiment_id}-retry{attempt}"
             result = self._run_once(threads, duration_s, exp_id)
-            retry = self.settings.agents.on_failure == "retry" and attempt < MAX_RETRIES
+            retry = (
+                self.settings.agents.on_failure == "retry"
+                and attempt < MAX_RETRIES
+                and CLIENT_OVERLOADED not in result.fault  # the same T would overload again
+            )
             if not result.fault or not retry:
                 return result
             if self.record_fault:
@@ -176,6 +180,7 @@ def credentials(settings: Settings, local_token: str | None = None) -> Credentia
 
 
 MAX_RETRIES = 2
+CLIENT_OVERLOADED = "client overloaded"  # the engine's words for threads it could not stop
 
 
 def _answers(address: str, creds: Credentials | None) -> bool:

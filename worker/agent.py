@@ -6,6 +6,7 @@
 
 import contextlib
 import json
+import logging
 import multiprocessing as mp
 import os
 import platform
@@ -26,13 +27,25 @@ import typer
 from hdrh.histogram import HdrHistogram
 
 from bgbench import __version__
+from bgbench.errors import UserError
 from bgbench.protos import AGENT_READY_LINE as READY_LINE
 from bgbench.protos import PROTOCOL_VERSION
 from bgbench.protos import worker_pb2 as pb
 from bgbench.protos import worker_pb2_grpc as pb_grpc
 from bgbench.worker import loadproc
 from bgbench.worker.calibration import measure_capacity
-from bgbench.worker.security import TokenInterceptor, is_loopback, server_credentials
+from bgbench.worker.security import (
+    ALLOW_STORE_PATHS_FLAG,
+    MIN_TOKEN_CHARS,
+    TokenInterceptor,
+    confine_paths,
+    experiment_dir,
+    is_loopback,
+    server_credentials,
+)
+from bgbench.workloads.bg.store import binding_class
+
+log = logging.getLogger("bgbench.agent")
 
 PROGRESS_EVERY_S = 1.0
 PREPARE_TIMEOUT_S = 3600.0
@@ -40,6 +53,12 @@ VALIDATE_TIMEOUT_S = 3600.0
 RUN_GRACE_S = 60.0
 # A request waits this long for the previous one to wind down (a cancelled run stopping).
 BUSY_WAIT_S = 30.0
+# Stopping: load processes get this long to exit on their own before SIGKILL, ...
+CLOSE_GRACE_S = 5.0
+SHUTDOWN_GRACE_S = 1.0  # ... less when the agent itself is told to stop (SIGTERM),
+SERVER_GRACE_S = 0.5  # in-flight calls this long to end,
+EXIT_DEADLINE_S = 3.0  # and past this the process exits whatever is still running (the
+# promise is an exit within 5 s of SIGTERM; a busy host delays each step).
 
 
 class LoadProcess:
@@ -75,7 +94,7 @@ class LoadProcess:
             if "delta" in answer:
                 deltas.append(answer["delta"])
                 continue
-            return answer  # type: ignore[no-any-return]
+            return self._noted(answer)
         return None
 
     def request(self, msg: dict, timeout: float) -> dict:
@@ -99,24 +118,49 @@ class LoadProcess:
             except EOFError:
                 return self._died()
             if answer.get("seq") == self.seq and "delta" not in answer:
-                return answer  # type: ignore[no-any-return]
+                return self._noted(answer)
+
+    def _noted(self, answer: dict) -> dict:
+        """A system failure's traceback goes to the agent's log (agent.log for local agents):
+        the coordinator only gets the one-line message."""
+        if answer.get("trace"):
+            log.error(
+                "load process %s failed: %s\n%s",
+                self.process.pid,
+                answer.get("message", ""),
+                str(answer["trace"]).rstrip(),
+            )
+        return answer
 
     def _died(self) -> dict:
         self.process.join(1)
-        return {
-            "ok": False,
-            "kind": "system",
-            "message": f"load process {self.process.pid} died (exit code {self.process.exitcode})",
-        }
+        message = f"load process {self.process.pid} died (exit code {self.process.exitcode})"
+        log.error("%s", message)
+        return {"ok": False, "kind": "system", "message": message}
 
     def close(self) -> None:
-        if self.process.is_alive():
-            with contextlib.suppress(BrokenPipeError, OSError):
-                self.request({"op": "exit"}, timeout=5)
-            self.process.join(5)
-        if self.process.is_alive():
-            self.process.kill()
-            self.process.join(5)
+        stop_all([self], CLOSE_GRACE_S)
+
+
+def stop_all(processes: list[LoadProcess], grace: float) -> None:
+    """Stop load processes together, whatever they are doing, in about `grace` seconds:
+    each is told to stop and exit; whatever is left then is killed."""
+    for p in processes:
+        p.stop.set()  # a run in progress winds down
+        if p.process.is_alive():
+            # Sequence -1: a request waiting for its own answer is not handed this one.
+            with contextlib.suppress(OSError, ValueError):
+                p.conn.send({"op": "exit", "seq": -1})
+    deadline = time.monotonic() + grace
+    left = [p for p in processes if p.process.is_alive()]
+    while left and time.monotonic() < deadline:
+        wait_any([p.process.sentinel for p in left], timeout=deadline - time.monotonic())
+        left = [p for p in left if p.process.is_alive()]
+    for p in left:
+        log.warning("load process %s did not exit within %.1f s: killed", p.process.pid, grace)
+        p.process.kill()
+    for p in processes:
+        p.process.join(1)
 
 
 def _error(kind: str, message: str, field: str = "") -> pb.Error:
@@ -124,8 +168,15 @@ def _error(kind: str, message: str, field: str = "") -> pb.Error:
 
 
 class AgentService(pb_grpc.WorkerServicer):
-    def __init__(self, work_dir: Path, stopper: threading.Event, processes: int) -> None:
+    def __init__(
+        self,
+        work_dir: Path,
+        stopper: threading.Event,
+        processes: int,
+        allow_store_paths: bool = False,
+    ) -> None:
         self.work_dir = work_dir
+        self.allow_store_paths = allow_store_paths
         self.load_processes = processes
         self.agent_id = uuid.uuid4().hex[:12]
         self.processes: list[LoadProcess] = []
@@ -142,16 +193,35 @@ class AgentService(pb_grpc.WorkerServicer):
             self.processes.append(LoadProcess(self._ctx))
 
     def _all(self, msgs: list[dict], timeout: float) -> list[dict]:
+        try:
+            msgs = [self._confined(m) for m in msgs]
+        except UserError as exc:  # answered as the load processes would have
+            return [{"ok": False, "kind": "user", "message": str(exc)} for _ in self.processes]
         for proc, msg in zip(self.processes, msgs, strict=True):
             proc.send(msg)
         return [proc.reply(timeout) for proc in self.processes]
 
+    def _confined(self, msg: dict) -> dict:
+        """A prepare's store options with the files they name kept inside the work dir,
+        unless the agent was started with the allowance (local agents are)."""
+        if msg.get("op") != "prepare" or self.allow_store_paths:
+            return msg
+        try:
+            cls = binding_class(msg["store"])
+        except UserError:
+            return msg  # the load process names the unknown store
+        fields = cls.Options.model_fields
+        declared = getattr(cls, "file_options", ())
+        names = {n: fields[n].default if n in fields else None for n in declared}
+        if not names:
+            return msg
+        return {**msg, "options": confine_paths(msg["options"], names, self.work_dir)}
+
     def _log_dir(self, experiment_id: str) -> Path:
-        return self.work_dir / "experiments" / experiment_id
+        return experiment_dir(self.work_dir, experiment_id)
 
     def close(self) -> None:
-        for proc in self.processes:
-            proc.close()
+        stop_all(self.processes, CLOSE_GRACE_S)
         self.processes.clear()
 
     # -- RPCs --------------------------------------------------------------------
@@ -182,31 +252,37 @@ class AgentService(pb_grpc.WorkerServicer):
         if not self._busy.acquire(timeout=BUSY_WAIT_S):
             return pb.PrepareReply(error=_error("user", "agent busy with another request"))
         try:
+            if request.phase == pb.PREPARE_READY:
+                return self._ready(request.start_state)
             if request.workload != "bg":
                 return pb.PrepareReply(
                     error=_error("user", f"unknown workload {request.workload!r}", "workload")
                 )
             fragments = list(request.fragments)
-            if len(fragments) != self.load_processes:
+            if request.phase != pb.PREPARE_SCHEMA and len(fragments) != self.load_processes:
                 return pb.PrepareReply(
                     error=_error(
                         "user",
                         f"got {len(fragments)} fragments for {self.load_processes} load processes",
                     )
                 )
-            self._ensure_processes(len(fragments))
+            self._ensure_processes(self.load_processes)
+            base = {
+                "op": "prepare",
+                "config": request.workload_config_json,
+                "store": request.store,
+                "options": json.loads(request.store_options_json or "{}"),
+                "capacities": list(request.capacities),
+            }
+            if request.phase in (pb.PREPARE_SCHEMA, pb.PREPARE_SCHEMA_AND_LOAD):
+                made = self._create_schema({**base, "phase": "schema"})
+                if not made["ok"]:
+                    self.close()
+                    return pb.PrepareReply(error=_error(made["kind"], made["message"]))
+                if request.phase == pb.PREPARE_SCHEMA:
+                    return pb.PrepareReply(store_description=made["result"]["store"])
             self.fragments = fragments
-            msgs = [
-                {
-                    "op": "prepare",
-                    "config": request.workload_config_json,
-                    "store": request.store,
-                    "options": json.loads(request.store_options_json or "{}"),
-                    "capacities": list(request.capacities),
-                    "fragment": k,
-                }
-                for k in fragments
-            ]
+            msgs = [{**base, "phase": "load", "fragment": k} for k in fragments]
             replies = self._all(msgs, PREPARE_TIMEOUT_S)
             failed = [r for r in replies if not r["ok"]]
             if failed:
@@ -226,7 +302,41 @@ class AgentService(pb_grpc.WorkerServicer):
         finally:
             self._busy.release()
 
+    def _ready(self, start_state: str) -> pb.PrepareReply:
+        """Every fragment's state made exact before the run (a reload, say), all at once."""
+        if not self.processes:
+            return pb.PrepareReply(error=_error("user", "prepare must come before ready"))
+        msg = {"op": "ready", "start_state": start_state or "carry"}
+        replies = self._all([msg] * len(self.processes), PREPARE_TIMEOUT_S)
+        failed = [r for r in replies if not r["ok"]]
+        if failed:
+            return pb.PrepareReply(error=_error(failed[0]["kind"], failed[0]["message"]))
+        return pb.PrepareReply(
+            fragments=[
+                pb.FragmentInfo(
+                    fragment=r["result"]["fragment"],
+                    members=r["result"]["members"],
+                    load_seconds=r["result"]["load_seconds"],
+                )
+                for r in replies
+            ]
+        )
+
+    def _create_schema(self, msg: dict) -> dict:
+        """The first load process alone creates the schema; the others stay idle meanwhile:
+        DDL must never run beside a load."""
+        try:
+            msg = self._confined(msg)
+        except UserError as exc:  # answered as the load process would have
+            return {"ok": False, "kind": "user", "message": str(exc)}
+        return self.processes[0].request(msg, PREPARE_TIMEOUT_S)
+
     def Run(self, request, context):
+        try:
+            self._log_dir(request.experiment_id)
+        except UserError as exc:
+            yield pb.RunEvent(error=_error("user", str(exc), "experiment_id"))
+            return
         if not self._busy.acquire(timeout=BUSY_WAIT_S):
             yield pb.RunEvent(error=_error("user", "agent busy with another request"))
             return
@@ -298,6 +408,9 @@ class AgentService(pb_grpc.WorkerServicer):
                 )
                 deltas.clear()
                 cpu_last, last_tick = cpu_now, now
+        if self._stopper.is_set():  # the agent is shutting down: what ran is not the experiment
+            yield pb.RunEvent(error=_error("system", "the agent is stopping: run cut short"))
+            return
         failed = [r for r in replies.values() if not r["ok"]]
         if failed:
             yield pb.RunEvent(error=_error(failed[0]["kind"], failed[0]["message"]))
@@ -315,10 +428,13 @@ class AgentService(pb_grpc.WorkerServicer):
         yield pb.RunEvent(result=_merge_runs([replies[i]["result"] for i in range(n)], log_dir))
 
     def Validate(self, request, context):
+        try:
+            log_dir = self._log_dir(request.experiment_id)
+        except UserError as exc:
+            return pb.ValidateReply(error=_error("user", str(exc), "experiment_id"))
         if not self.processes:
             return pb.ValidateReply(error=_error("user", "nothing to validate: no experiment ran"))
         with self._busy:
-            log_dir = self._log_dir(request.experiment_id)
             replies = self._all(
                 [{"op": "validate", "log_dir": str(log_dir)}] * len(self.processes),
                 VALIDATE_TIMEOUT_S,
@@ -427,6 +543,27 @@ def _watch_parent(parent: int, stopper: threading.Event) -> None:
             stopper.set()
 
 
+def _exit_now() -> None:
+    log.error("shutdown took over %.0f s: exiting with calls still running", EXIT_DEADLINE_S)
+    logging.shutdown()
+    os._exit(1)
+
+
+def _shutdown(service: AgentService, server: grpc.Server) -> None:
+    """Bounded whatever the agent is doing: the server stops taking calls and cancels those in
+    flight while the load processes are stopped together (killed if they linger); a watchdog
+    ends the process if anything still holds it past EXIT_DEADLINE_S."""
+    started = time.monotonic()
+    watchdog = threading.Timer(EXIT_DEADLINE_S, _exit_now)
+    watchdog.daemon = True
+    watchdog.start()
+    service._stopper.set()  # a run cut short ends with an error, never as a result
+    stopped = server.stop(grace=SERVER_GRACE_S)
+    stop_all(list(service.processes), SHUTDOWN_GRACE_S)
+    stopped.wait(max(0.1, SERVER_GRACE_S + 1.0 - (time.monotonic() - started)))
+    log.info("stopped in %.2f s", time.monotonic() - started)
+
+
 def serve(
     listen: str,
     work_dir: Path,
@@ -434,34 +571,48 @@ def serve(
     parent_pid: int = 0,
     token: str | None = None,
     tls: tuple[Path, Path, Path | None] | None = None,
+    allow_store_paths: bool = False,
 ) -> None:
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s bgbench agent: %(message)s",
+    )
     stopper = threading.Event()
     if parent_pid:
         threading.Thread(target=_watch_parent, args=(parent_pid, stopper), daemon=True).start()
-    service = AgentService(work_dir, stopper, processes)
+    service = AgentService(work_dir, stopper, processes, allow_store_paths)
     interceptors = [TokenInterceptor(token)] if token else []
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=8), interceptors=interceptors)
     pb_grpc.add_WorkerServicer_to_server(service, server)
     try:
-        if tls:
-            port = server.add_secure_port(listen, server_credentials(*tls))
+        credentials = server_credentials(*tls) if tls else None
+    except OSError as exc:
+        raise UserError(f"cannot read {exc.filename}: {exc.strerror}") from None
+    try:
+        if credentials is not None:
+            port = server.add_secure_port(listen, credentials)
         else:
             port = server.add_insecure_port(listen)
     except RuntimeError:
         port = 0
     if port == 0:
-        raise SystemExit(f"bgbench agent: cannot listen on {listen}")
+        raise UserError(f"cannot listen on {listen}: the address is taken or not this host's")
+    # The handler only flips a flag: taking the event's lock inside a signal handler could
+    # deadlock against the main thread holding it.
+    signalled: list[int] = []
+    signal.signal(signal.SIGTERM, lambda signum, _frame: signalled.append(signum))
     server.start()
     host = listen.rsplit(":", 1)[0]
     print(f"{READY_LINE}{host}:{port}", flush=True)
-    signal.signal(signal.SIGTERM, lambda *_: stopper.set())
     try:
-        stopper.wait()
+        while not signalled and not stopper.wait(0.2):
+            pass
     except KeyboardInterrupt:
         pass
     finally:
-        service.close()
-        server.stop(grace=1).wait(5)
+        log.info("stopping (%s)", "SIGTERM" if signalled else "asked to")
+        _shutdown(service, server)
 
 
 def main(
@@ -495,24 +646,65 @@ def main(
             envvar="BGBENCH_TLS_CLIENT_CA", help="require client certificates from this CA"
         ),
     ] = None,
+    allow_store_paths: Annotated[
+        bool,
+        typer.Option(
+            ALLOW_STORE_PATHS_FLAG,
+            envvar="BGBENCH_AGENT_ALLOW_STORE_PATHS",
+            help="let store options name files anywhere (relative ones against the current "
+            "directory); without it they stay inside --work-dir",
+        ),
+    ] = False,
     parent_pid: Annotated[int, typer.Option(help="exit when this parent process is gone")] = 0,
 ) -> None:
     """Run a bgbench worker agent."""
-    if not token and not is_loopback(listen):
-        raise SystemExit(
-            f"bgbench agent: refusing to listen on {listen} without --token: anyone who reaches "
-            "it could drive load; pass --token (or $BGBENCH_TOKEN), or listen on 127.0.0.1"
-        )
+    # Every refusal names the flag, never the token's value.
+    if not is_loopback(listen):
+        if not token:
+            raise UserError(
+                f"refusing to listen on {listen} without --token: anyone who reaches it could "
+                "drive load; pass --token (or $BGBENCH_TOKEN), or listen on 127.0.0.1"
+            )
+        if len(token) < MIN_TOKEN_CHARS:
+            raise UserError(
+                f"refusing to listen on {listen} with a --token shorter than {MIN_TOKEN_CHARS} "
+                "characters: use a long random one (openssl rand -hex 32)"
+            )
     if (tls_cert is None) != (tls_key is None) or (tls_client_ca and not tls_cert):
-        raise SystemExit(
-            "bgbench agent: --tls-cert and --tls-key go together (and --tls-client-ca needs them)"
-        )
-    for path in (tls_cert, tls_key, tls_client_ca):
+        raise UserError("--tls-cert and --tls-key go together (and --tls-client-ca needs them)")
+    for flag, path in (
+        ("--tls-cert", tls_cert),
+        ("--tls-key", tls_key),
+        ("--tls-client-ca", tls_client_ca),
+    ):
         if path is not None and not path.is_file():
-            raise SystemExit(f"bgbench agent: {path} does not exist")
-    work_dir.mkdir(parents=True, exist_ok=True)
+            raise UserError(f"{flag}: {path} does not exist")
+    try:
+        work_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"--work-dir: cannot create {work_dir}: {exc.strerror}") from None
+    _check_listen(listen)
     tls = (tls_cert, tls_key, tls_client_ca) if tls_cert and tls_key else None
-    serve(listen, work_dir, processes, parent_pid, token, tls)
+    serve(listen, work_dir, processes, parent_pid, token, tls, allow_store_paths)
+
+
+def _check_listen(listen: str) -> None:
+    """Refuse an address this host cannot listen on before gRPC tries (it would log its own
+    multi-line complaint first)."""
+    host, _, port = listen.rpartition(":")
+    try:
+        infos = socket.getaddrinfo(
+            host.strip("[]") or None, int(port), type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+        family, kind, proto, _, address = infos[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gRPC binds
+            probe.bind(address)
+    except ValueError:
+        raise UserError(f"--listen: {listen} is not HOST:PORT with a numeric port") from None
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise UserError(f"--listen: cannot listen on {listen}: {reason}") from None
 
 
 agent_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
@@ -520,7 +712,25 @@ agent_app.command()(main)
 
 
 def cli(args: list[str]) -> None:
-    agent_app(args=args, prog_name="bgbench agent")
+    """Runs the agent; a refusal is one line on stderr and exit code 2, like every bad input."""
+    try:
+        code = agent_app(args=args, prog_name="bgbench agent", standalone_mode=False)
+    except typer.Abort:
+        sys.exit(130)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.TyperException as exc:  # a bad flag or value
+        message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+        _refuse(f"{message} (see bgbench agent --help)")
+    except UserError as exc:
+        _refuse(str(exc))
+    if isinstance(code, int) and code:
+        sys.exit(code)
+
+
+def _refuse(message: str) -> None:
+    print(f"bgbench agent: error: {' '.join(message.split())}", file=sys.stderr)
+    sys.exit(2)
 
 
 if __name__ == "__main__":

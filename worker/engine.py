@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from bgbench.errors import UserError
+from bgbench.protos import START_READIED
 from bgbench.validation.checker import InitialValues
 from bgbench.validation.initial import load_initial, save_initial
 from bgbench.validation.logformat import LogWriter
@@ -82,23 +83,35 @@ class FragmentEngine:
         self.fragment = Fragment(config.database, plan, index)
         self.binding = binding if binding is not None else make_binding(store, store_options)
         self.state: FragmentState | None = None
+        self._readied: str | None = None  # how the state was made exact by ready()
         self.zipf = self.fragment.local_zipf()  # shared by threads: draws are per-thread rngs
         self.mix = resolve_mix(config.workload.mix)
         self.units = list(self.mix)
         self.cumulative = list(np.cumsum([self.mix[u] for u in self.units]))
         self.cumulative[-1] = 1.0
 
-    def prepare(self) -> dict:
+    def prepare(self, create_schema: bool = True) -> dict:
+        """Load the fragment. With `create_schema` the schema is created first; without,
+        it must exist already (the coordinator has one process create it before any load:
+        DDL beside another process's load deadlocks or fails)."""
         t0 = time.perf_counter()
-        self.binding.create_schema(self.config.database)
-        self.binding.load_fragment(self.fragment)
-        self.state = FragmentState(self.fragment, self.config.workload.exclusive)
+        if create_schema:
+            self.binding.create_schema(self.config.database)
+        else:
+            self.binding.use_schema(self.config.database)
+        self._load()
         return {
             "fragment": self.fragment.index,
             "members": self.fragment.size,
             "load_seconds": time.perf_counter() - t0,
             "store": self.binding.describe(),
         }
+
+    def _load(self) -> None:
+        """(Re)load the fragment into the schema this binding already uses: no DDL, so every
+        load process may do it at once."""
+        self.binding.load_fragment(self.fragment)
+        self.state = FragmentState(self.fragment, self.config.workload.exclusive)
 
     def _save_initial(self, path: Path) -> None:
         assert self.state is not None
@@ -122,7 +135,12 @@ class FragmentEngine:
         stop: threading.Event,
         publish: Callable[[int, int, int, bytes | None], None],
     ):
-        started_from = self._ready_state(spec.start_state)
+        if spec.start_state == START_READIED:  # the agent readied every fragment before the run
+            if self._readied is None:
+                raise UserError("ready must come before a run that starts from it")
+            started_from, self._readied = self._readied, None
+        else:
+            started_from = self._ready_state(spec.start_state)
         if spec.threads > self.fragment.size:
             raise UserError(
                 f"{spec.threads} threads on a fragment of {self.fragment.size} members: "
@@ -138,37 +156,48 @@ class FragmentEngine:
         per_thread_ops = (
             -(-spec.operation_count // spec.threads) if spec.operation_count and spec.threads else 0
         )
+        # Threads connect, then wait for all to be started: a thread started while thousands
+        # of others already run waits its turn for the interpreter behind all of them.
+        go = threading.Event()
         threads = [
             threading.Thread(
                 target=self._thread_main,
-                args=(t, spec, recorders[t], stop, sessions, aborted, per_thread_ops),
+                args=(t, spec, recorders[t], stop, go, sessions, aborted, per_thread_ops),
                 name=f"bg-f{self.fragment.index}-t{t}",
                 daemon=True,
             )
             for t in range(spec.threads)
         ]
         live = LiveLatencies(recorders)
+        try:
+            for th in threads:
+                th.start()
+        except BaseException:
+            stop.set()
+            raise
+        finally:
+            go.set()
         cpu0 = _cpu_seconds()
         t0 = time.monotonic()
         next_cut = t0 + LIVE_EVERY_S
         deadline = t0 + spec.duration_s
-        for th in threads:
-            th.start()
         stuck_deadline = deadline + STOP_GRACE_S
+        stopped_at = 0  # monotonic ns when the stop was first seen
         while True:
-            alive = [th for th in threads if th.is_alive()]
+            alive = [t for t, th in enumerate(threads) if th.is_alive()]
             now = time.monotonic()
             if not alive:
                 break
             if now >= deadline:
                 stop.set()
+            if not stopped_at and stop.is_set():
+                stopped_at = time.monotonic_ns()
             if now >= stuck_deadline:
                 aborted.append(
-                    f"{len(alive)} threads still inside store calls {STOP_GRACE_S:.0f} s after "
-                    "the end: the store stopped answering"
+                    _not_stopping([recorders[t] for t in alive], stopped_at, spec.threads)
                 )
                 break
-            alive[0].join(timeout=min(PUBLISH_EVERY_S, max(0.0, deadline - now) + 0.005))
+            threads[alive[0]].join(timeout=min(PUBLISH_EVERY_S, max(0.0, deadline - now) + 0.005))
             delta = None
             if time.monotonic() >= next_cut:
                 delta, next_cut = live.cut(), next_cut + LIVE_EVERY_S
@@ -196,12 +225,24 @@ class FragmentEngine:
         summary["start_state"] = started_from
         return summary
 
+    def ready(self, policy: str) -> dict:
+        """Make the state exact now, for a run that starts from it (start_state START_READIED):
+        the agents ready every fragment before any starts, so no reload runs beside load."""
+        t0 = time.perf_counter()
+        self._readied = self._ready_state(policy)
+        return {
+            "fragment": self.fragment.index,
+            "members": self.fragment.size,
+            "load_seconds": time.perf_counter() - t0,
+            "start_state": self._readied,
+        }
+
     def _ready_state(self, policy: str) -> str:
         """Make BG's picture of the fragment exact before a run; say how."""
         if self.state is None:
             raise UserError("the fragment is not loaded: prepare before running")
         if policy == "reload":
-            self.prepare()
+            self._load()
             return "reload"
         if policy == "readback":
             if not self.binding.can_read_back:
@@ -215,7 +256,7 @@ class FragmentEngine:
         if policy != "carry":
             raise UserError(f"unknown start state {policy!r}: use carry, reload or readback")
         if self.state.uncertain:
-            self.prepare()  # a write of unknown outcome: only a reload makes the picture exact
+            self._load()  # a write of unknown outcome: only a reload makes the picture exact
             return "reload (a write failed in the previous experiment)"
         return "carry"
 
@@ -264,6 +305,7 @@ class FragmentEngine:
         spec: RunSpec,
         rec: ThreadRecorder,
         stop: threading.Event,
+        go: threading.Event,
         sessions: list[int],
         aborted: list[str],
         max_ops: int,
@@ -281,12 +323,15 @@ class FragmentEngine:
                 buf = zipf.draw(np_rng, DRAW_BATCH).tolist()
             return buf.pop()
 
+        rec.in_call = time.monotonic_ns()  # connecting waits on the store too
         try:
             conn = self.binding.connect()
         except Exception as exc:
             aborted.append(f"thread {t} could not connect to the store: {exc}")
             stop.set()
             return
+        finally:
+            rec.in_call = 0
         wl = self.config.workload
         actor = Actor(
             TimedConnection(conn, rec),
@@ -300,6 +345,7 @@ class FragmentEngine:
         )
         gap_ns = int(wl.interarrivaltime * 1_000_000)
         units, cumulative = self.units, self.cumulative
+        go.wait()
         next_arrival = time.monotonic_ns()
         sid = t << 40
         try:
@@ -369,6 +415,23 @@ class FragmentEngine:
             .encode()
             .decode(),
         }
+
+
+def _not_stopping(alive: list[ThreadRecorder], stopped_at: int, threads: int) -> str:
+    """Why threads outlived the grace. Most of them inside store calls begun before the stop:
+    the store stopped answering. Otherwise they are runnable but never got to run (the GIL
+    shared by too many threads): the client is overloaded, not the store."""
+    waiting = sum(1 for r in alive if 0 < r.in_call <= stopped_at)
+    if 2 * waiting >= len(alive):
+        return (
+            f"{waiting} threads still inside store calls {STOP_GRACE_S:.0f} s after the end: "
+            "the store stopped answering"
+        )
+    return (
+        f"client overloaded: {len(alive)} of {threads} threads could not stop within the "
+        f"{STOP_GRACE_S:g} s grace ({waiting} inside store calls): T is beyond what this load "
+        "process can run; use more load processes or agents"
+    )
 
 
 def _cpu_seconds() -> float:

@@ -49,6 +49,7 @@ class ThreadRecorder:
         self.actions: list[tuple[int, int, int, int, int, int, int]] = []
         self.records: list[tuple[int, int, int, int, int, int, int, int, int]] = []
         self.live: list[int] = []  # response times (ns) not yet shipped live
+        self.in_call = 0  # start (monotonic ns) of the store call in progress, 0 if none
         self._log = log
         self._log_lock = log_lock
         self._chunks: list[np.ndarray] = []

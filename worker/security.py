@@ -1,15 +1,24 @@
-"""The agent's guard: a shared token on every call, TLS, and loopback unless told otherwise."""
+"""The agent's guard: a shared token on every call, TLS, loopback unless told otherwise,
+and every file it writes kept inside its work dir."""
 
 import hmac
 import ipaddress
+import re
 import socket
 from pathlib import Path
 
 import grpc
 
+from bgbench.errors import UserError
 from bgbench.protos import AUTH_METADATA_KEY
 
 STREAMING_METHODS = ("/Run",)
+# Beyond loopback a token is all that stands between the network and the agent.
+MIN_TOKEN_CHARS = 16
+# What the coordinator's ids look like: "20250101-120000-T8", "R...-abcd-T8-2s-retry1",
+# "R...-warmup0-T8", "R...-T8-1e+06s"; a plain file name, never a path.
+EXPERIMENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,127}")
+ALLOW_STORE_PATHS_FLAG = "--allow-store-paths"
 
 
 def _deny(message: str, streaming: bool) -> grpc.RpcMethodHandler:
@@ -62,3 +71,38 @@ def server_credentials(cert: Path, key: Path, client_ca: Path | None) -> grpc.Se
         root_certificates=client_ca.read_bytes() if client_ca else None,
         require_client_auth=client_ca is not None,
     )
+
+
+def experiment_dir(work_dir: Path, experiment_id: str) -> Path:
+    """work_dir/experiments/<id>, where an experiment's logs go; an id that is not a plain
+    name, or that leads anywhere else (a symlink), is refused."""
+    shown = repr(experiment_id[:80])
+    if not EXPERIMENT_ID.fullmatch(experiment_id) or ".." in experiment_id:
+        raise UserError(
+            f"experiment_id {shown} is not a plain name: use 1 to 128 letters, digits, "
+            "'.', '_', '+' or '-', starting with a letter or digit, without '..'"
+        )
+    root = (work_dir / "experiments").resolve()
+    path = (root / experiment_id).resolve()
+    if path.parent != root:
+        raise UserError(f"experiment_id {shown} leads outside {root}")
+    return path
+
+
+def confine_paths(options: dict, names: dict[str, object], work_dir: Path) -> dict:
+    """The store options with each file option in `names` (name: default) made absolute
+    inside work_dir; a relative one resolves against it, one that lands elsewhere is refused."""
+    root = work_dir.resolve()
+    out = dict(options)
+    for name, default in names.items():
+        value = out.get(name, default)
+        if not isinstance(value, str):
+            continue  # the binding's options model names the problem
+        target = (root / value).resolve()
+        if not target.is_relative_to(root):
+            raise UserError(
+                f"store.options.{name}: {value} is outside this agent's work dir {root}: "
+                f"give a path relative to it, or start the agent with {ALLOW_STORE_PATHS_FLAG}"
+            )
+        out[name] = str(target)
+    return out

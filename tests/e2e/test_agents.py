@@ -17,8 +17,10 @@ from bgbench.protos import worker_pb2_grpc as pb_grpc
 @pytest.fixture
 def two_agents(tmp_path):
     agents = spawn_local_agents(2, 1, tmp_path, timeout=60)
-    yield agents
-    agents.close()
+    try:
+        yield agents
+    finally:
+        agents.close()
 
 
 def test_handshake_reports_host_facts(two_agents):
@@ -113,17 +115,19 @@ def test_measured_capacity_sizes_the_fragments(tmp_path):
     from bgbench.workloads.bg.zipf import assign_fragments, zipf_weights
 
     one = spawn_local_agents(1, 1, tmp_path / "one", timeout=60)
-    two = spawn_local_agents(1, 2, tmp_path / "two", timeout=60)
     try:
-        cluster = Cluster.connect(one.addresses + two.addresses, None, measure=True)
-        slow, fast = cluster.capacities
-        assert fast == 1.0 and 0.3 <= slow <= 0.7  # two load processes on two cores: ~2x
-        assert len(cluster.layout.capacities) == 3  # one fragment per load process
-        owner = assign_fragments(1000, 0.27, cluster.layout.capacities)
-        mass = np.bincount(owner, weights=zipf_weights(1000, 0.27))
-        share_of_fast = mass[1:].sum()  # fragments 1 and 2 belong to the two-process agent
-        assert abs(share_of_fast - fast / (slow + fast)) < 0.01
-        cluster.close()
+        two = spawn_local_agents(1, 2, tmp_path / "two", timeout=60)
+        try:
+            cluster = Cluster.connect(one.addresses + two.addresses, None, measure=True)
+            slow, fast = cluster.capacities
+            assert fast == 1.0 and 0.3 <= slow <= 0.7  # two load processes on two cores: ~2x
+            assert len(cluster.layout.capacities) == 3  # one fragment per load process
+            owner = assign_fragments(1000, 0.27, cluster.layout.capacities)
+            mass = np.bincount(owner, weights=zipf_weights(1000, 0.27))
+            share_of_fast = mass[1:].sum()  # fragments 1 and 2 belong to the two-process agent
+            assert abs(share_of_fast - fast / (slow + fast)) < 0.01
+            cluster.close()
+        finally:
+            two.close()
     finally:
         one.close()
-        two.close()

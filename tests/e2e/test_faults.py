@@ -115,10 +115,15 @@ def _listed_agent(tmp_path, port: int):
 
     proc = subprocess.Popen(
         [sys.executable, "-m", "bgbench", "agent", "--listen", f"127.0.0.1:{port}",
-         "--token", "tok", "--work-dir", str(tmp_path / f"agent-{port}")],
+         "--work-dir", str(tmp_path / f"agent-{port}"), "--allow-store-paths"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        env={**os.environ, "BGBENCH_TOKEN": "tok"},  # not in argv, which ps shows
     )  # fmt: skip
-    assert proc.stdout.readline().startswith(AGENT_READY_LINE)
+    ready = proc.stdout.readline()
+    if not ready.startswith(AGENT_READY_LINE):
+        proc.kill()
+        proc.wait(10)
+        raise AssertionError(f"agent on port {port} did not start: {ready!r}")
     return proc
 
 
@@ -138,13 +143,15 @@ def test_listed_agents_retry_without_the_dead_one_then_it_rejoins(tmp_path):
     import json
 
     ports = _free_ports(2)
-    agents = [_listed_agent(tmp_path, p) for p in ports]
+    agents: list = []
     addresses = [f"127.0.0.1:{p}" for p in ports]
     s = settings(
         tmp_path, "agents.on_failure=retry", "agents.token=tok",
         f"agents.addresses={json.dumps(addresses)}",
     )  # fmt: skip
     try:
+        for p in ports:
+            agents.append(_listed_agent(tmp_path, p))
         with bring_up(s, tmp_path / "w", Console(stderr=True)) as target:
             exp_id = f"listed-{time.time()}"
             killer = kill_once_running(tmp_path, exp_id, 2, agents[1].kill)

@@ -46,16 +46,16 @@ class Host:
                 "bgbench.worker.agent",
                 "--listen",
                 self.agent_address,
-                "--token",
-                token,
                 "--work-dir",
                 str(work_dir / f"host-{self.index}"),
                 "--processes",
                 str(processes),
+                "--allow-store-paths",  # the test's SQLite file is an absolute path
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            env={**os.environ, "BGBENCH_TOKEN": token},  # not in argv: ps shows argv
         )
         assert self.agent.stdout is not None
         line = self.agent.stdout.readline()

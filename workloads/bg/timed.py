@@ -35,6 +35,7 @@ class Recorder(Protocol):
     actions: list[tuple[int, int, int, int, int, int, int]]
     records: list[tuple[int, int, int, int, int, int, int, int, int]]
     live: list[int]  # response times since the last live cut (ns)
+    in_call: int  # when the store call in progress began (monotonic ns); 0 between calls
 
     def error(self, action: int, exc: BaseException) -> None: ...
     def maybe_flush(self) -> None: ...
@@ -51,16 +52,18 @@ class TimedConnection:
     def _call(
         self, code: Action, intended: int, sid: int, fn: Callable[..., Any], *args: Any
     ) -> tuple[Any, int, int] | None:
-        start = monotonic_ns()
+        start = self.rec.in_call = monotonic_ns()
         try:
             out = fn(*args)
         except Exception as exc:
             end = monotonic_ns()
+            self.rec.in_call = 0
             self.rec.actions.append((code, ERROR, self.thread, intended, start, end, sid))
             self.rec.live.append(end - intended)
             self.rec.error(code, exc)
             return None
         end = monotonic_ns()
+        self.rec.in_call = 0
         self.rec.actions.append((code, OK, self.thread, intended, start, end, sid))
         self.rec.live.append(end - intended)
         return out, start, end
@@ -82,17 +85,19 @@ class TimedConnection:
         fn: Callable[..., Any],
         *args: Any,
     ) -> bool:
-        start = monotonic_ns()
+        start = self.rec.in_call = monotonic_ns()
         try:
             fn(*args)
         except Exception as exc:
             end = monotonic_ns()
+            self.rec.in_call = 0
             self.rec.actions.append((code, ERROR, self.thread, intended, start, end, sid))
             self.rec.live.append(end - intended)
             self.rec.error(code, exc)
             self._writes(code, sid, start, NEVER, deltas)
             return False
         end = monotonic_ns()
+        self.rec.in_call = 0
         self.rec.actions.append((code, OK, self.thread, intended, start, end, sid))
         self.rec.live.append(end - intended)
         self._writes(code, sid, start, end, deltas)
