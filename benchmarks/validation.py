@@ -4,7 +4,9 @@ Synthetic logs (bgbench.validation.synthetic: BG's Zipfian over 100,000 items, 1
 writes, half the items delta and half absolute, 0.1% of reads stale by 50 ms) are
 written as bgbench log files, then validated through the same runner `bgbench
 validate` uses. Out of core runs with a memory budget of a quarter of the logs' size. "max RSS" is
-the benchmark process's peak so far (it only grows down the table).
+the benchmark process's peak so far (it only grows down the table). Rows "write" and "read"
+time the log format alone: appending in a load thread's flush batches (32,768 records) and
+closing, and reading every record back with its checks (block checksums, trailer, records).
 
     .venv/bin/python benchmarks/validation.py                 # 1e5, 1e6, 1e7 records
     .venv/bin/python benchmarks/validation.py --sizes 100000 1000000
@@ -18,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bgbench.validation.logformat import LogWriter
+from bgbench.validation.logformat import LogWriter, read_log
 from bgbench.validation.runner import validate_logs
 from bgbench.validation.synthetic import synthetic_logs
 
@@ -27,15 +29,27 @@ def max_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+FLUSH_BATCH = 1 << 15  # a load thread hands its records over in batches of this many
+
+
 def write_logs(records: np.ndarray, directory: Path, files: int = 4) -> list[Path]:
     paths = []
     for k, part in enumerate(np.array_split(records, files)):
         path = directory / f"log-f{k}.bglog"
         w = LogWriter(path)
-        w.append(part)
+        for lo in range(0, len(part), FLUSH_BATCH):
+            w.append(part[lo : lo + FLUSH_BATCH])
         w.close()
         paths.append(path)
     return paths
+
+
+def row(records: int, engine: str, workers: int, seconds: float, unpredictable: str) -> str:
+    rate = records / seconds
+    return (
+        f"{records:>11,} {engine:>8} {workers:>7} {seconds:>8.2f} {rate:>12,.0f} "
+        f"{rate / workers:>12,.0f} {unpredictable:>13} {max_rss_mb():>10,.0f}"
+    )
 
 
 def main() -> None:
@@ -47,8 +61,13 @@ def main() -> None:
     for n in args.sizes:
         records, initial = synthetic_logs(n)
         with tempfile.TemporaryDirectory() as tmp:
+            t0 = time.perf_counter()
             paths = write_logs(records, Path(tmp))
+            print(row(n, "write", 1, time.perf_counter() - t0, "-"), flush=True)
             del records
+            t0 = time.perf_counter()
+            read = sum(len(read_log(p)) for p in paths)
+            print(row(read, "read", 1, time.perf_counter() - t0, "-"), flush=True)
             log_bytes = sum(p.stat().st_size for p in paths)
             # out of core: a budget of a quarter of the logs' size forces the DuckDB path
             runs = [("memory", 1, 64 << 30), ("memory", 2, 64 << 30)]
@@ -58,13 +77,8 @@ def main() -> None:
                 result, info = validate_logs(paths, initial, budget, workers, work_dir=Path(tmp))
                 seconds = time.perf_counter() - t0
                 assert info.engine == engine, info
-                rate = info.records / seconds
-                print(
-                    f"{info.records:>11,} {engine:>8} {info.workers:>7} {seconds:>8.2f} "
-                    f"{rate:>12,.0f} {rate / info.workers:>12,.0f} "
-                    f"{result.unpredictable_reads:>13,} {max_rss_mb():>10,.0f}",
-                    flush=True,
-                )
+                unpredictable = f"{result.unpredictable_reads:,}"
+                print(row(info.records, engine, info.workers, seconds, unpredictable), flush=True)
 
 
 if __name__ == "__main__":

@@ -310,6 +310,10 @@ def validate(
     allow_malformed: Annotated[
         bool, typer.Option(help="BG logs: validate the good lines, list the bad ones")
     ] = False,
+    allow_unfinished: Annotated[
+        bool,
+        typer.Option(help="skip the logs of experiments that never finished, and list them"),
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Re-run validation on stored logs (bgbench's, or the original BG's)."""
@@ -321,6 +325,7 @@ def validate(
         initial_default,
         keep_reads=per_read is not None,
         allow_malformed=allow_malformed,
+        allow_unfinished=allow_unfinished,
     )
     if per_read is not None:
         n = write_per_read(report, per_read)

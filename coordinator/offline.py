@@ -4,6 +4,11 @@ DIR holds bgbench logs (log-f<k>.bglog with initial-f<k>.npz beside each, found
 recursively: an experiment's directory, an agent's, or a whole rating's) or the
 original BG Java logs (read<machine>-<thread>.txt, update<machine>-<thread>.txt)
 with initial values from a CSV or one default.
+
+Each bgbench log is one fragment of one experiment and is validated alone against its
+own initial values; the counts are added, and reported per experiment too
+(bgbench.validation.logset). A log without its trailer (its experiment never finished)
+stops the command unless allow_unfinished, which skips it and lists it in the report.
 """
 
 import csv
@@ -15,10 +20,18 @@ from pathlib import Path
 import numpy as np
 
 from bgbench.errors import UserError
-from bgbench.validation.bglogs import is_bg_log_dir, read_bg_logs, read_initial_csv
+from bgbench.validation.bglogs import BGInputError, is_bg_log_dir, read_bg_logs, read_initial_csv
 from bgbench.validation.checker import ValidationResult
-from bgbench.validation.initial import InitialValues, load_initial
+from bgbench.validation.initial import InitialFormatError, InitialValues
 from bgbench.validation.logformat import LogFormatError, LogWriter
+from bgbench.validation.logset import (
+    LogSetError,
+    Unfinished,
+    find_logs,
+    per_experiment,
+    total,
+    validate_stored,
+)
 from bgbench.validation.runner import RunInfo, validate_logs
 from bgbench.workloads.bg.actions import ITEM_NAMES, Action
 
@@ -47,6 +60,8 @@ class OfflineReport:
     item_names: dict[int, str] = field(default_factory=dict)
     action_names: dict[int, str] = field(default_factory=dict)
     malformed: list[str] = field(default_factory=list)
+    experiments: list[dict] = field(default_factory=list)  # bgbench logs: counts per experiment
+    unfinished: list[Unfinished] = field(default_factory=list)  # logs skipped, never closed
 
     def to_dict(self) -> dict:
         r = self.result
@@ -55,6 +70,8 @@ class OfflineReport:
             "source": self.source,
             "directory": self.directory,
             "logs": self.logs,
+            "experiments_validated": len(self.experiments),
+            "unfinished_skipped": len(self.unfinished),
             "engine": self.info.engine,
             "parts": self.info.parts,
             "workers": self.info.workers,
@@ -86,28 +103,12 @@ class OfflineReport:
             "examples": r.examples,
             "malformed_lines": len(self.malformed),
             "malformed": self.malformed[:100],
+            "experiments": self.experiments,
+            "unfinished": [
+                {"log": u.log, "experiment": u.experiment, "reason": u.reason}
+                for u in self.unfinished
+            ],
         }
-
-
-def _bgbench_logs(directory: Path) -> tuple[list[Path], InitialValues]:
-    logs = sorted(directory.rglob("log-f*.bglog"))
-    if not logs:
-        raise UserError(f"no logs in {directory}: expected log-f<k>.bglog or BG's read*.txt files")
-    parts: dict[int, tuple[list[np.ndarray], list[np.ndarray]]] = {}
-    for log in logs:
-        initial_file = log.with_name(log.name.replace("log-", "initial-").replace(".bglog", ".npz"))
-        if not initial_file.exists():
-            raise UserError(f"{log} has no initial values beside it ({initial_file.name})")
-        for kind, (ids, values) in load_initial(initial_file).by_kind.items():
-            parts.setdefault(kind, ([], []))
-            parts[kind][0].append(ids)
-            parts[kind][1].append(values)
-    by_kind = {}
-    for kind, (ids, values) in parts.items():
-        all_ids, all_values = np.concatenate(ids), np.concatenate(values)
-        order = np.argsort(all_ids, kind="stable")
-        by_kind[kind] = (all_ids[order], all_values[order])
-    return logs, InitialValues(by_kind)
 
 
 def validate_directory(
@@ -118,20 +119,48 @@ def validate_directory(
     initial_default: int | None = None,
     keep_reads: bool = False,
     allow_malformed: bool = False,
+    allow_unfinished: bool = False,
 ) -> OfflineReport:
     if not directory.is_dir():
         raise UserError(f"{directory} is not a directory")
+    if workers is not None and workers < 1:
+        raise UserError(f"--workers {workers}: use 1 or more (default: every core)")
     t0 = time.perf_counter()
-    if is_bg_log_dir(directory):
-        return _validate_bg(
-            directory, budget_bytes, workers, initial_csv, initial_default, keep_reads,
-            allow_malformed, t0,
-        )  # fmt: skip
-    logs, initial = _bgbench_logs(directory)
     try:
-        result, info = validate_logs(logs, initial, budget_bytes, workers, keep_reads)
-    except (LogFormatError, ValueError) as exc:
-        raise UserError(str(exc)) from None
+        if is_bg_log_dir(directory):
+            return _validate_bg(
+                directory, budget_bytes, workers, initial_csv, initial_default, keep_reads,
+                allow_malformed, t0,
+            )  # fmt: skip
+        return _validate_bgbench(directory, budget_bytes, workers, keep_reads, allow_unfinished, t0)
+    except (LogFormatError, InitialFormatError, LogSetError, BGInputError) as exc:
+        raise UserError(str(exc)) from None  # each names its file (and byte offset in a log)
+
+
+def _validate_bgbench(
+    directory: Path,
+    budget_bytes: int,
+    workers: int | None,
+    keep_reads: bool,
+    allow_unfinished: bool,
+    t0: float,
+) -> OfflineReport:
+    logs, unfinished = find_logs(directory)
+    if not logs and not unfinished:
+        raise UserError(f"no logs in {directory}: expected log-f<k>.bglog or BG's read*.txt files")
+    if unfinished and not allow_unfinished:
+        raise UserError(
+            f"{unfinished[0].reason} ({len(unfinished)} of {len(logs) + len(unfinished)} logs "
+            "were never closed); validate the finished experiments' directories, or pass "
+            "--allow-unfinished to skip the unfinished logs and list them"
+        )
+    if not logs:
+        raise UserError(
+            f"no finished logs in {directory}: all {len(unfinished)} were never closed, e.g. "
+            f"{unfinished[0].reason}"
+        )
+    outcomes, used = validate_stored(logs, budget_bytes, workers, keep_reads)
+    result, info = total(outcomes, used)
     return OfflineReport(
         "bgbench",
         str(directory),
@@ -141,6 +170,8 @@ def validate_directory(
         time.perf_counter() - t0,
         {int(k): v for k, v in ITEM_NAMES.items()},
         {a.value: a.name for a in Action},
+        experiments=per_experiment(outcomes),
+        unfinished=unfinished,
     )
 
 
@@ -153,6 +184,9 @@ def _validate_bg(
             "BG logs need initial values: --initial FILE.csv (type,rid,value) or "
             "--initial-default N"
         )
+    if initial_csv is not None and not initial_csv.is_file():
+        what = "is a directory" if initial_csv.is_dir() else "does not exist"
+        raise UserError(f"--initial {initial_csv} {what}: give the CSV of type,rid,value")
     bg = read_bg_logs(directory)
     malformed = list(bg.malformed)
     if initial_csv is not None:
@@ -169,7 +203,7 @@ def _validate_bg(
     with _as_bglog(bg.records) as path:
         try:
             result, info = validate_logs([path], initial, budget_bytes, workers, keep_reads)
-        except ValueError as exc:
+        except ValueError as exc:  # the checker's: an item without an initial value
             raise UserError(str(exc)) from None
     return OfflineReport(
         "bg",
@@ -203,11 +237,29 @@ class _as_bglog:
         self._dir.cleanup()
 
 
+def check_per_read(path: Path) -> None:
+    """Refuse a --per-read path that cannot be written, before any validation runs."""
+    if path.is_dir():
+        raise UserError(f"--per-read {path} is a directory: give a CSV file to write")
+    if not path.parent.is_dir():
+        raise UserError(
+            f"--per-read {path}: directory {path.parent} does not exist; create it or "
+            "choose another path"
+        )
+
+
 def write_per_read(report: OfflineReport, path: Path) -> int:
+    check_per_read(path)
     rows = report.result.unpredictable
     fields = ["item", "item_id", "start", "end", "observed", "initial", "lag_ms", "action",
               "session", "thread"]  # fmt: skip
-    with open(path, "w", newline="") as f:
+    if report.source == "bgbench":
+        fields.append("log")  # which log (fragment of which experiment) the read is from
+    try:
+        f = open(path, "w", newline="")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise UserError(f"--per-read {path}: cannot write it ({exc.strerror})") from None
+    with f:
         w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()
         for row in rows:

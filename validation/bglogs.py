@@ -13,6 +13,7 @@ line number; none is silently dropped.
 
 import csv
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +22,7 @@ import numpy as np
 from bgbench.validation.initial import InitialValues
 from bgbench.validation.logformat import READ, RECORD_DTYPE, WRITE
 
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 READ_FILE = re.compile(r"^read(.*)-(\d+)\.txt$")
 UPDATE_FILE = re.compile(r"^update(.*)-(\d+)\.txt$")
 
@@ -32,6 +34,10 @@ class BGLogs:
     actions: dict[str, int] = field(default_factory=dict)  # BG action name -> action code
     malformed: list[str] = field(default_factory=list)  # "file:line: why"
     files: int = 0
+
+
+class BGInputError(ValueError):
+    """A BG log or initial-values CSV that cannot be read at all; the message names it."""
 
 
 def is_bg_log_dir(directory: Path) -> bool:
@@ -49,18 +55,50 @@ def read_bg_logs(directory: Path) -> BGLogs:
         out.files += 1
         machine = (m_read or m_update).group(1)  # type: ignore[union-attr]
         expect = "READ" if m_read else "UPDATE"
-        with open(path, errors="replace") as f:
-            for lineno, line in enumerate(f, 1):
-                line = line.strip()
-                if not line:
-                    continue
-                try:
-                    rows.append(_parse(line, expect, machine, out, sessions))
-                except ValueError as exc:
-                    out.malformed.append(f"{path}:{lineno}: {exc}")
+        for lineno, line, bad in text_lines(path):
+            if bad:
+                out.malformed.append(f"{path}:{lineno}: {bad}")
+                continue
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                rows.append(_parse(line, expect, machine, out, sessions))
+            except ValueError as exc:
+                out.malformed.append(f"{path}:{lineno}: {exc}")
     if rows:
         out.records = np.array(rows, dtype=RECORD_DTYPE)
     return out
+
+
+def text_lines(path: Path) -> Iterator[tuple[int, str, str]]:
+    """(line number, text, why it is malformed or ""), one per line: a line that is not
+    UTF-8 is reported, never decoded with replacement characters into a different value."""
+    if path.is_dir():
+        raise BGInputError(f"{path}: is a directory, not a log or CSV file")
+    try:
+        f = open(path, "rb")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise BGInputError(f"{path}: cannot read it ({exc.strerror})") from None
+    with f:
+        for lineno, raw in enumerate(f, 1):
+            try:
+                text = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                where = f"byte 0x{raw[exc.start]:02x} at column {exc.start + 1}"
+                yield lineno, "", f"not UTF-8 text ({where})"
+                continue
+            yield lineno, text.rstrip("\r\n"), ""
+
+
+def _int64(text: str, name: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"{name} {text!r} is not an integer") from None
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise ValueError(f"{name} {text} does not fit in 64 bits")
+    return value
 
 
 def _parse(line: str, expect: str, machine: str, out: BGLogs, sessions: dict) -> tuple:
@@ -70,22 +108,21 @@ def _parse(line: str, expect: str, machine: str, out: BGLogs, sessions: dict) ->
         raise ValueError(f"{expect} line needs {n} fields, has {len(f)}")
     if f[0] != expect:
         raise ValueError(f"expected {expect}, found {f[0]!r}")
-    try:
-        seq, thread, rid, start, end = (int(x) for x in f[2:7])
-    except ValueError:
-        raise ValueError("seqID, threadid, rid, startNs and endNs must be integers") from None
+    seq, thread, rid, start, end = (
+        _int64(x, name)
+        for x, name in zip(f[2:7], ("seqID", "threadid", "rid", "startNs", "endNs"), strict=True)
+    )
     if end < start:
         raise ValueError(f"ends before it starts ({end} < {start})")
+    if expect == "READ" and end == INT64_MAX:
+        raise ValueError(f"a read cannot end at {end}, bgbench's marker for 'never'")
     kind = out.kinds.setdefault(f[1], len(out.kinds))
     action = out.actions.setdefault(f[n - 1], len(out.actions))
     if kind > 255 or action > 255:
         raise ValueError("more than 256 item types or actions")
     session = sessions.setdefault((machine, thread, seq), len(sessions))
     if expect == "READ":
-        try:
-            observed = int(f[7])
-        except ValueError:
-            raise ValueError(f"observed value {f[7]!r} is not an integer") from None
+        observed = _int64(f[7], "observedValue")
         return (READ, kind, action, thread & 0xFFFF, rid, start, end, observed, session)
     if f[8] not in ("I", "D"):
         raise ValueError(f"update type must be I or D, found {f[8]!r}")
@@ -97,22 +134,28 @@ def read_initial_csv(path: Path, kinds: dict[str, int]) -> tuple[InitialValues, 
     """Initial values from `type,rid,value` lines (a header line is allowed)."""
     per_kind: dict[int, tuple[list[int], list[int]]] = {}
     malformed: list[str] = []
-    with open(path, newline="") as f:
-        for lineno, row in enumerate(csv.reader(f), 1):
-            if not row or (lineno == 1 and row[0].strip().lower() == "type"):
-                continue
-            if len(row) != 3:
-                malformed.append(f"{path}:{lineno}: needs type,rid,value")
-                continue
-            try:
-                rid, value = int(row[1]), int(row[2])
-            except ValueError:
-                malformed.append(f"{path}:{lineno}: rid and value must be integers")
-                continue
-            kind = kinds.setdefault(row[0].strip(), len(kinds))
-            ids, values = per_kind.setdefault(kind, ([], []))
-            ids.append(rid)
-            values.append(value)
+    for lineno, line, bad in text_lines(path):
+        if bad:
+            malformed.append(f"{path}:{lineno}: {bad}")
+            continue
+        row = next(csv.reader([line]), []) if line.strip() else []
+        if not row or (lineno == 1 and row[0].strip().lower() == "type"):
+            continue
+        if len(row) != 3:
+            malformed.append(f"{path}:{lineno}: needs type,rid,value")
+            continue
+        try:
+            rid, value = _int64(row[1].strip(), "rid"), _int64(row[2].strip(), "value")
+        except ValueError as exc:
+            malformed.append(f"{path}:{lineno}: {exc}")
+            continue
+        kind = kinds.setdefault(row[0].strip(), len(kinds))
+        if kind > 255:
+            malformed.append(f"{path}:{lineno}: more than 256 item types")
+            continue
+        ids, values = per_kind.setdefault(kind, ([], []))
+        ids.append(rid)
+        values.append(value)
     by_kind = {}
     for kind, (ids, values) in per_kind.items():
         order = np.argsort(ids, kind="stable")

@@ -1,5 +1,7 @@
 """Initial values of tracked items: what each item held before the experiment began."""
 
+import zipfile
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,9 +53,27 @@ def save_initial(path, initial: InitialValues) -> None:
     np.savez(path, **arrays)
 
 
+class InitialFormatError(ValueError):
+    """An initial-values file that cannot be read; the message names the file."""
+
+
 def load_initial(path) -> InitialValues:
-    with np.load(path) as z:
-        kinds = sorted(int(name[4:]) for name in z.files if name.startswith("ids_"))
-        by_kind = {k: (z[f"ids_{k}"], z[f"values_{k}"]) for k in kinds}
-        default = int(z["default"][0]) if "default" in z.files else None
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            kinds = sorted(int(name[4:]) for name in z.files if name.startswith("ids_"))
+            by_kind = {k: (z[f"ids_{k}"], z[f"values_{k}"]) for k in kinds}
+            default = int(z["default"][0]) if "default" in z.files else None
+    except (OSError, EOFError, KeyError, ValueError, IndexError, zipfile.BadZipFile,
+            zlib.error) as exc:  # fmt: skip
+        if isinstance(exc, OSError) and exc.strerror:
+            raise InitialFormatError(f"{path}: cannot read it ({exc.strerror})") from None
+        why = " ".join((str(exc) or type(exc).__name__).split())
+        raise InitialFormatError(
+            f"{path}: not a readable initial-values file ({why}); it is damaged or cut short"
+        ) from None
+    for kind, (ids, values) in by_kind.items():
+        if ids.ndim != 1 or ids.shape != values.shape or ids.dtype.kind not in "iu":
+            raise InitialFormatError(
+                f"{path}: ids_{kind} and values_{kind} must be integer arrays of one length"
+            )
     return InitialValues(by_kind, default)

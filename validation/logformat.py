@@ -1,21 +1,40 @@
 """Binary read/write logs: one file per fragment per experiment.
 
-Layout: an 8-byte magic, then fixed-size little-endian records (RECORD_DTYPE), then
-a trailer of the record count and an end magic. A file without its trailer was not
-closed (the experiment did not finish) and is refused; a count that disagrees with
-the records present is refused too, so nothing is silently dropped.
+Layout (version 2): an 8-byte magic, then blocks, then a trailer.
+  block    12-byte header (b"BGBK", record count u32, CRC32 of the count's 4 bytes and the
+           records) followed by at most BLOCK_RECORDS fixed-size little-endian records
+           (RECORD_DTYPE)
+  trailer  record count u64, block count u32, CRC32 of those 12 bytes, b"BGLOGEND"
+Every read checks each block's checksum, that the blocks add up to the trailer, and that
+each record is possible (a known kind, no end before its start, a read that ended); every
+error names the file and the byte offset. A file without its trailer was never closed (its
+experiment did not finish): UnfinishedLogError, so callers can tell it from corruption.
 
-A write whose outcome is unknown (the store raised) is logged with end = NEVER:
-it may take effect at any time after its start, or not at all.
+Version 1 files (no blocks, no checksums; a count and b"BGLOGEND" as the trailer) are still
+read, with the same record checks.
+
+A write whose outcome is unknown (the store raised) is logged with end = NEVER: it may take
+effect at any time after its start, or not at all.
 """
 
 import os
+import struct
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
-MAGIC = b"BGLOG\x00v1"
+MAGIC = b"BGLOG\x00v2"
+MAGIC_V1 = b"BGLOG\x00v1"
 END_MAGIC = b"BGLOGEND"
+BLOCK_MAGIC = b"BGBK"
+BLOCK_HEADER = struct.Struct("<4sII")  # magic, records, crc32
+TRAILER = struct.Struct("<QII8s")  # records, blocks, crc32 of the first 12 bytes, END_MAGIC
+TRAILER_V1 = struct.Struct("<q8s")
+BLOCK_RECORDS = 65_536  # records per block at most: one flush of a thread fits in one block
 READ = 0
 WRITE = 1  # a delta write: value is the change
 WRITE_ABS = 2  # an absolute write: value is the new value
@@ -34,63 +53,245 @@ RECORD_DTYPE = np.dtype(
         ("session", "<i8"),
     ]
 )
+RECORD_BYTES = RECORD_DTYPE.itemsize
 
 
 class LogFormatError(Exception):
-    pass
+    """A log file that is not what it should be; the message names the file and byte offset."""
+
+
+class UnfinishedLogError(LogFormatError):
+    """A log without its trailer: the writer never closed it (the experiment did not finish,
+    or the file was cut short)."""
 
 
 class LogWriter:
-    """Appends record batches; close() writes the trailer and fsyncs."""
+    """Appends record batches as checksummed blocks; close() writes the trailer and fsyncs."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._file = open(path, "wb")  # noqa: SIM115 - closed in close()
         self._file.write(MAGIC)
         self.count = 0
+        self.blocks = 0
 
     def append(self, records: np.ndarray) -> None:
         if records.dtype != RECORD_DTYPE:
             records = records.astype(RECORD_DTYPE)
-        self._file.write(records.tobytes())
-        self.count += len(records)
+        records = np.ascontiguousarray(records)
+        for lo in range(0, len(records), BLOCK_RECORDS):
+            payload = memoryview(records[lo : lo + BLOCK_RECORDS].view(np.uint8))
+            n = len(payload) // RECORD_BYTES
+            crc = zlib.crc32(payload, zlib.crc32(n.to_bytes(4, "little")))
+            self._file.write(BLOCK_HEADER.pack(BLOCK_MAGIC, n, crc))
+            self._file.write(payload)
+            self.count += n
+            self.blocks += 1
 
     def append_rows(self, rows: list[tuple]) -> None:
         if rows:
             self.append(np.array(rows, dtype=RECORD_DTYPE))
 
     def close(self) -> None:
-        self._file.write(np.int64(self.count).tobytes())
-        self._file.write(END_MAGIC)
+        if self._file.closed:
+            return
+        head = struct.pack("<QI", self.count, self.blocks)
+        self._file.write(TRAILER.pack(self.count, self.blocks, zlib.crc32(head), END_MAGIC))
         self._file.flush()
         os.fsync(self._file.fileno())
         self._file.close()
 
 
+@dataclass(frozen=True)
+class LogInfo:
+    """What a log's header and trailer say, checked against the file's size."""
+
+    path: Path
+    version: int
+    records: int
+    blocks: int  # 0 for version 1 (no blocks)
+    size: int
+
+    @property
+    def body_end(self) -> int:
+        return self.size - (TRAILER.size if self.version == 2 else TRAILER_V1.size)
+
+
+def _open(path: Path) -> BinaryIO:
+    if path.is_dir():
+        raise LogFormatError(f"{path}: is a directory, not a log file")
+    try:
+        return open(path, "rb")
+    except OSError as exc:
+        raise LogFormatError(f"{path}: cannot read it ({exc.strerror})") from None
+
+
+def inspect_log(path: Path) -> LogInfo:
+    """Header and trailer of a log; raises UnfinishedLogError when there is no trailer."""
+    with _open(path) as f:
+        size = os.fstat(f.fileno()).st_size
+        head = f.read(len(MAGIC))
+        if head not in (MAGIC, MAGIC_V1):
+            if len(head) < len(MAGIC) and MAGIC.startswith(head):
+                raise UnfinishedLogError(
+                    f"{path}, byte {len(head)}: the file ends inside its header: "
+                    "the log was never closed (its experiment did not finish)"
+                )
+            raise LogFormatError(f"{path}, byte 0: not a bgbench log (bad magic {head!r})")
+        version = 2 if head == MAGIC else 1
+        trailer = TRAILER if version == 2 else TRAILER_V1
+        tail = b""
+        if size >= len(MAGIC) + trailer.size:
+            f.seek(size - trailer.size)
+            tail = f.read(trailer.size)
+    if not tail.endswith(END_MAGIC):
+        raise UnfinishedLogError(
+            f"{path}, byte {size}: no trailer at the end of the file: the log was never "
+            "closed (its experiment did not finish) or the file was cut short"
+        )
+    at = size - trailer.size
+    body = at - len(MAGIC)
+    if version == 1:
+        count = TRAILER_V1.unpack(tail)[0]
+        if count < 0 or body != count * RECORD_BYTES:
+            raise LogFormatError(
+                f"{path}, byte {at}: trailer says {count} records but the file holds "
+                f"{body / RECORD_BYTES:g}"
+            )
+        return LogInfo(path, 1, count, 0, size)
+    count, blocks, crc, _ = TRAILER.unpack(tail)
+    if zlib.crc32(tail[:12]) != crc:
+        raise LogFormatError(f"{path}, byte {at}: the trailer's checksum does not match")
+    expected = count * RECORD_BYTES + blocks * BLOCK_HEADER.size
+    if body != expected:
+        raise LogFormatError(
+            f"{path}, byte {at}: trailer says {count} records in {blocks} blocks "
+            f"({expected} bytes) but the file holds {body} bytes of blocks"
+        )
+    return LogInfo(path, 2, count, blocks, size)
+
+
+def check_records(records: np.ndarray, path: Path, offset: int, first: int = 0) -> None:
+    """Refuse impossible records; `offset` is the byte offset of records[0] in the file."""
+    kind, start, end = records["kind"], records["start"], records["end"]
+    is_read = kind == READ
+    unknown = ~(is_read | (kind == WRITE) | (kind == WRITE_ABS))
+    backwards = end < start
+    unended = is_read & (end == NEVER)
+    never_started = start == NEVER
+    bad = unknown | backwards | unended | never_started
+    if not bad.any():
+        return
+    i = int(np.flatnonzero(bad)[0])
+    r = records[i]
+    if unknown[i]:
+        why = f"unknown kind {int(r['kind'])} (0 read, 1 delta write, 2 absolute write)"
+    elif never_started[i]:
+        why = "its start is NEVER"
+    elif backwards[i]:
+        why = f"it ends before it starts (end {int(r['end'])} < start {int(r['start'])})"
+    else:
+        why = "a read that never ended (end = NEVER)"
+    raise LogFormatError(
+        f"{path}, byte {offset + i * RECORD_BYTES}: record {first + i} is impossible: {why}"
+    )
+
+
+def iter_blocks(path: Path, info: LogInfo | None = None) -> Iterator[np.ndarray]:
+    """The records of one log, a verified block at a time (at most BLOCK_RECORDS each), so a
+    log of any size is read in bounded memory."""
+    info = info or inspect_log(path)
+    yield from (_iter_v1(info) if info.version == 1 else _iter_v2(info))
+
+
+def _iter_v2(info: LogInfo, out: np.ndarray | None = None) -> Iterator[np.ndarray]:
+    """Verified blocks; read straight into `out` (info.records long) when given."""
+    path = info.path
+    with _open(path) as f:
+        f.seek(len(MAGIC))
+        offset, seen, blocks = len(MAGIC), 0, 0
+        while offset < info.body_end:
+            block = _read_block(f, path, offset, info.body_end, seen, out)
+            yield block
+            offset += BLOCK_HEADER.size + len(block) * RECORD_BYTES
+            seen += len(block)
+            blocks += 1
+    if (seen, blocks) != (info.records, info.blocks):
+        raise LogFormatError(
+            f"{path}, byte {info.body_end}: trailer says {info.records} records in "
+            f"{info.blocks} blocks, the blocks hold {seen} in {blocks}"
+        )
+
+
+def _read_block(
+    f: BinaryIO, path: Path, offset: int, body_end: int, seen: int, out: np.ndarray | None = None
+) -> np.ndarray:
+    """The verified block at `offset`; read straight into out[seen:] when given."""
+    header = f.read(BLOCK_HEADER.size)
+    if len(header) < BLOCK_HEADER.size or offset + BLOCK_HEADER.size > body_end:
+        raise LogFormatError(f"{path}, byte {offset}: a block header runs into the trailer")
+    magic, n, crc = BLOCK_HEADER.unpack(header)
+    if magic != BLOCK_MAGIC:
+        raise LogFormatError(f"{path}, byte {offset}: expected a block header, found {magic!r}")
+    start = offset + BLOCK_HEADER.size
+    if start + n * RECORD_BYTES > body_end:
+        raise LogFormatError(
+            f"{path}, byte {offset}: a block of {n} records runs into the trailer "
+            "(its header is corrupt)"
+        )
+    if out is None:
+        block = np.empty(n, dtype=RECORD_DTYPE)
+    else:
+        block = out[seen : seen + n]
+        if len(block) != n:
+            raise LogFormatError(f"{path}, byte {offset}: more records than the trailer says")
+    payload = memoryview(block.view(np.uint8))
+    if f.readinto(payload) != len(payload):
+        raise LogFormatError(f"{path}, byte {start}: the file ends inside a block")
+    if zlib.crc32(payload, zlib.crc32(header[4:8])) != crc:
+        raise LogFormatError(
+            f"{path}, byte {offset}: checksum mismatch in the block of records {seen}.."
+            f"{seen + n - 1} (bytes {start}..{start + len(payload) - 1}): the file is corrupt"
+        )
+    check_records(block, path, start, seen)
+    return block
+
+
+def _iter_v1(info: LogInfo) -> Iterator[np.ndarray]:
+    path = info.path
+    if info.records == 0:
+        return
+    mapped = np.memmap(path, dtype=RECORD_DTYPE, mode="r", offset=len(MAGIC), shape=(info.records,))
+    for lo in range(0, info.records, BLOCK_RECORDS):
+        block = np.array(mapped[lo : lo + BLOCK_RECORDS])
+        check_records(block, path, len(MAGIC) + lo * RECORD_BYTES, lo)
+        yield block
+
+
 def read_log(path: Path) -> np.ndarray:
-    """All records of one log file, checked against its trailer."""
-    return np.array(open_log(path))
+    """All records of one log file, verified (checksums, trailer, possible records)."""
+    return read_logs([path])
 
 
 def open_log(path: Path) -> np.ndarray:
-    """The records of one log file, memory-mapped (nothing read yet), checked against its
-    trailer."""
-    size = path.stat().st_size
-    with open(path, "rb") as f:
-        if f.read(len(MAGIC)) != MAGIC:
-            raise LogFormatError(f"{path}: not a bgbench log (bad magic)")
-        if size < len(MAGIC) + 16:
-            raise LogFormatError(f"{path}: truncated, no trailer (the experiment did not finish)")
-        f.seek(size - 16)
-        count = int(np.frombuffer(f.read(8), "<i8")[0])
-        if f.read(8) != END_MAGIC:
-            raise LogFormatError(f"{path}: truncated, no trailer (the experiment did not finish)")
-    body = size - len(MAGIC) - 16
-    if body != count * RECORD_DTYPE.itemsize:
-        raise LogFormatError(
-            f"{path}: trailer says {count} records but the file holds "
-            f"{body / RECORD_DTYPE.itemsize:g}"
-        )
-    if count == 0:
-        return np.empty(0, dtype=RECORD_DTYPE)
-    return np.memmap(path, dtype=RECORD_DTYPE, mode="r", offset=len(MAGIC), shape=(count,))
+    """The records of one log file, verified; read into memory (blocks are not contiguous)."""
+    return read_logs([path])
+
+
+def read_logs(paths: list[Path]) -> np.ndarray:
+    """The records of several logs in one array, allocated once from their trailers."""
+    infos = [inspect_log(p) for p in paths]
+    out = np.empty(sum(i.records for i in infos), dtype=RECORD_DTYPE)
+    pos = 0
+    for info in infos:
+        part = out[pos : pos + info.records]
+        if info.version == 2:
+            for _ in _iter_v2(info, part):
+                pass  # each block is read into `part` in place
+        else:
+            for lo, block in zip(
+                range(0, info.records, BLOCK_RECORDS), _iter_v1(info), strict=True
+            ):
+                part[lo : lo + len(block)] = block
+        pos += info.records
+    return out

@@ -6,6 +6,11 @@ of items that fit the memory budget, fetched one at a time from an on-disk DuckD
 table (the paper's "persistent store" variant). Both paths run the same checker
 on each part and merge the counts; sessions are merged as sets, since one session
 reads several items. Results are identical by construction.
+
+The paths given are ONE history against one set of initial values (one fragment of one
+experiment: item and session ids are only unique within it). Logs of different
+experiments or fragments are validated apart and their counts added
+(bgbench.coordinator.offline does that).
 """
 
 import multiprocessing as mp
@@ -19,7 +24,7 @@ import numpy as np
 
 from bgbench.validation.checker import ValidationResult, validate
 from bgbench.validation.initial import InitialValues
-from bgbench.validation.logformat import RECORD_DTYPE, open_log
+from bgbench.validation.logformat import RECORD_DTYPE, iter_blocks, read_logs
 
 # In-memory validation holds the records plus the index arrays built over them:
 # measured peak is about 6x the raw log size (benchmarks/README.md); 8x leaves room.
@@ -109,9 +114,19 @@ def _merge(parts: list[ValidationResult]) -> ValidationResult:
 # -- out of core ----------------------------------------------------------------------------
 
 
-def _chunks_of(log: np.ndarray, size: int) -> Iterator[np.ndarray]:
-    for lo in range(0, len(log), size):
-        yield np.asarray(log[lo : lo + size])
+def _chunks_of(paths: list[Path], size: int) -> Iterator[np.ndarray]:
+    """The logs' records in chunks of about `size`, streamed block by block."""
+    pending: list[np.ndarray] = []
+    held = 0
+    for path in paths:
+        for block in iter_blocks(path):
+            pending.append(block)
+            held += len(block)
+            if held >= size:
+                yield np.concatenate(pending)
+                pending, held = [], 0
+    if pending:
+        yield np.concatenate(pending)
 
 
 def validate_out_of_core(
@@ -134,17 +149,16 @@ def validate_out_of_core(
         names = list(RECORD_DTYPE.names)
         columns = ", ".join(f'"{n}" {_sql_type(RECORD_DTYPE[n])}' for n in names)
         db.execute(f"CREATE TABLE logs ({columns}, key BIGINT)")
-        for path in paths:
-            for chunk in _chunks_of(open_log(path), chunk_records):
-                batch = pa.table(
-                    {
-                        **{n: chunk[n] for n in names},
-                        "key": chunk["item_id"].astype(np.int64) * 256 + chunk["item"],
-                    }
-                )
-                db.register("batch", batch)
-                db.execute("INSERT INTO logs SELECT * FROM batch")
-                db.unregister("batch")
+        for chunk in _chunks_of(paths, chunk_records):
+            batch = pa.table(
+                {
+                    **{n: chunk[n] for n in names},
+                    "key": chunk["item_id"].astype(np.int64) * 256 + chunk["item"],
+                }
+            )
+            db.register("batch", batch)
+            db.execute("INSERT INTO logs SELECT * FROM batch")
+            db.unregister("batch")
         # Cut the item keys into chunks of about chunk_records records each.
         db.execute(
             f"""CREATE TABLE key_chunk AS
@@ -210,11 +224,7 @@ def validate_logs(
     workers = workers or os.cpu_count() or 1
     log_bytes = sum(p.stat().st_size for p in paths)
     if log_bytes * MEMORY_PER_LOG_BYTE <= budget_bytes:
-        records = (
-            np.concatenate([np.asarray(open_log(p)) for p in paths])
-            if paths
-            else np.empty(0, dtype=RECORD_DTYPE)
-        )
+        records = read_logs(paths)
         used = workers if len(records) >= PARALLEL_FROM else 1
         result = validate_in_memory(records, initial, used, keep_reads)
         parts = max(used, -(-len(records) // PART_RECORDS))

@@ -6,8 +6,15 @@ import numpy as np
 import pytest
 
 from bgbench.validation.checker import validate
-from bgbench.validation.logformat import LogWriter
-from bgbench.validation.runner import validate_in_memory, validate_logs, validate_out_of_core
+from bgbench.validation.initial import InitialValues, save_initial
+from bgbench.validation.logformat import READ, RECORD_DTYPE, LogWriter
+from bgbench.validation.logset import find_logs, per_experiment, total, validate_stored
+from bgbench.validation.runner import (
+    item_partition,
+    validate_in_memory,
+    validate_logs,
+    validate_out_of_core,
+)
 from bgbench.validation.synthetic import synthetic_logs
 
 COUNTS = (
@@ -69,3 +76,46 @@ def test_the_runner_picks_the_engine_by_budget(logs):
     big, info = validate_logs(paths, initial, budget_bytes=8 << 30, workers=2)
     assert info.engine == "memory" and info.records == len(records)
     assert counts(small) == counts(big)
+
+
+def write_experiment(directory, fragment: int, records: np.ndarray, initial) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    w = LogWriter(directory / f"log-f{fragment}.bglog")
+    w.append(records)
+    w.close()
+    save_initial(directory / f"initial-f{fragment}.npz", initial)
+
+
+def test_each_log_is_validated_against_its_own_initial_values(tmp_path):
+    # Two experiments after a reload: the same item and session ids, different initial values.
+    for name, value in (("e1", 5), ("e2", 9)):
+        log = np.zeros(1, dtype=RECORD_DTYPE)
+        log[0] = (READ, 0, 0, 0, 1, 10, 20, value, 0)
+        one = InitialValues({0: (np.array([1]), np.array([value]))})
+        write_experiment(tmp_path / "agent-0" / name, 0, log, one)
+    logs, unfinished = find_logs(tmp_path)
+    assert [log.experiment for log in logs] == ["e1", "e2"] and not unfinished
+    outcomes, _ = validate_stored(logs, 1 << 30, workers=1)
+    result, _ = total(outcomes, 1)
+    assert (result.reads, result.unpredictable_reads) == (2, 0)
+    assert result.sessions == 2  # session 0 of e1 and session 0 of e2 are two sessions
+    assert [e["reads"] for e in per_experiment(outcomes)] == [1, 1]
+
+
+def test_small_logs_side_by_side_match_one_at_a_time(logs, tmp_path):
+    records, initial, _, _ = logs
+    owner = item_partition(records, 4)  # whole item histories per log, as fragments have
+    for k in range(4):
+        write_experiment(tmp_path / f"exp-{k}", 0, records[owner == k], initial)
+    found, _ = find_logs(tmp_path)
+    pooled, used = validate_stored(found, 1 << 30, workers=2)
+    alone, _ = validate_stored(found, 1 << 30, workers=1)
+    assert used == 2
+    assert [counts(o.result) for o in pooled] == [counts(o.result) for o in alone]
+    whole = validate(records, initial)
+    result, _ = total(pooled, used)
+    assert (result.reads, result.unpredictable_reads, result.writes) == (
+        whole.reads,
+        whole.unpredictable_reads,
+        whole.writes,
+    )
