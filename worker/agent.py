@@ -289,14 +289,7 @@ class AgentService(pb_grpc.WorkerServicer):
                 self.close()
                 return pb.PrepareReply(error=_error(failed[0]["kind"], failed[0]["message"]))
             return pb.PrepareReply(
-                fragments=[
-                    pb.FragmentInfo(
-                        fragment=r["result"]["fragment"],
-                        members=r["result"]["members"],
-                        load_seconds=r["result"]["load_seconds"],
-                    )
-                    for r in replies
-                ],
+                fragments=_fragment_infos(replies),
                 store_description=replies[0]["result"]["store"],
             )
         finally:
@@ -311,16 +304,7 @@ class AgentService(pb_grpc.WorkerServicer):
         failed = [r for r in replies if not r["ok"]]
         if failed:
             return pb.PrepareReply(error=_error(failed[0]["kind"], failed[0]["message"]))
-        return pb.PrepareReply(
-            fragments=[
-                pb.FragmentInfo(
-                    fragment=r["result"]["fragment"],
-                    members=r["result"]["members"],
-                    load_seconds=r["result"]["load_seconds"],
-                )
-                for r in replies
-            ]
-        )
+        return pb.PrepareReply(fragments=_fragment_infos(replies))
 
     def _create_schema(self, msg: dict) -> dict:
         """The first load process alone creates the schema; the others stay idle meanwhile:
@@ -464,6 +448,17 @@ class AgentService(pb_grpc.WorkerServicer):
     def Shutdown(self, request, context):
         self._stopper.set()
         return pb.ShutdownReply()
+
+
+def _fragment_infos(replies: list[dict]) -> list[pb.FragmentInfo]:
+    return [
+        pb.FragmentInfo(
+            fragment=r["result"]["fragment"],
+            members=r["result"]["members"],
+            load_seconds=r["result"]["load_seconds"],
+        )
+        for r in replies
+    ]
 
 
 def _sum_counters(parts: list[dict[str, int]]) -> dict[str, int]:
