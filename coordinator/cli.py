@@ -21,7 +21,12 @@ from bgbench.coordinator.config import (
     set_path,
 )
 from bgbench.coordinator.experiment import new_experiment_id, save
-from bgbench.coordinator.offline import parse_size, validate_directory, write_per_read
+from bgbench.coordinator.offline import (
+    check_per_read,
+    parse_size,
+    validate_directory,
+    write_per_read,
+)
 from bgbench.coordinator.preflight import MODEL_STORE
 from bgbench.coordinator.rating import Rating
 from bgbench.coordinator.redaction import REDACTED, redact_config, redacted_paths
@@ -317,6 +322,8 @@ def validate(
     as_json: JsonFlag = False,
 ) -> None:
     """Re-run validation on stored logs (bgbench's, or the original BG's)."""
+    if per_read is not None:
+        check_per_read(per_read)  # before the work, not after it
     report = validate_directory(
         directory,
         parse_size(memory_budget),

@@ -279,7 +279,12 @@ def render_record(record: dict, experiments: list[dict], settings: Settings) -> 
 def render_validation(d: dict) -> Group:
     head = Text()
     head.append(f"Validation of {d['directory']}", style="bold")
-    head.append(f" ({d['source']} logs, {d['logs']} files)\n")
+    head.append(f" ({d['source']} logs, {d['logs']} files")
+    if d.get("experiments_validated"):
+        head.append(f", {d['experiments_validated']} experiments")
+    head.append(")\n")
+    for u in d.get("unfinished", []):
+        head.append(f"skipped, never closed: {u['log']}\n", style="yellow")
     head.append(
         f"{d['records']:,} records in {d['seconds']:.2f} s "
         f"({(d['records_per_s'] or 0):,.0f} records/s) in {d['engine']}, "

@@ -1,5 +1,6 @@
 """`bgbench validate` on damaged or wrong inputs: exit 2, one line naming the file, no traceback."""
 
+import json
 import shutil
 import struct
 import subprocess
@@ -168,7 +169,9 @@ def test_unfinished_logs_are_skipped_and_listed_only_when_allowed(real_run, tmp_
     log = killed / "log-f0.bglog"
     log.write_bytes(log.read_bytes()[: -TRAILER.size])
     refused(bgbench("validate", str(root)), str(log), "1 of 2 logs were never closed")
-    report = validate_directory(root, 1 << 30, 1, allow_unfinished=True).to_dict()
+    proc = bgbench("validate", str(root), "--allow-unfinished", "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
     alone = validate_directory(finished, 1 << 30, 1).to_dict()
     assert (report["logs"], report["unfinished_skipped"]) == (1, 1)
     assert report["unfinished"][0]["log"] == str(log.relative_to(root))
