@@ -55,35 +55,41 @@ def prepare(agents: LocalAgents, store: str, option: str) -> int:
     return sum(f.members for r in replies for f in r.fragments)
 
 
-def test_ten_prepares_on_postgres_never_deadlock(agents, postgres_server):
+def prepare_rounds(agents: LocalAgents, store: str, option_of, count_users) -> None:
+    """ROUNDS prepares in a loop, each round's option from option_of(round); every round
+    runs (the count of failures is the figure), and each must leave USERS members."""
     failures = []
     for i in range(ROUNDS):
-        if i % 2 == 0:  # a fresh database, then the same one again (its schema exists)
-            dsn = fresh_database(postgres_server)
+        option = option_of(i)
         try:
-            loaded = prepare(agents, "postgres", f"store.options.dsn={dsn}")
-        except BGBenchError as exc:  # every round runs: the count of failures is the figure
-            failures.append(f"round {i}: {exc}")
-            continue
-        assert loaded == USERS
-        with psycopg.connect(dsn) as conn:
-            assert conn.execute("SELECT count(*) FROM users").fetchone()[0] == USERS
-    assert not failures, f"{len(failures)} of {ROUNDS} prepares failed: {failures[0]}"
-
-
-def test_ten_prepares_on_sqlite_never_find_the_database_locked(agents, tmp_path):
-    failures = []
-    for i in range(ROUNDS):
-        path = tmp_path / f"bg{i // 2}.sqlite"  # a new file, then the same one again
-        try:
-            loaded = prepare(agents, "sqlite", f"store.options.path={path}")
+            loaded = prepare(agents, store, option)
         except BGBenchError as exc:
             failures.append(f"round {i}: {exc}")
             continue
         assert loaded == USERS
-        with sqlite3.connect(path) as db:
-            assert db.execute("SELECT count(*) FROM users").fetchone()[0] == USERS
+        assert count_users(option) == USERS
     assert not failures, f"{len(failures)} of {ROUNDS} prepares failed: {failures[0]}"
+
+
+def test_ten_prepares_on_postgres_never_deadlock(agents, postgres_server):
+    # a fresh database, then the same one again (its schema exists)
+    dsns = [fresh_database(postgres_server) for _ in range(ROUNDS // 2)]
+
+    def users(option: str) -> int:
+        with psycopg.connect(option.split("=", 1)[1]) as conn:
+            return conn.execute("SELECT count(*) FROM users").fetchone()[0]
+
+    prepare_rounds(agents, "postgres", lambda i: f"store.options.dsn={dsns[i // 2]}", users)
+
+
+def test_ten_prepares_on_sqlite_never_find_the_database_locked(agents, tmp_path):
+    def users(option: str) -> int:
+        with sqlite3.connect(option.split("=", 1)[1]) as db:
+            return db.execute("SELECT count(*) FROM users").fetchone()[0]
+
+    # a new file, then the same one again
+    path_of = lambda i: f"store.options.path={tmp_path / f'bg{i // 2}.sqlite'}"  # noqa: E731
+    prepare_rounds(agents, "sqlite", path_of, users)
 
 
 def test_a_prepare_without_a_phase_makes_the_schema_first_then_loads(agents, tmp_path):
