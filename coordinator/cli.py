@@ -40,6 +40,7 @@ from bgbench.coordinator.report import (
 )
 from bgbench.coordinator.results import ResultsStore
 from bgbench.coordinator.session import bring_up
+from bgbench.coordinator.sizing import resolve_local_layout
 from bgbench.errors import BGBenchError, SystemFault, UserError
 
 app = typer.Typer(
@@ -126,6 +127,7 @@ def run(
     settings = _settings(config, param, flags)
     settings.results_dir = results_path(settings.results_dir)
     threads_n = settings.run.threadcount
+    resolve_local_layout(settings, threads_n)
     a = settings.agents
     if settings.store.name != MODEL_STORE and not a.addresses:
         preflight.check_threads_cover(threads_n, a.local * a.processes)
@@ -179,6 +181,7 @@ def rate(
         if record["status"] == "done":
             raise UserError(f"rating {resume} is finished: see bgbench results show {resume}")
         settings = resumed_settings(record, _overrides(param), results_dir)
+        resolve_local_layout(settings, None)  # recorded before "auto" existed: made concrete
         rating_id = resume
         go_to_origin(record)
         err.print(f"resuming rating {rating_id} with its recorded settings")
@@ -197,6 +200,7 @@ def rate(
         )
         settings = _settings(config, param, flags)
         settings.results_dir = results_path(settings.results_dir)
+        resolve_local_layout(settings, None)
         preflight.check_before_agents(settings)
         rating_id = new_rating_id()
         store_db = ResultsStore(settings.results_dir)
@@ -246,6 +250,7 @@ def check_config(
 ) -> None:
     """Validate a settings file (and overrides) without generating any load."""
     settings = load_settings(file, _overrides(param))
+    resolve_local_layout(settings, None)
     preflight.check_before_agents(settings)
     out.print(f"{file}: valid")
     out.print_json(settings.model_dump_json())

@@ -102,7 +102,11 @@ class AgentsConfig(BaseModel):
         float, Field(gt=0, description="an agent silent this long (s) has failed")
     ] = 5.0
     local: Annotated[int, Field(ge=1, le=64, description="local agents to spawn")] = 2
-    processes: Annotated[int, Field(ge=1, le=64, description="load processes per local agent")] = 1
+    processes: Annotated[int, Field(ge=1, le=64)] | Literal["auto"] = Field(
+        "auto",
+        description="load processes per local agent; auto: one per core, more for many "
+        "threads of a blocking store (coordinator/sizing.py)",
+    )
     capacities: list[Annotated[float, Field(gt=0)]] | None = Field(
         None, description="capacity weight of each agent (default: by `capacity`)"
     )

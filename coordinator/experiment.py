@@ -129,6 +129,12 @@ class AgentOutcome:
     store_counters: dict = field(default_factory=dict)  # the binding's own counts
     response_hist: str = ""  # HDR histogram (us), base64: exact merging later
     session_hist: str = ""
+    # The client watching itself: each action's delay between its intended start and its
+    # store call (p99), the worst client lag the progress stream saw, how socialites ran.
+    client_delay_p99_ms: float = 0.0
+    client_lag_max_ms: float = 0.0
+    concurrency: str = ""
+    client_cpu_us_per_action: float = 0.0
 
     @property
     def unpredictable_percent(self) -> float:
@@ -170,6 +176,9 @@ class ExperimentResult:
     never_valid: int = 0  # unpredictable reads of a value the item never held
     coordinator_cpu_s: float = 0.0  # the coordinator's CPU while the agents ran
     progress_events: int = 0  # progress messages received from all agents
+    # The load processes' CPU per action over all agents (their whole run: start, actions,
+    # summaries); the null store's figure is the framework's own cost.
+    client_cpu_us_per_action: float = 0.0
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2)
@@ -224,8 +233,11 @@ def run_experiment(
             for event in client.run(request):
                 last_seen[i] = time.monotonic()
                 events[0] += 1
-                if event.HasField("progress") and on_progress:
-                    on_progress(i, event.progress)
+                if event.HasField("progress"):
+                    lag = event.progress.client_lag_ms
+                    outcomes[i].client_lag_max_ms = max(outcomes[i].client_lag_max_ms, lag)
+                    if on_progress:
+                        on_progress(i, event.progress)
                 elif event.HasField("result"):
                     results[i] = event.result
         except BGBenchError as exc:
@@ -318,6 +330,11 @@ def _merge(experiment_id, threads, duration_s, cluster, outcomes, results, valid
         out.store_counters = json.loads(res.store_counters_json or "{}")
         out.log_records_written, out.log_dir = res.log_records, res.log_dir
         out.state_uncertain, out.aborted = res.state_uncertain, res.aborted
+        delays = decode(res.client_delay_hist) if res.client_delay_hist else new_histogram()
+        out.client_delay_p99_ms = delays.get_value_at_percentile(99) / 1000
+        out.client_lag_max_ms = max(out.client_lag_max_ms, res.loop_lag_max_ms)
+        out.concurrency = res.concurrency
+        out.client_cpu_us_per_action = 1e6 * res.cpu_seconds / res.actions if res.actions else 0.0
         out.error_counts = [
             {"action": e.action, "type": e.type, "count": e.count, "sample": e.sample}
             for e in res.error_counts
@@ -389,6 +406,9 @@ def _merge(experiment_id, threads, duration_s, cluster, outcomes, results, valid
         agents=outcomes,
         passed=not fault and all(o.passed for o in outcomes),
         fault=fault,
+        client_cpu_us_per_action=(
+            1e6 * sum(r.cpu_seconds for r in results) / actions if actions else 0.0
+        ),
     )
 
 

@@ -162,6 +162,9 @@ def check_before_agents(settings: Settings) -> None:
         return
     check_store(settings)
     if not settings.agents.addresses:
+        from bgbench.coordinator.sizing import resolve_local_layout  # it needs this module
+
+        resolve_local_layout(settings, None)
         check_local_memory(settings)
         check_fit(settings, [settings.agents.processes] * settings.agents.local)
     else:

@@ -17,6 +17,7 @@ from bgbench.coordinator.config import Settings
 from bgbench.coordinator.experiment import Cluster, ExperimentResult, run_experiment
 from bgbench.coordinator.model_store import ModelStore
 from bgbench.coordinator.report import LiveProgress
+from bgbench.coordinator.sizing import resolve_local_layout
 from bgbench.errors import BGBenchError, SystemFault
 
 
@@ -202,6 +203,7 @@ def bring_up(settings: Settings, work_dir: Path, console: Console) -> Iterator[T
         yield Target(settings, console, model=ModelStore(settings.model, settings.sla))
         return
     preflight.check_store(settings)
+    resolve_local_layout(settings, None)  # callers that did not size the layout themselves
     a = settings.agents
     local = LocalAgents()
     if a.addresses:

@@ -1,6 +1,6 @@
 """The worker service contract. Regenerate the modules with `python -m bgbench.protos.generate`."""
 
-PROTOCOL_VERSION = 7
+PROTOCOL_VERSION = 8
 
 # Latency histograms cross the wire HDR-encoded; both sides build them alike so merges
 # are exact: microseconds from 1 to one hour, 3 significant digits.

@@ -119,20 +119,22 @@ class RunRequest(_message.Message):
     def __init__(self, experiment_id: _Optional[str] = ..., threads: _Optional[int] = ..., duration_seconds: _Optional[float] = ..., operation_count: _Optional[int] = ..., seed: _Optional[int] = ..., start_state: _Optional[str] = ...) -> None: ...
 
 class Progress(_message.Message):
-    __slots__ = ("elapsed_seconds", "actions", "errors", "sessions", "cpu_percent", "response_hist_delta")
+    __slots__ = ("elapsed_seconds", "actions", "errors", "sessions", "cpu_percent", "response_hist_delta", "client_lag_ms")
     ELAPSED_SECONDS_FIELD_NUMBER: _ClassVar[int]
     ACTIONS_FIELD_NUMBER: _ClassVar[int]
     ERRORS_FIELD_NUMBER: _ClassVar[int]
     SESSIONS_FIELD_NUMBER: _ClassVar[int]
     CPU_PERCENT_FIELD_NUMBER: _ClassVar[int]
     RESPONSE_HIST_DELTA_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_LAG_MS_FIELD_NUMBER: _ClassVar[int]
     elapsed_seconds: float
     actions: int
     errors: int
     sessions: int
     cpu_percent: float
     response_hist_delta: bytes
-    def __init__(self, elapsed_seconds: _Optional[float] = ..., actions: _Optional[int] = ..., errors: _Optional[int] = ..., sessions: _Optional[int] = ..., cpu_percent: _Optional[float] = ..., response_hist_delta: _Optional[bytes] = ...) -> None: ...
+    client_lag_ms: float
+    def __init__(self, elapsed_seconds: _Optional[float] = ..., actions: _Optional[int] = ..., errors: _Optional[int] = ..., sessions: _Optional[int] = ..., cpu_percent: _Optional[float] = ..., response_hist_delta: _Optional[bytes] = ..., client_lag_ms: _Optional[float] = ...) -> None: ...
 
 class ActionStats(_message.Message):
     __slots__ = ("action", "count", "errors", "response_hist", "service_hist")
@@ -161,7 +163,7 @@ class ErrorCount(_message.Message):
     def __init__(self, action: _Optional[str] = ..., type: _Optional[str] = ..., count: _Optional[int] = ..., sample: _Optional[str] = ...) -> None: ...
 
 class RunResult(_message.Message):
-    __slots__ = ("elapsed_seconds", "actions", "sessions", "errors", "per_action", "error_counts", "cpu_seconds", "load_processes", "engine_saturated", "embedded_store", "log_records", "log_dir", "state_uncertain", "aborted", "threads", "session_hist", "start_state", "store_counters_json")
+    __slots__ = ("elapsed_seconds", "actions", "sessions", "errors", "per_action", "error_counts", "cpu_seconds", "load_processes", "engine_saturated", "embedded_store", "log_records", "log_dir", "state_uncertain", "aborted", "threads", "session_hist", "start_state", "store_counters_json", "client_delay_hist", "loop_lag_max_ms", "concurrency")
     ELAPSED_SECONDS_FIELD_NUMBER: _ClassVar[int]
     ACTIONS_FIELD_NUMBER: _ClassVar[int]
     SESSIONS_FIELD_NUMBER: _ClassVar[int]
@@ -180,6 +182,9 @@ class RunResult(_message.Message):
     SESSION_HIST_FIELD_NUMBER: _ClassVar[int]
     START_STATE_FIELD_NUMBER: _ClassVar[int]
     STORE_COUNTERS_JSON_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_DELAY_HIST_FIELD_NUMBER: _ClassVar[int]
+    LOOP_LAG_MAX_MS_FIELD_NUMBER: _ClassVar[int]
+    CONCURRENCY_FIELD_NUMBER: _ClassVar[int]
     elapsed_seconds: float
     actions: int
     sessions: int
@@ -198,7 +203,10 @@ class RunResult(_message.Message):
     session_hist: bytes
     start_state: str
     store_counters_json: str
-    def __init__(self, elapsed_seconds: _Optional[float] = ..., actions: _Optional[int] = ..., sessions: _Optional[int] = ..., errors: _Optional[int] = ..., per_action: _Optional[_Iterable[_Union[ActionStats, _Mapping]]] = ..., error_counts: _Optional[_Iterable[_Union[ErrorCount, _Mapping]]] = ..., cpu_seconds: _Optional[float] = ..., load_processes: _Optional[int] = ..., engine_saturated: _Optional[bool] = ..., embedded_store: _Optional[bool] = ..., log_records: _Optional[int] = ..., log_dir: _Optional[str] = ..., state_uncertain: _Optional[bool] = ..., aborted: _Optional[str] = ..., threads: _Optional[int] = ..., session_hist: _Optional[bytes] = ..., start_state: _Optional[str] = ..., store_counters_json: _Optional[str] = ...) -> None: ...
+    client_delay_hist: bytes
+    loop_lag_max_ms: float
+    concurrency: str
+    def __init__(self, elapsed_seconds: _Optional[float] = ..., actions: _Optional[int] = ..., sessions: _Optional[int] = ..., errors: _Optional[int] = ..., per_action: _Optional[_Iterable[_Union[ActionStats, _Mapping]]] = ..., error_counts: _Optional[_Iterable[_Union[ErrorCount, _Mapping]]] = ..., cpu_seconds: _Optional[float] = ..., load_processes: _Optional[int] = ..., engine_saturated: _Optional[bool] = ..., embedded_store: _Optional[bool] = ..., log_records: _Optional[int] = ..., log_dir: _Optional[str] = ..., state_uncertain: _Optional[bool] = ..., aborted: _Optional[str] = ..., threads: _Optional[int] = ..., session_hist: _Optional[bytes] = ..., start_state: _Optional[str] = ..., store_counters_json: _Optional[str] = ..., client_delay_hist: _Optional[bytes] = ..., loop_lag_max_ms: _Optional[float] = ..., concurrency: _Optional[str] = ...) -> None: ...
 
 class RunEvent(_message.Message):
     __slots__ = ("progress", "result", "error")

@@ -67,7 +67,7 @@ class LoadProcess:
     def __init__(self, ctx: mp.context.SpawnContext) -> None:
         self.conn, child_conn = ctx.Pipe()
         self.stop = ctx.Event()
-        self.counters = ctx.Array("q", 3, lock=False)
+        self.counters = ctx.Array("q", loadproc.COUNTERS, lock=False)
         self.seq = 0
         self.process = ctx.Process(
             target=loadproc.serve, args=(child_conn, self.stop, self.counters), daemon=True
@@ -342,7 +342,7 @@ class AgentService(pb_grpc.WorkerServicer):
         log_dir = self._log_dir(request.experiment_id)
         for proc, threads in zip(self.processes, shares, strict=True):
             proc.stop.clear()
-            for i in range(3):
+            for i in range(loadproc.COUNTERS):
                 proc.counters[i] = 0
             proc.send(
                 {
@@ -388,6 +388,7 @@ class AgentService(pb_grpc.WorkerServicer):
                         sessions=sum(p.counters[loadproc.SESSIONS] for p in self.processes),
                         cpu_percent=100.0 * (cpu_now - cpu_last) / (now - last_tick),
                         response_hist_delta=_merge_deltas(deltas),
+                        client_lag_ms=_take_lag(self.processes),
                     )
                 )
                 deltas.clear()
@@ -461,6 +462,15 @@ def _fragment_infos(replies: list[dict]) -> list[pb.FragmentInfo]:
     ]
 
 
+def _take_lag(processes: list[LoadProcess]) -> float:
+    """The worst client lag of the load processes since the last progress; reset."""
+    worst = 0
+    for p in processes:
+        worst = max(worst, p.counters[loadproc.LAG_US])
+        p.counters[loadproc.LAG_US] = 0
+    return worst / 1000
+
+
 def _sum_counters(parts: list[dict[str, int]]) -> dict[str, int]:
     total: dict[str, int] = {}
     for part in parts:
@@ -527,6 +537,11 @@ def _merge_runs(results: list[dict], log_dir: Path) -> pb.RunResult:
         threads=sum(r["threads"] for r in results),
         session_hist=sessions_hist.encode(),
         store_counters_json=json.dumps(_sum_counters([r["store_counters"] for r in results])),
+        client_delay_hist=_merge_deltas(
+            [r["client_delay_hist"].encode() for r in results if r["client_delay_hist"]]
+        ),
+        loop_lag_max_ms=max(r["loop_lag_max_ms"] for r in results),
+        concurrency=results[0]["concurrency"],
         start_state="; ".join(start_states),
     )
 

@@ -9,16 +9,16 @@ these capacities, so a host twice as fast gets twice the popularity mass and thr
 import os
 import random
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 from bgbench.validation.logformat import LogWriter
-from bgbench.worker.measurement import ThreadRecorder
+from bgbench.worker.measurement import Recorder
 from bgbench.workloads.bg.bookkeeping import FragmentState
 from bgbench.workloads.bg.config import BGDatabaseConfig
 from bgbench.workloads.bg.generator import Fragment, FragmentPlan
 from bgbench.workloads.bg.sessions import Actor, unit_vp
+from bgbench.workloads.bg.store import Blocking, run_blocking
 from bgbench.workloads.bg.stores.null import NullBinding, NullOptions
 from bgbench.workloads.bg.timed import TimedConnection
 
@@ -33,12 +33,16 @@ def single_process_rate(seconds: float = CALIBRATION_S) -> float:
     state = FragmentState(fragment)
     tmp = tempfile.TemporaryDirectory()
     log = LogWriter(Path(tmp.name) / "calibration.bglog")
-    recorder = ThreadRecorder(0, log, threading.Lock())
+    recorder = Recorder(log)
     rng = random.Random(1)
     members = fragment.members.tolist()
+
+    async def no_think(_seconds: float) -> bool:
+        return True
+
     actor = Actor(
-        TimedConnection(binding.connect(), recorder), state, lambda: rng.choice(members), rng,
-        threading.Event(), 0, 5, fragment.comment_text,
+        TimedConnection(Blocking(binding.connect()), recorder, 0), state,
+        lambda: rng.choice(members), rng, no_think, 0, 5, fragment.comment_text,
     )  # fmt: skip
     done, deadline = 0, time.perf_counter() + seconds
     t0 = time.perf_counter()
@@ -47,7 +51,7 @@ def single_process_rate(seconds: float = CALIBRATION_S) -> float:
             m = state.acquire_socialite(lambda: rng.choice(members))
             if m is None:
                 continue
-            unit_vp(actor, m)
+            run_blocking(unit_vp(actor, m))
             state.release_socialite(m)
         done += 200
         recorder.maybe_flush()

@@ -1,19 +1,20 @@
-"""The load engine of one fragment: a closed loop of threads acting as socialites.
+"""The load engine of one fragment: T closed loops acting as socialites.
 
-Each thread picks a socialite (D-Zipfian, exclusive), a unit of the mix (an
-action or a session) and plays it through the timed connection, paced by the
-inter-arrival and think times, until the duration passes, the operation count is
-reached, or the store keeps failing.
+Each loop picks a socialite (D-Zipfian, exclusive), a unit of the mix (an action or a
+session) and plays it through the timed connection, paced by the inter-arrival and
+think times, until the duration passes, the operation count is reached, or the store
+keeps failing. For a store with an asynchronous driver the loops are tasks on one
+event loop (uvloop) per load process, so a waiting socialite costs a few hundred bytes
+and no thread switch; for a blocking store they are threads (runner.py has both).
 """
 
-import bisect
+import asyncio
+import contextlib
+import gc
 import json
-import random
 import resource
 import threading
 import time
-import zlib
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,29 +26,25 @@ from bgbench.validation.checker import InitialValues
 from bgbench.validation.initial import load_initial, save_initial
 from bgbench.validation.logformat import LogWriter
 from bgbench.validation.runner import validate_logs
+from bgbench.worker import runner
 from bgbench.worker.measurement import (
-    ACTION_DTYPE,
-    LiveLatencies,
-    ThreadRecorder,
+    client_delay_ns,
     histogram_of,
     session_histogram,
     summarize,
 )
+from bgbench.worker.runner import RunOutcome
 from bgbench.workloads.bg.actions import Action, Item
 from bgbench.workloads.bg.bookkeeping import FragmentState
 from bgbench.workloads.bg.config import BGConfig
 from bgbench.workloads.bg.generator import Fragment, FragmentPlan
 from bgbench.workloads.bg.mixes import resolve_mix
-from bgbench.workloads.bg.sessions import Actor
 from bgbench.workloads.bg.store import BGBinding, make_binding
-from bgbench.workloads.bg.timed import TimedConnection
 
-MAX_CONSECUTIVE_ERRORS = 100
 SATURATED_CPU_SHARE = 0.9
-DRAW_BATCH = 1024
-STOP_GRACE_S = 30.0
-PUBLISH_EVERY_S = 0.2
-LIVE_EVERY_S = 1.0
+# An experiment whose actions waited this long (p99) between their intended start and
+# their store call measured the client, not the store: it fails as "client overloaded".
+CLIENT_DELAY_BOUND_MS = 100.0
 
 
 @dataclass(frozen=True)
@@ -82,6 +79,8 @@ class FragmentEngine:
         self.config = config
         self.fragment = Fragment(config.database, plan, index)
         self.binding = binding if binding is not None else make_binding(store, store_options)
+        self.concurrency: str = getattr(self.binding, "concurrency", "threads")
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.state: FragmentState | None = None
         self._readied: str | None = None  # how the state was made exact by ready()
         self.zipf = self.fragment.local_zipf()  # shared by threads: draws are per-thread rngs
@@ -111,7 +110,35 @@ class FragmentEngine:
         """(Re)load the fragment into the schema this binding already uses: no DDL, so every
         load process may do it at once."""
         self.binding.load_fragment(self.fragment)
-        self.state = FragmentState(self.fragment, self.config.workload.exclusive)
+        self.state = self._new_state()
+
+    def _new_state(self, contents=None) -> FragmentState:
+        return FragmentState(
+            self.fragment,
+            self.config.workload.exclusive,
+            contents,
+            threaded=self.concurrency != "asyncio",
+        )
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """This load process's event loop, for the whole rating (a binding's pools live on it)."""
+        if self._loop is None:
+            self._loop = runner.new_event_loop()
+        return self._loop
+
+    def close(self) -> None:
+        """Release the binding: its pools on the event loop first, then the rest."""
+        try:
+            if self._loop is not None:
+                with contextlib.suppress(Exception):
+                    aclose = getattr(self.binding, "aclose", None)
+                    if aclose is not None:
+                        self._loop.run_until_complete(aclose())
+                self._loop.close()
+                self._loop = None
+        finally:
+            self.binding.close()
 
     def _save_initial(self, path: Path) -> None:
         assert self.state is not None
@@ -133,7 +160,7 @@ class FragmentEngine:
         self,
         spec: RunSpec,
         stop: threading.Event,
-        publish: Callable[[int, int, int, bytes | None], None],
+        publish: runner.Publish,
     ):
         if spec.start_state == START_READIED:  # the agent readied every fragment before the run
             if self._readied is None:
@@ -146,82 +173,36 @@ class FragmentEngine:
                 f"{spec.threads} threads on a fragment of {self.fragment.size} members: "
                 "raise usercount or lower threadcount"
             )
+        assert self.state is not None
         spec.log_dir.mkdir(parents=True, exist_ok=True)
         self._save_initial(initial_path(spec.log_dir, self.fragment.index))
         log = LogWriter(log_path(spec.log_dir, self.fragment.index))
-        log_lock = threading.Lock()
-        recorders = [ThreadRecorder(t, log, log_lock) for t in range(spec.threads)]
-        sessions = [0] * spec.threads
-        aborted: list[str] = []
-        per_thread_ops = (
-            -(-spec.operation_count // spec.threads) if spec.operation_count and spec.threads else 0
+        plan = runner.Plan(
+            engine=self,
+            spec=spec,
+            state=self.state,
+            units=self.units,
+            cumulative=self.cumulative,
+            zipf=self.zipf,
+            workload=self.config.workload,
+            comment_text=self.fragment.comment_text,
         )
-        # Threads connect, then wait for all to be started: a thread started while thousands
-        # of others already run waits its turn for the interpreter behind all of them.
-        go = threading.Event()
-        threads = [
-            threading.Thread(
-                target=self._thread_main,
-                args=(t, spec, recorders[t], stop, go, sessions, aborted, per_thread_ops),
-                name=f"bg-f{self.fragment.index}-t{t}",
-                daemon=True,
-            )
-            for t in range(spec.threads)
-        ]
-        live = LiveLatencies(recorders)
-        try:
-            for th in threads:
-                th.start()
-        except BaseException:
-            stop.set()
-            raise
-        finally:
-            go.set()
         cpu0 = _cpu_seconds()
-        t0 = time.monotonic()
-        next_cut = t0 + LIVE_EVERY_S
-        deadline = t0 + spec.duration_s
-        stuck_deadline = deadline + STOP_GRACE_S
-        stopped_at = 0  # monotonic ns when the stop was first seen
-        while True:
-            alive = [t for t, th in enumerate(threads) if th.is_alive()]
-            now = time.monotonic()
-            if not alive:
-                break
-            if now >= deadline:
-                stop.set()
-            if not stopped_at and stop.is_set():
-                stopped_at = time.monotonic_ns()
-            if now >= stuck_deadline:
-                aborted.append(
-                    _not_stopping([recorders[t] for t in alive], stopped_at, spec.threads)
-                )
-                break
-            threads[alive[0]].join(timeout=min(PUBLISH_EVERY_S, max(0.0, deadline - now) + 0.005))
-            delta = None
-            if time.monotonic() >= next_cut:
-                delta, next_cut = live.cut(), next_cut + LIVE_EVERY_S
-            publish(
-                sum(r.action_count for r in recorders),
-                sum(sum(r.errors.values()) for r in recorders),
-                sum(sessions),
-                delta,
-            )
-        publish(
-            sum(r.action_count for r in recorders),
-            sum(sum(r.errors.values()) for r in recorders),
-            sum(sessions),
-            live.cut(final=True),
-        )
-        elapsed = time.monotonic() - t0
+        # Everything made so far (modules, the fragment, BG's picture) lives through the run:
+        # frozen, the collector's full passes stop walking it (they held the loop 20-40 ms).
+        gc.collect()
+        gc.freeze()
+        try:
+            if self.concurrency == "asyncio":
+                outcome = runner.run_tasks(plan, self.loop, log, stop, publish)
+            else:
+                outcome = runner.run_threads(plan, log, stop, publish)
+        finally:
+            gc.unfreeze()
+            log.close()
         cpu = _cpu_seconds() - cpu0
-        chunks = [r.finish() for r in recorders]
-        log.close()
-        actions = np.concatenate(chunks) if chunks else np.empty(0, dtype=ACTION_DTYPE)
-        np.save(spec.log_dir / f"actions-f{self.fragment.index}.npy", actions)
-        summary = self._summary(
-            spec, actions, recorders, sessions, aborted, elapsed, cpu, log.count
-        )
+        np.save(spec.log_dir / f"actions-f{self.fragment.index}.npy", outcome.actions)
+        summary = self._summary(spec, outcome, cpu, log.count)
         summary["start_state"] = started_from
         return summary
 
@@ -251,7 +232,7 @@ class FragmentEngine:
                     "use rating.state carry or reload"
                 )
             contents = self.binding.read_back(self.fragment)
-            self.state = FragmentState(self.fragment, self.config.workload.exclusive, contents)
+            self.state = self._new_state(contents)
             return "readback"
         if policy != "carry":
             raise UserError(f"unknown start state {policy!r}: use carry, reload or readback")
@@ -260,13 +241,8 @@ class FragmentEngine:
             return "reload (a write failed in the previous experiment)"
         return "carry"
 
-    def _summary(self, spec, actions, recorders, sessions, aborted, elapsed, cpu, records) -> dict:
-        errors: dict[tuple[int, str], int] = {}
-        samples: dict[tuple[int, str], str] = {}
-        for r in recorders:
-            for key, n in r.errors.items():
-                errors[key] = errors.get(key, 0) + n
-                samples.setdefault(key, r.error_samples[key])
+    def _summary(self, spec: RunSpec, outcome: RunOutcome, cpu: float, records: int) -> dict:
+        actions = outcome.actions
         per_action = {
             Action(code).name: {
                 "count": s.count,
@@ -277,113 +253,38 @@ class FragmentEngine:
             for code, s in summarize(actions).items()
         }
         assert self.state is not None
+        delay = client_delay_ns(actions)
+        delay_p99_ms = float(np.percentile(delay, 99)) / 1e6 if len(delay) else 0.0
+        aborted = outcome.aborted
+        if not aborted and delay_p99_ms > CLIENT_DELAY_BOUND_MS:
+            aborted = (
+                f"client overloaded: actions waited {delay_p99_ms:.0f} ms (p99) between their "
+                f"intended start and their store call, beyond the {CLIENT_DELAY_BOUND_MS:g} ms "
+                f"bound, at {spec.threads} {outcome.runner_kind} in one load process: use more "
+                "load processes or agents"
+            )
+        elapsed = outcome.elapsed
         return {
             "fragment": self.fragment.index,
             "threads": spec.threads,
             "elapsed": elapsed,
             "actions": len(actions),
-            "sessions": sum(sessions),
+            "sessions": outcome.sessions,
             "errors": int((actions["status"] != 0).sum()),
             "per_action": per_action,
-            "error_counts": [
-                {"action": Action(a).name, "type": t, "count": n, "sample": samples[(a, t)]}
-                for (a, t), n in sorted(errors.items())
-            ],
+            "error_counts": outcome.error_counts,
             "cpu_seconds": cpu,
             "saturated": elapsed > 0 and cpu / elapsed >= SATURATED_CPU_SHARE,
             "embedded": bool(self.binding.embedded),
             "log_records": records,
             "store_counters": self.binding.counters(),
             "session_hist": session_histogram(actions).encode().decode(),
+            "client_delay_hist": histogram_of(delay).encode().decode(),
+            "loop_lag_max_ms": outcome.loop_lag_max_ms,
+            "concurrency": self.concurrency,
             "state_uncertain": self.state.uncertain,
-            "aborted": aborted[0] if aborted else "",
+            "aborted": aborted,
         }
-
-    def _thread_main(
-        self,
-        t: int,
-        spec: RunSpec,
-        rec: ThreadRecorder,
-        stop: threading.Event,
-        go: threading.Event,
-        sessions: list[int],
-        aborted: list[str],
-        max_ops: int,
-    ) -> None:
-        assert self.state is not None
-        seed = [spec.seed, self.fragment.index, t, zlib.crc32(spec.experiment_id.encode())]
-        np_rng = np.random.default_rng(seed)
-        rng = random.Random(str(seed))
-        zipf = self.zipf
-        buf: list[int] = []
-
-        def draw() -> int:
-            nonlocal buf
-            if not buf:
-                buf = zipf.draw(np_rng, DRAW_BATCH).tolist()
-            return buf.pop()
-
-        rec.in_call = time.monotonic_ns()  # connecting waits on the store too
-        try:
-            conn = self.binding.connect()
-        except Exception as exc:
-            aborted.append(f"thread {t} could not connect to the store: {exc}")
-            stop.set()
-            return
-        finally:
-            rec.in_call = 0
-        wl = self.config.workload
-        actor = Actor(
-            TimedConnection(conn, rec),
-            self.state,
-            draw,
-            rng,
-            stop,
-            wl.thinktime,
-            wl.topk,
-            self.fragment.comment_text,
-        )
-        gap_ns = int(wl.interarrivaltime * 1_000_000)
-        units, cumulative = self.units, self.cumulative
-        go.wait()
-        next_arrival = time.monotonic_ns()
-        sid = t << 40
-        try:
-            while not stop.is_set():
-                if gap_ns:
-                    next_arrival += gap_ns
-                    delay = (next_arrival - time.monotonic_ns()) / 1e9
-                    if delay > 0 and stop.wait(delay):
-                        break
-                    intended = next_arrival
-                else:
-                    intended = time.monotonic_ns()
-                socialite = self.state.acquire_socialite(draw)
-                if socialite is None:
-                    continue  # every drawn member is busy: draw again
-                unit = units[bisect.bisect_left(cumulative, rng.random())]
-                errors_before = rec.consecutive_errors
-                actions_before = rec.action_count
-                try:
-                    actor.play(unit, socialite, sid, intended)
-                finally:
-                    self.state.release_socialite(socialite)
-                sid += 1
-                if rec.action_count > actions_before:
-                    sessions[t] += 1
-                if rec.consecutive_errors == errors_before:
-                    rec.consecutive_errors = 0
-                elif rec.consecutive_errors >= MAX_CONSECUTIVE_ERRORS:
-                    key = next(reversed(rec.error_samples))
-                    aborted.append(
-                        f"store failing: {MAX_CONSECUTIVE_ERRORS} errors in a row on thread {t}, "
-                        f"last {key[1]}: {rec.error_samples[key]}"
-                    )
-                    stop.set()
-                if max_ops and rec.action_count >= max_ops:
-                    break
-        finally:
-            conn.close()
 
     def validate(self, log_dir: Path) -> dict:
         t0 = time.perf_counter()
@@ -415,23 +316,6 @@ class FragmentEngine:
             .encode()
             .decode(),
         }
-
-
-def _not_stopping(alive: list[ThreadRecorder], stopped_at: int, threads: int) -> str:
-    """Why threads outlived the grace. Most of them inside store calls begun before the stop:
-    the store stopped answering. Otherwise they are runnable but never got to run (the GIL
-    shared by too many threads): the client is overloaded, not the store."""
-    waiting = sum(1 for r in alive if 0 < r.in_call <= stopped_at)
-    if 2 * waiting >= len(alive):
-        return (
-            f"{waiting} threads still inside store calls {STOP_GRACE_S:.0f} s after the end: "
-            "the store stopped answering"
-        )
-    return (
-        f"client overloaded: {len(alive)} of {threads} threads could not stop within the "
-        f"{STOP_GRACE_S:g} s grace ({waiting} inside store calls): T is beyond what this load "
-        "process can run; use more load processes or agents"
-    )
 
 
 def _cpu_seconds() -> float:

@@ -21,8 +21,10 @@ from bgbench.workloads.bg.config import BGConfig
 from bgbench.workloads.bg.generator import FragmentPlan
 from bgbench.workloads.bg.store import make_binding
 
-# Indexes into the shared progress counters.
-ACTIONS, ERRORS, SESSIONS = 0, 1, 2
+# Indexes into the shared progress counters; LAG_US is the worst client lag since the
+# agent last reset it.
+ACTIONS, ERRORS, SESSIONS, LAG_US = 0, 1, 2, 3
+COUNTERS = 4
 
 
 def _exit_with_parent(parent: int) -> None:
@@ -103,7 +105,7 @@ def _close(engine: FragmentEngine | None) -> None:
     """The binding of a previous prepare (its connection pool, its driver's threads)."""
     if engine is not None:
         with contextlib.suppress(Exception):
-            engine.binding.close()
+            engine.close()
 
 
 def _run(
@@ -126,8 +128,11 @@ def _run(
     watcher = threading.Thread(target=relay, daemon=True)
     watcher.start()
 
-    def publish(actions: int, errors: int, sessions: int, delta: bytes | None) -> None:
+    def publish(
+        actions: int, errors: int, sessions: int, delta: bytes | None, lag_ms: float
+    ) -> None:
         counters[ACTIONS], counters[ERRORS], counters[SESSIONS] = actions, errors, sessions
+        counters[LAG_US] = max(counters[LAG_US], int(lag_ms * 1000))
         if delta is not None:  # the latency histogram of the last interval, for the live view
             conn.send({"seq": msg.get("seq"), "delta": delta})
 

@@ -1,9 +1,11 @@
-"""Per-thread measurement: action timings and read/write log records.
+"""Measurement of one socialite runner: action timings and read/write log records.
 
-Threads append plain tuples (the cheapest thing Python can do) and hand full
-batches over: log records go to the shared log file, action timings become numpy
-chunks. Summaries are exact HDR histograms (microseconds), mergeable across
-load processes and agents.
+A runner is one thread (blocking stores) or one whole event loop (asynchronous stores).
+The timed wrapper extends flat lists of ints (list.extend of the fields: no Python
+object per record is kept; measured cheaper here than array.array or numpy row stores,
+benchmarks/README.md) and full batches become numpy records in one vectorised step: log
+records go to the fragment's log file, action timings become numpy chunks. Summaries
+are exact HDR histograms (microseconds), mergeable across load processes and agents.
 """
 
 import itertools
@@ -15,20 +17,26 @@ import numpy as np
 from hdrh.histogram import HdrHistogram
 
 from bgbench.protos import HIST_HIGHEST_US, HIST_LOWEST_US, new_histogram
-from bgbench.validation.logformat import LogWriter
+from bgbench.validation.logformat import RECORD_DTYPE, LogWriter
 
 ACTION_DTYPE = np.dtype(
     [
         ("action", "u1"),
         ("status", "u1"),  # 0 ok, 1 error
-        ("thread", "<u2"),
+        ("thread", "<u2"),  # the socialite runner (thread or task) within its load process
         ("intended", "<i8"),
         ("start", "<i8"),
         ("end", "<i8"),
         ("session", "<i8"),
     ]
 )
-FLUSH_EVERY = 1 << 15
+ACTION_FIELDS = len(ACTION_DTYPE.names or ())  # ints per action in Recorder.acts
+RECORD_FIELDS = len(RECORD_DTYPE.names or ())  # ints per log record in Recorder.recs
+FLUSH_EVERY = 1 << 13  # records (or actions) per batch: a flush holds its loop about 2 ms
+_RECS_AT = FLUSH_EVERY * RECORD_FIELDS
+_ACTS_AT = FLUSH_EVERY * ACTION_FIELDS
+OK = 0
+ERROR = 1
 
 
 def histogram_of(latencies_ns: np.ndarray) -> HdrHistogram:
@@ -41,53 +49,69 @@ def histogram_of(latencies_ns: np.ndarray) -> HdrHistogram:
     return h
 
 
-class ThreadRecorder:
-    """One load thread's lists; the Recorder protocol of workloads.bg.timed."""
+def to_records(flat: list[int], dtype: np.dtype) -> np.ndarray:
+    """Flat int fields, one row after another, as structured records (one numpy step)."""
+    names = dtype.names or ()
+    rows = np.fromiter(flat, dtype=np.int64, count=len(flat)).reshape(-1, len(names))
+    out = np.empty(len(rows), dtype=dtype)
+    for i, name in enumerate(names):
+        out[name] = rows[:, i]
+    return out
 
-    def __init__(self, thread: int, log: LogWriter, log_lock: threading.Lock) -> None:
-        self.thread = thread
-        self.actions: list[tuple[int, int, int, int, int, int, int]] = []
-        self.records: list[tuple[int, int, int, int, int, int, int, int, int]] = []
-        self.live: list[int] = []  # response times (ns) not yet shipped live
-        self.in_call = 0  # start (monotonic ns) of the store call in progress, 0 if none
-        self._log = log
+
+class Recorder:
+    """Where one runner's timed calls go. The timed wrapper appends to `acts` (ACTION_FIELDS
+    ints per action), `recs` (RECORD_FIELDS ints per log record) and `live` (response time
+    in ns, for the live view), then calls maybe_flush()."""
+
+    def __init__(self, log: LogWriter, log_lock: "threading.Lock | None" = None) -> None:
+        self.acts: list[int] = []
+        self.recs: list[int] = []
+        self.live: list[int] = []
+        self.log = log
         self._log_lock = log_lock
         self._chunks: list[np.ndarray] = []
         self._done_actions = 0
         self.errors: Counter[tuple[int, str]] = Counter()
         self.error_samples: dict[tuple[int, str], str] = {}
-        self.consecutive_errors = 0
 
     def error(self, action: int, exc: BaseException) -> None:
         key = (action, type(exc).__name__)
         self.errors[key] += 1
-        self.error_samples.setdefault(key, str(exc)[:300])
-        self.consecutive_errors += 1
+        if key not in self.error_samples:
+            self.error_samples[key] = str(exc)[:300]
 
     def maybe_flush(self) -> None:
-        if len(self.records) >= FLUSH_EVERY:
+        if len(self.recs) >= _RECS_AT or len(self.acts) >= _ACTS_AT:
             self._flush_records()
-        if len(self.actions) >= FLUSH_EVERY:
             self._flush_actions()
 
     def _flush_records(self) -> None:
-        rows, self.records = self.records, []
-        with self._log_lock:
-            self._log.append_rows(rows)
+        flat, self.recs = self.recs, []
+        if not flat:
+            return
+        rows = to_records(flat, RECORD_DTYPE)
+        if self._log_lock is None:
+            self.log.append(rows)
+        else:
+            with self._log_lock:
+                self.log.append(rows)
 
     def _flush_actions(self) -> None:
-        rows, self.actions = self.actions, []
-        self._done_actions += len(rows)
-        self._chunks.append(np.array(rows, dtype=ACTION_DTYPE))
+        flat, self.acts = self.acts, []
+        if not flat:
+            return
+        self._done_actions += len(flat) // ACTION_FIELDS
+        self._chunks.append(to_records(flat, ACTION_DTYPE))
 
     @property
     def action_count(self) -> int:
-        return self._done_actions + len(self.actions)
+        return self._done_actions + len(self.acts) // ACTION_FIELDS
 
     def finish(self) -> np.ndarray:
-        """Flush everything; return this thread's action timings."""
+        """Flush everything; return this runner's action timings."""
         self._flush_records()
-        if self.actions:
+        if self.acts:
             self._flush_actions()
         if not self._chunks:
             return np.empty(0, dtype=ACTION_DTYPE)
@@ -97,12 +121,13 @@ class ThreadRecorder:
 class LiveLatencies:
     """Histograms of response times per interval, shipped while a run goes on.
 
-    Each cut swaps every thread's live list for a fresh one, but ships the lists swapped
-    out at the previous cut: a thread that read its list just before the swap has long
-    finished appending to it by then. The last cut, after the threads ended, ships all.
+    Each cut swaps every recorder's live array for a fresh one, but ships the arrays
+    swapped out at the previous cut: a thread that took its array just before the swap
+    has long finished appending to it by then. The last cut, after the runners ended,
+    ships all. (With one event loop the runner and the cut never interleave.)
     """
 
-    def __init__(self, recorders: list[ThreadRecorder]) -> None:
+    def __init__(self, recorders: list[Recorder]) -> None:
         self.recorders = recorders
         self.waiting: list[list[int]] = []
 
@@ -141,6 +166,12 @@ def session_histogram(actions: np.ndarray) -> HdrHistogram:
     latency = (actions["end"] - actions["intended"])[order]
     starts = np.flatnonzero(np.concatenate([[True], sessions[1:] != sessions[:-1]]))
     return histogram_of(np.maximum.reduceat(latency, starts))
+
+
+def client_delay_ns(actions: np.ndarray) -> np.ndarray:
+    """Per action, the time between its intended start and its store call: the client's own
+    delay (bookkeeping, waiting for the interpreter or the event loop), never the store's."""
+    return actions["start"] - actions["intended"]  # type: ignore[no-any-return]
 
 
 def summarize(actions: np.ndarray) -> dict[int, ActionSummary]:

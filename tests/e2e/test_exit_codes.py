@@ -188,8 +188,13 @@ def empty_config(tmp_path: Path) -> Path:
 
 
 def test_fewer_threads_than_fragments_are_refused(tmp_path):
-    line = one_error_line(bgbench(*sqlite_run(tmp_path), "--threads", "1"))
+    """Agents the user asked for are kept; left to bgbench, one thread gets one agent."""
+    line = one_error_line(bgbench(*sqlite_run(tmp_path), "--threads", "1", "--agents", "2"))
     assert "run.threadcount" in line and "2 fragments" in line
+    proc = bgbench(*sqlite_run(tmp_path / "auto"), "--threads", "1", "--json")
+    assert proc.returncode == 0, proc.stderr
+    agents = json.loads(proc.stdout)["agents"]
+    assert [(a["threads"], a["load_processes"]) for a in agents] == [(1, 1)]
 
 
 def test_bad_files_get_one_line_each(tmp_path):

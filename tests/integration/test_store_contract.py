@@ -8,7 +8,12 @@ import pytest
 
 from bgbench.workloads.bg.config import BGDatabaseConfig
 from bgbench.workloads.bg.generator import CONFIRMED, PENDING, Fragment, FragmentPlan
-from bgbench.workloads.bg.store import binding_class, make_binding, store_names
+from bgbench.workloads.bg.store import (
+    binding_class,
+    blocking_connection,
+    make_binding,
+    store_names,
+)
 from tests.integration.stores import SERVERS
 
 DB = BGDatabaseConfig(
@@ -59,7 +64,7 @@ def relations(f: Fragment):
 
 def test_profiles_show_the_generated_counts(store):
     binding, fragments = store
-    conn = binding.connect()
+    conn = blocking_connection(binding)
     try:
         for f in fragments:
             for i, m in enumerate(f.members.tolist()):
@@ -79,7 +84,7 @@ def test_profiles_show_the_generated_counts(store):
 
 def test_lists_show_friends_and_invitations(store):
     binding, fragments = store
-    conn = binding.connect()
+    conn = blocking_connection(binding)
     try:
         for f in fragments:
             friends, invited_by = relations(f)
@@ -101,7 +106,7 @@ def test_friendship_writes_change_exactly_their_counts(store):
     binding, fragments = store
     f = fragments[0]
     friends, invited_by = relations(f)
-    conn = binding.connect()
+    conn = blocking_connection(binding)
     try:
         a = next(m for m in f.members.tolist() if invited_by.get(m))
         inviter = sorted(invited_by[a])[0]
@@ -142,7 +147,7 @@ def test_friendship_writes_change_exactly_their_counts(store):
 def test_resources_and_comments(store):
     binding, fragments = store
     f = fragments[1]
-    conn = binding.connect()
+    conn = blocking_connection(binding)
     try:
         walls = Counter(f.resources[:, 2].tolist())
         member = max(walls, key=walls.get)
@@ -173,7 +178,7 @@ def test_writes_that_match_nothing_are_errors(full_store):
     friends, _ = relations(f)
     a = next(m for m in f.members.tolist() if friends.get(m))
     stranger = next(m for m in f.members.tolist() if m != a and m not in friends[a])
-    conn = binding.connect()
+    conn = blocking_connection(binding)
     try:
         with pytest.raises(Exception, match="no matching row"):
             conn.accept_friend_request(stranger, a)
@@ -190,7 +195,7 @@ def test_reloading_a_fragment_restores_it_and_leaves_others_alone(store):
     f0, f1 = fragments
     friends, _ = relations(f0)
     a = next(m for m in f0.members.tolist() if friends.get(m))
-    conn = binding.connect()
+    conn = blocking_connection(binding)
     try:
         conn.thaw_friendship(a, sorted(friends[a])[0])
         b = int(f1.members[0])
@@ -199,7 +204,7 @@ def test_reloading_a_fragment_restores_it_and_leaves_others_alone(store):
     finally:
         conn.close()
     binding.load_fragment(f0)
-    conn = binding.connect()
+    conn = blocking_connection(binding)
     try:
         assert conn.view_profile(a, a).friend_count == len(friends[a])
         assert conn.view_profile(b, b).friend_count == len(relations(f1)[0][b]) - 1
@@ -216,7 +221,7 @@ def test_concurrent_writers_lose_nothing(store):
     errors: list[BaseException] = []
 
     def writer(k: int) -> None:
-        conn = binding.connect()
+        conn = blocking_connection(binding)
         try:
             rid = rid_of[targets[k]]
             for i in range(25):
@@ -232,7 +237,7 @@ def test_concurrent_writers_lose_nothing(store):
     for t in threads:
         t.join()
     assert not errors
-    conn = binding.connect()
+    conn = blocking_connection(binding)
     try:
         for m in targets:
             assert len(conn.view_comments(m, rid_of[m])) == DB.commentcountperresource + 25
@@ -273,7 +278,7 @@ def test_load_processes_share_a_schema_one_of_them_created(name, tmp_path, reque
             # each fragment through the binding that did not load it, where the store is shared
             readers = (user, creator) if binding_class(name).full_answers else (creator, user)
             for binding, f in zip(readers, fragments, strict=True):
-                conn = binding.connect()
+                conn = blocking_connection(binding)
                 try:
                     m = int(f.members[0])
                     assert conn.view_profile(m, m).friend_count == f.initial_friend_count[0]

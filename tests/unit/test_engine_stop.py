@@ -7,12 +7,12 @@ import threading
 import time
 
 from bgbench.validation.logformat import LogWriter
-from bgbench.worker import engine as engine_module
+from bgbench.worker import runner as runner_module
 from bgbench.worker.engine import FragmentEngine, RunSpec
-from bgbench.worker.measurement import ThreadRecorder
+from bgbench.worker.measurement import Recorder
 from bgbench.workloads.bg.config import BGConfig
 from bgbench.workloads.bg.generator import Fragment, FragmentPlan
-from bgbench.workloads.bg.store import make_binding
+from bgbench.workloads.bg.store import Blocking, make_binding, run_blocking
 from bgbench.workloads.bg.timed import TimedConnection
 
 PLAN = FragmentPlan((1.0,), 0.27)
@@ -30,8 +30,8 @@ def config(users: int, mix) -> BGConfig:
 def test_threads_the_client_cannot_schedule_are_a_client_fault(tmp_path, monkeypatch):
     # The null store never blocks; with thousands of threads and a grace too short for them
     # all to get the interpreter once, they are still alive at the deadline, outside calls.
-    monkeypatch.setattr(engine_module, "STOP_GRACE_S", 0.05)
-    engine = FragmentEngine(config(2000, {"VP": 1}), "null", {}, PLAN, 0)
+    monkeypatch.setattr(runner_module, "STOP_GRACE_S", 0.05)
+    engine = FragmentEngine(config(2000, {"VP": 1}), "null", {"concurrency": "threads"}, PLAN, 0)
     engine.prepare()
     stop = threading.Event()
     try:
@@ -48,7 +48,7 @@ def test_threads_the_client_cannot_schedule_are_a_client_fault(tmp_path, monkeyp
 
 
 def test_threads_waiting_inside_store_calls_mean_the_store_stopped_answering(tmp_path, monkeypatch):
-    monkeypatch.setattr(engine_module, "STOP_GRACE_S", 1.0)
+    monkeypatch.setattr(runner_module, "STOP_GRACE_S", 1.0)
     path = tmp_path / "db.sqlite"
     options = {"path": str(path), "busy_timeout_ms": 60_000}
     engine = FragmentEngine(config(200, "low"), "sqlite", options, PLAN, 0)
@@ -78,21 +78,22 @@ def test_a_recorder_says_when_its_thread_is_inside_a_store_call(tmp_path):
     fragment = Fragment(config(50, "low").database, PLAN, 0)
     binding = make_binding("null", {})
     binding.load_fragment(fragment)
-    recorder = ThreadRecorder(0, LogWriter(tmp_path / "log.bglog"), threading.Lock())
+    recorder = Recorder(LogWriter(tmp_path / "log.bglog"), threading.Lock())
     seen: list[int] = []
     conn = binding.connect()
     real = conn.view_profile
 
     def watched(requester: int, member: int):
-        seen.append(recorder.in_call)  # what the engine reads while the call is in progress
+        seen.append(timed.in_call)  # what the engine reads while the call is in progress
         return real(requester, member)
 
     conn.view_profile = watched
+    timed = TimedConnection(Blocking(conn), recorder, 0)
     member = int(fragment.members[0])
     before = time.monotonic_ns()
-    assert TimedConnection(conn, recorder).view_profile(member, member, 0, 0) is not None
+    assert run_blocking(timed.view_profile(member, member, 0, 0)) is not None
     assert seen and seen[0] >= before  # inside the call: when it began
-    assert recorder.in_call == 0  # after it: none
+    assert timed.in_call == 0  # after it: none
 
 
 def _ignore(*_args) -> None:

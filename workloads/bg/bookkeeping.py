@@ -9,14 +9,16 @@ reserved for good and marks the state uncertain: the next experiment must reload
 or read the store back.
 
 Member exclusivity: acquire_socialite() hands out a member no other thread is
-acting as (when exclusive is on).
+acting as (when exclusive is on). Claiming a socialite and every read-only choice take
+no lock; the reservations of write targets take one short lock when socialites are
+threads (`threaded=True`), and none on an event loop, where one task runs at a time.
 """
 
 import random
 import threading
 from collections import defaultdict
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -30,17 +32,29 @@ def _pair(a: int, b: int) -> tuple[int, int]:
     return (a, b) if a < b else (b, a)
 
 
+class _NoLock:
+    """The lock of a picture only one event loop's tasks touch: between two awaits a task
+    runs alone."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+
 class FragmentState:
     def __init__(
         self,
         fragment: Fragment,
         exclusive: bool = True,
         contents: "FragmentContents | None" = None,
+        threaded: bool = True,
     ) -> None:
         """BG's picture of a freshly loaded fragment, or of `contents` read back from a store."""
         self.fragment = fragment
         self.exclusive = exclusive
-        self._lock = threading.Lock()
+        self._lock: Any = threading.Lock() if threaded else _NoLock()
         self.members = fragment.members
         self._member_set = set(fragment.members.tolist())
         self.friends: dict[int, set[int]] = defaultdict(set)
@@ -131,8 +145,7 @@ class FragmentState:
             return f
 
     def random_friend(self, member: int, rng: random.Random) -> int | None:
-        with self._lock:
-            friends = list(self.friends[member])
+        friends = list(self.friends[member])  # one C-level copy: no other thread interleaves
         return rng.choice(friends) if friends else None
 
     def finish_invite(self, inviter: int, invitee: int, ok: bool) -> None:

@@ -3,11 +3,19 @@
 A binding is small and dumb: schema and load hooks plus the 11 actions. It never
 times itself; `timed.TimedConnection` times every call. One binding per file
 under `stores/`, registered once as an entry point in pyproject.toml.
+
+A binding with a maintained asynchronous driver declares `concurrency = "asyncio"` and
+gives each socialite an AsyncBGConnection (`connect_async`, on the load process's event
+loop); a blocking one (`"threads"`) gives each socialite thread a BGConnection, which the
+engine wraps in `Blocking` so one asynchronous definition of the actions and sessions
+serves both. Loading, schema and read-back stay blocking for every binding.
 """
 
+import asyncio
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel
 
@@ -80,10 +88,39 @@ class BGConnection(Protocol):
     def close(self) -> None: ...
 
 
+@runtime_checkable
+class AsyncBGConnection(Protocol):
+    """One socialite task's handle on the store, on the load process's event loop."""
+
+    async def view_profile(self, requester: int, member: int) -> Profile: ...
+    async def list_friends(self, requester: int, member: int) -> list[MemberRow]: ...
+    async def view_friend_requests(self, member: int) -> list[MemberRow]: ...
+    async def invite_friend(self, inviter: int, invitee: int) -> None: ...
+    async def accept_friend_request(self, inviter: int, invitee: int) -> None: ...
+    async def reject_friend_request(self, inviter: int, invitee: int) -> None: ...
+    async def thaw_friendship(self, member: int, friend: int) -> None: ...
+    async def view_top_k_resources(
+        self, requester: int, member: int, k: int
+    ) -> list[ResourceRow]: ...
+    async def view_comments(self, requester: int, rid: int) -> list[CommentRow]: ...
+    async def post_comment(self, commenter: int, rid: int, mid: int, text: str) -> None: ...
+    async def delete_comment(self, rid: int, mid: int) -> None: ...
+    async def close(self) -> None: ...
+
+
+Concurrency = Literal["threads", "asyncio"]
+
+
 class BGBinding(Protocol):
     """A store for the BG workload. Constructed once per load process with its options."""
 
     name: ClassVar[str]
+    # "asyncio": socialites are tasks on one event loop per load process (connect_async);
+    # "threads": one OS thread per socialite (connect), for drivers that only block.
+    concurrency: ClassVar[Concurrency]
+    # False when the store's calls return without ever suspending the task (the null
+    # store): the engine then yields to the loop between units itself.
+    suspends: ClassVar[bool]
     # True when the store runs inside the load process (SQLite): its CPU is the client's.
     embedded: ClassVar[bool]
     # True when answers carry real content (attributes, ids, images); the null store's
@@ -115,7 +152,19 @@ class BGBinding(Protocol):
         """The fragment's relationships and comments as the quiescent store holds them."""
         ...
 
-    def connect(self) -> BGConnection: ...
+    def connect(self) -> BGConnection:
+        """A blocking connection (concurrency "threads")."""
+        ...
+
+    async def connect_async(self) -> AsyncBGConnection:
+        """A connection on the running event loop (concurrency "asyncio"). Tests may call
+        it from several loops: keep loop-bound resources (pools) per loop."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release what connect_async made on the running loop (pools), before it closes."""
+        ...
+
     def describe(self) -> str:
         """The server this binding talks to (name and version), for results."""
         ...
@@ -125,6 +174,99 @@ class BGBinding(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class Blocking:
+    """A blocking connection seen through the asynchronous interface: each method runs the
+    blocking call and returns without suspending, so a thread can drive the coroutine
+    directly (see `run_blocking`)."""
+
+    __slots__ = ("c",)
+
+    def __init__(self, conn: BGConnection) -> None:
+        self.c = conn
+
+    async def view_profile(self, requester: int, member: int) -> Profile:
+        return self.c.view_profile(requester, member)
+
+    async def list_friends(self, requester: int, member: int) -> list[MemberRow]:
+        return self.c.list_friends(requester, member)
+
+    async def view_friend_requests(self, member: int) -> list[MemberRow]:
+        return self.c.view_friend_requests(member)
+
+    async def invite_friend(self, inviter: int, invitee: int) -> None:
+        self.c.invite_friend(inviter, invitee)
+
+    async def accept_friend_request(self, inviter: int, invitee: int) -> None:
+        self.c.accept_friend_request(inviter, invitee)
+
+    async def reject_friend_request(self, inviter: int, invitee: int) -> None:
+        self.c.reject_friend_request(inviter, invitee)
+
+    async def thaw_friendship(self, member: int, friend: int) -> None:
+        self.c.thaw_friendship(member, friend)
+
+    async def view_top_k_resources(self, requester: int, member: int, k: int) -> list[ResourceRow]:
+        return self.c.view_top_k_resources(requester, member, k)
+
+    async def view_comments(self, requester: int, rid: int) -> list[CommentRow]:
+        return self.c.view_comments(requester, rid)
+
+    async def post_comment(self, commenter: int, rid: int, mid: int, text: str) -> None:
+        self.c.post_comment(commenter, rid, mid, text)
+
+    async def delete_comment(self, rid: int, mid: int) -> None:
+        self.c.delete_comment(rid, mid)
+
+    async def close(self) -> None:
+        self.c.close()
+
+
+T = TypeVar("T")
+
+
+def run_blocking(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine that never suspends (a unit over a `Blocking` connection) to its end
+    in the calling thread, without an event loop."""
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    coro.close()
+    raise RuntimeError("a unit over a blocking connection suspended")
+
+
+class LoopBridge:
+    """An asynchronous connection used from blocking code, on a private event loop (tests,
+    tools): each call runs to completion. One bridge per thread."""
+
+    def __init__(self, binding: "BGBinding") -> None:
+        self.binding = binding
+        self.loop = asyncio.new_event_loop()
+        self.conn = self.loop.run_until_complete(binding.connect_async())
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self.conn, name)
+
+        def call(*args: Any) -> Any:
+            return self.loop.run_until_complete(method(*args))
+
+        return call
+
+    def close(self) -> None:
+        try:
+            self.loop.run_until_complete(self.conn.close())
+            self.loop.run_until_complete(self.binding.aclose())
+        finally:
+            self.loop.close()
+
+
+def blocking_connection(binding: "BGBinding") -> Any:
+    """A blocking connection to any binding: its own, or an asynchronous one bridged."""
+    if binding.concurrency == "threads":
+        return binding.connect()
+    return LoopBridge(binding)
 
 
 def store_names() -> list[str]:

@@ -1,11 +1,14 @@
 """The null store: no I/O, plausible answers, to measure the framework itself.
 
 It keeps only the counts of tracked items (so its answers validate cleanly) and
-answers lists with shared placeholder rows of the right length.
+answers lists with shared placeholder rows of the right length. By default its
+socialites are tasks on the load process's event loop, like a network store's with an
+asynchronous driver (its calls never suspend, so the engine yields between units);
+`concurrency = "threads"` measures the threaded engine that blocking stores use.
 """
 
 import threading
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -28,6 +31,8 @@ _COMMENT = CommentRow(rid=0, mid=0, commenter=0, text="")
 class NullOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    concurrency: Literal["asyncio", "threads"] = "asyncio"
+
 
 class NullBinding:
     name: ClassVar[str] = "null"
@@ -35,8 +40,11 @@ class NullBinding:
     full_answers: ClassVar[bool] = False
     can_read_back: ClassVar[bool] = False
     Options: ClassVar[type[BaseModel]] = NullOptions
+    suspends: ClassVar[bool] = False
+    concurrency: str = "asyncio"  # per instance: the option may ask for threads
 
     def __init__(self, options: NullOptions) -> None:
+        self.concurrency = options.concurrency
         self.lock = threading.Lock()
         self.friends: dict[int, int] = {}
         self.pending: dict[int, int] = {}
@@ -65,6 +73,12 @@ class NullBinding:
 
     def connect(self) -> "NullConnection":
         return NullConnection(self)
+
+    async def connect_async(self) -> "NullAsyncConnection":
+        return NullAsyncConnection(self)
+
+    async def aclose(self) -> None:
+        pass
 
     def describe(self) -> str:
         return "null store (in-process counters, no I/O)"
@@ -125,4 +139,53 @@ class NullConnection:
         self._add(self.s.comments, rid, -1)
 
     def close(self) -> None:
+        pass
+
+
+class NullAsyncConnection:
+    """The same answers on the event loop: one task runs at a time, so no lock."""
+
+    def __init__(self, store: NullBinding) -> None:
+        self.s = store
+
+    async def view_profile(self, requester: int, member: int) -> Profile:
+        s = self.s
+        pending = s.pending[member] if requester == member else None
+        return Profile(member, [], s.friends[member], s.resources[member], pending, None)
+
+    async def list_friends(self, requester: int, member: int) -> list[MemberRow]:
+        return self.s.rows[: self.s.friends[member]]
+
+    async def view_friend_requests(self, member: int) -> list[MemberRow]:
+        return self.s.rows[: self.s.pending[member]]
+
+    async def invite_friend(self, inviter: int, invitee: int) -> None:
+        self.s.pending[invitee] += 1
+
+    async def accept_friend_request(self, inviter: int, invitee: int) -> None:
+        s = self.s
+        s.pending[invitee] -= 1
+        s.friends[invitee] += 1
+        s.friends[inviter] += 1
+
+    async def reject_friend_request(self, inviter: int, invitee: int) -> None:
+        self.s.pending[invitee] -= 1
+
+    async def thaw_friendship(self, member: int, friend: int) -> None:
+        self.s.friends[member] -= 1
+        self.s.friends[friend] -= 1
+
+    async def view_top_k_resources(self, requester: int, member: int, k: int) -> list[ResourceRow]:
+        return [_RESOURCE] * min(k, self.s.resources[member])
+
+    async def view_comments(self, requester: int, rid: int) -> list[CommentRow]:
+        return [_COMMENT] * self.s.comments[rid]
+
+    async def post_comment(self, commenter: int, rid: int, mid: int, text: str) -> None:
+        self.s.comments[rid] += 1
+
+    async def delete_comment(self, rid: int, mid: int) -> None:
+        self.s.comments[rid] -= 1
+
+    async def close(self) -> None:
         pass

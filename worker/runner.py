@@ -1,0 +1,495 @@
+"""The socialite loops of one run: tasks on an event loop, or threads for blocking stores.
+
+Both play the same asynchronous units (workloads.bg.sessions) through the same timed
+wrapper. On the event loop one Recorder serves every task (one runs at a time); each
+thread has its own. Between units a task whose store never suspends yields to the loop
+once per time slice, so thousands of them share it fairly without a switch per action.
+
+The client watches itself: the loop's lag (how late a timer fires) per interval goes
+into the progress stream, and every action's delay between its intended start and its
+store call is in its timings.
+"""
+
+import asyncio
+import bisect
+import random
+import threading
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from time import monotonic_ns
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from bgbench.validation.logformat import LogWriter
+from bgbench.worker.measurement import ACTION_DTYPE, LiveLatencies, Recorder
+from bgbench.workloads.bg.bookkeeping import FragmentState
+from bgbench.workloads.bg.sessions import UNITS, Actor
+from bgbench.workloads.bg.store import Blocking, run_blocking
+from bgbench.workloads.bg.timed import TimedConnection
+
+if TYPE_CHECKING:
+    from bgbench.worker.engine import RunSpec
+
+MAX_CONSECUTIVE_ERRORS = 100
+DRAW_BATCH = 1024
+STOP_GRACE_S = 30.0
+PUBLISH_EVERY_S = 0.2
+LIVE_EVERY_S = 1.0
+SLICE_NS = 50_000  # a task whose store never suspends yields after this much work
+CONNECT_AT_ONCE = 64  # connections opened concurrently when tasks start
+
+# (actions, errors, sessions, latency histogram delta or None, client lag in ms)
+Publish = Callable[[int, int, int, bytes | None, float], None]
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()  # type: ignore[no-any-return]
+
+
+@dataclass
+class Plan:
+    """What every socialite loop of one run shares."""
+
+    engine: Any  # the FragmentEngine (binding, fragment)
+    spec: "RunSpec"
+    state: FragmentState
+    units: list[str]
+    cumulative: list[float]
+    zipf: Any
+    workload: Any  # BGWorkloadConfig
+    comment_text: Callable[[int, int], str]
+
+    @property
+    def per_runner_ops(self) -> int:
+        s = self.spec
+        return -(-s.operation_count // s.threads) if s.operation_count and s.threads else 0
+
+    def seed(self, t: int) -> list[int]:
+        s = self.spec
+        return [s.seed, self.engine.fragment.index, t, zlib.crc32(s.experiment_id.encode())]
+
+
+@dataclass
+class RunOutcome:
+    actions: np.ndarray
+    elapsed: float
+    sessions: int
+    error_counts: list[dict]
+    aborted: str
+    runner_kind: str  # "tasks" or "threads", for messages
+    loop_lag_max_ms: float = 0.0
+
+
+@dataclass
+class Flags:
+    stop: bool = False
+    aborted: list[str] = field(default_factory=list)
+
+
+def _drawer(plan: Plan, np_rng: np.random.Generator) -> Callable[[], int]:
+    zipf = plan.zipf
+    buf: list[int] = []
+
+    def draw() -> int:
+        nonlocal buf
+        if not buf:
+            buf = zipf.draw(np_rng, DRAW_BATCH).tolist()
+        return buf.pop()
+
+    return draw
+
+
+def _error_counts(recorders: list[Recorder]) -> list[dict]:
+    from bgbench.workloads.bg.actions import Action
+
+    errors: dict[tuple[int, str], int] = {}
+    samples: dict[tuple[int, str], str] = {}
+    for r in recorders:
+        for key, n in r.errors.items():
+            errors[key] = errors.get(key, 0) + n
+            samples.setdefault(key, r.error_samples[key])
+    return [
+        {"action": Action(a).name, "type": t, "count": n, "sample": samples[(a, t)]}
+        for (a, t), n in sorted(errors.items())
+    ]
+
+
+def _actions(recorders: list[Recorder]) -> np.ndarray:
+    chunks = [r.finish() for r in recorders]
+    return np.concatenate(chunks) if chunks else np.empty(0, dtype=ACTION_DTYPE)
+
+
+def _failing(timed: TimedConnection, who: str) -> str:
+    key = next(reversed(timed.rec.error_samples))
+    return (
+        f"store failing: {MAX_CONSECUTIVE_ERRORS} errors in a row on {who}, "
+        f"last {key[1]}: {timed.rec.error_samples[key]}"
+    )
+
+
+# -- tasks on an event loop ----------------------------------------------------------------
+
+
+class _Yield:
+    """Awaiting this suspends the task once (as asyncio.sleep(0), without the call)."""
+
+    def __await__(self):  # type: ignore[no-untyped-def]
+        yield
+
+
+YIELD = _Yield()
+
+
+def run_tasks(
+    plan: Plan,
+    loop: asyncio.AbstractEventLoop,
+    log: LogWriter,
+    stop: threading.Event,
+    publish: Publish,
+) -> RunOutcome:
+    return loop.run_until_complete(_run_tasks(plan, log, stop, publish))
+
+
+async def _run_tasks(
+    plan: Plan, log: LogWriter, stop: threading.Event, publish: Publish
+) -> RunOutcome:
+    spec, binding = plan.spec, plan.engine.binding
+    threads = spec.threads
+    rec = Recorder(log)
+    flags = Flags()
+    sessions = [0] * threads
+    gate = asyncio.Semaphore(CONNECT_AT_ONCE)
+
+    async def connect(t: int) -> TimedConnection | None:
+        async with gate:
+            try:
+                conn = await binding.connect_async()
+            except Exception as exc:
+                flags.aborted.append(f"task {t} could not connect to the store: {exc}")
+                flags.stop = True
+                return None
+        return TimedConnection(conn, rec, t)
+
+    timed = await asyncio.gather(*(connect(t) for t in range(threads)))
+    if flags.stop:
+        for tc in timed:
+            if tc is not None:
+                await tc.conn.close()
+        return RunOutcome(np.empty(0, dtype=ACTION_DTYPE), 0.0, 0, [], flags.aborted[0], "tasks")
+    yields = not getattr(binding, "suspends", True)
+
+    async def think(seconds: float) -> bool:
+        if seconds > 0:
+            try:
+                await asyncio.sleep(seconds)
+            except asyncio.CancelledError:
+                return False  # stopping: the loop ends at its next check
+        return not flags.stop
+
+    conns: list[TimedConnection] = [tc for tc in timed if tc is not None]
+    players = [_player(plan, t, conns[t], think) for t in range(threads)]
+    tasks = [
+        asyncio.ensure_future(_socialite(plan, t, players[t], flags, sessions, yields))
+        for t in range(threads)
+    ]
+    live = LiveLatencies([rec])
+    lag_max_ms = 0.0
+    t0 = time.monotonic()
+    deadline = t0 + spec.duration_s
+    next_cut = t0 + LIVE_EVERY_S
+    stopped_at = 0
+    while True:
+        pending = [t for t in tasks if not t.done()]
+        now = time.monotonic()
+        if not pending:
+            break
+        if now >= deadline or stop.is_set():
+            flags.stop = True
+        if flags.stop and not stopped_at:
+            stopped_at = monotonic_ns()
+            for t, task in enumerate(tasks):  # wake the thinkers; callers in the store finish
+                if not task.done() and conns[t].in_call == 0:
+                    task.cancel()
+        if stopped_at and now >= deadline + STOP_GRACE_S:
+            busy = sum(1 for t, task in enumerate(tasks) if not task.done() and conns[t].in_call)
+            flags.aborted.append(
+                f"{busy} tasks still inside store calls {STOP_GRACE_S:.0f} s after the end: "
+                "the store stopped answering"
+            )
+            plan.state.uncertain = True  # their writes' outcomes are unknown
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+            break
+        wait = min(PUBLISH_EVERY_S, max(0.001, deadline - now))
+        asked = monotonic_ns()
+        await asyncio.sleep(wait)
+        late = max(0.0, (monotonic_ns() - asked) / 1e6 - wait * 1000)
+        lag_max_ms = max(lag_max_ms, late)
+        delta = None
+        if time.monotonic() >= next_cut:
+            delta, next_cut = live.cut(), next_cut + LIVE_EVERY_S
+        publish(rec.action_count, sum(rec.errors.values()), sum(sessions), delta, late)
+    elapsed = time.monotonic() - t0
+    publish(rec.action_count, sum(rec.errors.values()), sum(sessions), live.cut(final=True), 0.0)
+    for tc in conns:
+        try:
+            await tc.conn.close()
+        except Exception:  # a connection to a store that stopped answering
+            plan.state.uncertain = plan.state.uncertain or bool(tc.in_call)
+    return RunOutcome(
+        _actions([rec]),
+        elapsed,
+        sum(sessions),
+        _error_counts([rec]),
+        flags.aborted[0] if flags.aborted else "",
+        "tasks",
+        lag_max_ms,
+    )
+
+
+@dataclass
+class _Player:
+    """One socialite loop's own objects, made before the clock starts."""
+
+    timed: TimedConnection
+    actor: Actor
+    rng: random.Random
+    draw: Callable[[], int]
+
+
+def _player(plan: Plan, t: int, timed: TimedConnection, think: Callable[[float], Any]) -> _Player:
+    seed = plan.seed(t)
+    rng = random.Random(str(seed))
+    draw = _drawer(plan, np.random.default_rng(seed))
+    wl = plan.workload
+    actor = Actor(timed, plan.state, draw, rng, think, wl.thinktime, wl.topk, plan.comment_text)
+    return _Player(timed, actor, rng, draw)
+
+
+async def _socialite(
+    plan: Plan, t: int, player: _Player, flags: Flags, sessions: list[int], yields: bool
+) -> None:
+    timed, actor, draw = player.timed, player.actor, player.draw
+    state, cumulative = plan.state, plan.cumulative
+    plays = [UNITS[u] for u in plan.units]
+    acquire, release, rand = state.acquire_socialite, state.release_socialite, player.rng.random
+    think = actor.think
+    gap_ns = int(plan.workload.interarrivaltime * 1_000_000)
+    max_ops = plan.per_runner_ops
+    next_arrival = monotonic_ns()
+    slice_end = next_arrival + SLICE_NS
+    sid = t << 40
+    try:
+        while not flags.stop:
+            if gap_ns:
+                next_arrival += gap_ns
+                now = monotonic_ns()
+                if next_arrival > now and not await think((next_arrival - now) / 1e9):
+                    break
+                intended = next_arrival
+                if yields and now >= slice_end:  # behind schedule: still let others run
+                    await YIELD
+                    slice_end = monotonic_ns() + SLICE_NS
+            else:
+                intended = monotonic_ns()
+                if yields and intended >= slice_end:
+                    await YIELD
+                    intended = monotonic_ns()
+                    slice_end = intended + SLICE_NS
+            socialite = acquire(draw)
+            if socialite is None:  # every drawn member is busy: let their tasks run
+                await YIELD
+                continue
+            before = timed.count
+            actor.sid, actor.intended = sid, intended
+            try:
+                await plays[bisect.bisect_left(cumulative, rand())](actor, socialite)
+            finally:
+                release(socialite)
+            sid += 1
+            if timed.count > before:
+                sessions[t] += 1
+            if timed.consecutive_errors >= MAX_CONSECUTIVE_ERRORS:
+                flags.aborted.append(_failing(timed, f"task {t}"))
+                flags.stop = True
+            if max_ops and timed.count >= max_ops:
+                break
+    except asyncio.CancelledError:
+        return  # woken from a think time at the stop
+
+
+# -- threads, for blocking stores -------------------------------------------------------------
+
+
+def run_threads(plan: Plan, log: LogWriter, stop: threading.Event, publish: Publish) -> RunOutcome:
+    spec, _binding = plan.spec, plan.engine.binding
+    threads = spec.threads
+    log_lock = threading.Lock()
+    recorders = [Recorder(log, log_lock) for _ in range(threads)]
+    timed: list[TimedConnection | None] = [None] * threads
+    sessions = [0] * threads
+    flags = Flags()
+    # Threads connect, then wait for all to be started: a thread started while thousands
+    # of others already run waits its turn for the interpreter behind all of them.
+    go = threading.Event()
+    workers = [
+        threading.Thread(
+            target=_thread_main,
+            args=(plan, t, recorders[t], timed, stop, go, flags, sessions),
+            name=f"bg-f{plan.engine.fragment.index}-t{t}",
+            daemon=True,
+        )
+        for t in range(threads)
+    ]
+    live = LiveLatencies(recorders)
+    try:
+        for th in workers:
+            th.start()
+    except BaseException:
+        stop.set()
+        raise
+    finally:
+        go.set()
+    t0 = time.monotonic()
+    next_cut = t0 + LIVE_EVERY_S
+    deadline = t0 + spec.duration_s
+    stuck_deadline = deadline + STOP_GRACE_S
+    stopped_at = 0  # monotonic ns when the stop was first seen
+    lag_max_ms = 0.0
+
+    def counts() -> tuple[int, int, int]:
+        return (
+            sum(r.action_count for r in recorders),
+            sum(sum(r.errors.values()) for r in recorders),
+            sum(sessions),
+        )
+
+    while True:
+        alive = [t for t, th in enumerate(workers) if th.is_alive()]
+        now = time.monotonic()
+        if not alive:
+            break
+        if now >= deadline or flags.stop:
+            stop.set()
+        if not stopped_at and stop.is_set():
+            stopped_at = monotonic_ns()
+        if now >= stuck_deadline:
+            flags.aborted.append(_not_stopping([timed[t] for t in alive], stopped_at, threads))
+            break
+        wait = min(PUBLISH_EVERY_S, max(0.0, deadline - now) + 0.005)
+        asked = monotonic_ns()
+        workers[alive[0]].join(timeout=wait)
+        # How late this thread got the interpreter back (0 if the joined thread ended).
+        late = max(0.0, (monotonic_ns() - asked) / 1e6 - wait * 1000)
+        lag_max_ms = max(lag_max_ms, late)
+        delta = None
+        if time.monotonic() >= next_cut:
+            delta, next_cut = live.cut(), next_cut + LIVE_EVERY_S
+        publish(*counts(), delta, late)
+    publish(*counts(), live.cut(final=True), 0.0)
+    elapsed = time.monotonic() - t0
+    return RunOutcome(
+        _actions(recorders),
+        elapsed,
+        sum(sessions),
+        _error_counts(recorders),
+        flags.aborted[0] if flags.aborted else "",
+        "threads",
+        lag_max_ms,
+    )
+
+
+def _thread_main(
+    plan: Plan,
+    t: int,
+    rec: Recorder,
+    timed_slots: list[TimedConnection | None],
+    stop: threading.Event,
+    go: threading.Event,
+    flags: Flags,
+    sessions: list[int],
+) -> None:
+    binding = plan.engine.binding
+    seed = plan.seed(t)
+    rng = random.Random(str(seed))
+    draw = _drawer(plan, np.random.default_rng(seed))
+    placeholder = TimedConnection(None, rec, t)  # type: ignore[arg-type]
+    placeholder.in_call = monotonic_ns()  # connecting waits on the store too
+    timed_slots[t] = placeholder
+    try:
+        conn = binding.connect()
+    except Exception as exc:
+        flags.aborted.append(f"thread {t} could not connect to the store: {exc}")
+        flags.stop = True
+        stop.set()
+        placeholder.in_call = 0
+        return
+    timed = TimedConnection(Blocking(conn), rec, t)
+    timed_slots[t] = timed
+
+    async def think(seconds: float) -> bool:
+        return not (seconds > 0 and stop.wait(seconds)) and not stop.is_set()
+
+    wl = plan.workload
+    actor = Actor(timed, plan.state, draw, rng, think, wl.thinktime, wl.topk, plan.comment_text)
+    state, units, cumulative = plan.state, plan.units, plan.cumulative
+    gap_ns = int(wl.interarrivaltime * 1_000_000)
+    max_ops = plan.per_runner_ops
+    go.wait()
+    next_arrival = monotonic_ns()
+    sid = t << 40
+    try:
+        while not stop.is_set():
+            if gap_ns:
+                next_arrival += gap_ns
+                delay = (next_arrival - monotonic_ns()) / 1e9
+                if delay > 0 and stop.wait(delay):
+                    break
+                intended = next_arrival
+            else:
+                intended = monotonic_ns()
+            socialite = state.acquire_socialite(draw)
+            if socialite is None:
+                continue  # every drawn member is busy: draw again
+            unit = units[bisect.bisect_left(cumulative, rng.random())]
+            before = timed.count
+            try:
+                run_blocking(actor.play(unit, socialite, sid, intended))
+            finally:
+                state.release_socialite(socialite)
+            sid += 1
+            if timed.count > before:
+                sessions[t] += 1
+            if timed.consecutive_errors >= MAX_CONSECUTIVE_ERRORS:
+                flags.aborted.append(_failing(timed, f"thread {t}"))
+                flags.stop = True
+                stop.set()
+            if max_ops and timed.count >= max_ops:
+                break
+    finally:
+        conn.close()
+
+
+def _not_stopping(alive: list[TimedConnection | None], stopped_at: int, threads: int) -> str:
+    """Why threads outlived the grace. Most of them inside store calls begun before the stop:
+    the store stopped answering. Otherwise they are runnable but never got to run (the GIL
+    shared by too many threads): the client is overloaded, not the store."""
+    waiting = sum(1 for tc in alive if tc is not None and 0 < tc.in_call <= stopped_at)
+    if 2 * waiting >= len(alive):
+        return (
+            f"{waiting} threads still inside store calls {STOP_GRACE_S:.0f} s after the end: "
+            "the store stopped answering"
+        )
+    return (
+        f"client overloaded: {len(alive)} of {threads} threads could not stop within the "
+        f"{STOP_GRACE_S:g} s grace ({waiting} inside store calls): T is beyond what this load "
+        "process can run; use more load processes or agents"
+    )
