@@ -8,13 +8,20 @@ friendship write updates two documents one after the other), so the binding runs
 unchanged against a real mongod. Results name the server they ran on: MongoDB-wire
 servers such as SecantusDB or FerretDB report a MongoDB version, so `server_name` says
 which one it is.
+
+Socialites are tasks on the load process's event loop, each with a MongoAsyncConnection
+over one AsyncMongoClient per loop (pymongo's native asyncio driver); it sends exactly
+the commands the blocking MongoConnection sends. Loading, schema, read-back and describe
+use the blocking MongoClient.
 """
 
-from typing import Annotated, ClassVar, Literal
+import asyncio
+from typing import Annotated, Any, ClassVar, Literal
 
 import pymongo
 from pydantic import BaseModel, ConfigDict, Field
-from pymongo import ReadPreference, WriteConcern
+from pymongo import AsyncMongoClient, ReadPreference, WriteConcern
+from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import PyMongoError
 
 from bgbench.errors import StoreError
@@ -22,6 +29,7 @@ from bgbench.workloads.bg.config import BGDatabaseConfig
 from bgbench.workloads.bg.generator import CONFIRMED, PENDING, Fragment
 from bgbench.workloads.bg.store import (
     CommentRow,
+    Concurrency,
     FragmentContents,
     MemberRow,
     Profile,
@@ -58,8 +66,38 @@ class MongoOptions(BaseModel):
     pool_max: Annotated[int, Field(ge=1)] = 512
 
 
+class _LoopDatabase:
+    """One event loop's client and the collections its connections share."""
+
+    __slots__ = ("client", "manipulations", "resources", "users")
+
+    def __init__(self, options: MongoOptions) -> None:
+        self.client: AsyncMongoClient = AsyncMongoClient(options.uri, **_client_options(options))
+        db = self.client.get_database(options.database, **_database_options(options))
+        self.users: AsyncCollection = db.users
+        self.resources: AsyncCollection = db.resources
+        self.manipulations: AsyncCollection = db.manipulations
+
+
+def _client_options(o: MongoOptions) -> dict[str, Any]:
+    return {
+        "serverSelectionTimeoutMS": o.timeout_ms,
+        "socketTimeoutMS": o.timeout_ms,
+        "maxPoolSize": o.pool_max,
+    }
+
+
+def _database_options(o: MongoOptions) -> dict[str, Any]:
+    return {
+        "write_concern": WriteConcern(w=o.write_concern, j=o.journal or None),
+        "read_preference": READ_PREFERENCES[o.read_preference],
+    }
+
+
 class MongoBinding:
     name: ClassVar[str] = "mongodb"
+    concurrency: ClassVar[Concurrency] = "asyncio"
+    suspends: ClassVar[bool] = True
     embedded: ClassVar[bool] = False
     full_answers: ClassVar[bool] = True
     can_read_back: ClassVar[bool] = True
@@ -67,18 +105,11 @@ class MongoBinding:
 
     def __init__(self, options: MongoOptions) -> None:
         self.options = options
-        self.client = pymongo.MongoClient(
-            options.uri,
-            serverSelectionTimeoutMS=options.timeout_ms,
-            socketTimeoutMS=options.timeout_ms,
-            maxPoolSize=options.pool_max,
-        )
-        self.db = self.client.get_database(
-            options.database,
-            write_concern=WriteConcern(w=options.write_concern, j=options.journal or None),
-            read_preference=READ_PREFERENCES[options.read_preference],
-        )
+        self.client = pymongo.MongoClient(options.uri, **_client_options(options))
+        self.db = self.client.get_database(options.database, **_database_options(options))
         self.attrcount: int | None = None
+        # AsyncMongoClient binds itself to the loop it first runs on: one per loop.
+        self.loop_dbs: dict[asyncio.AbstractEventLoop, _LoopDatabase] = {}
 
     def create_schema(self, db: BGDatabaseConfig) -> None:
         self.attrcount = db.attrcount
@@ -165,6 +196,20 @@ class MongoBinding:
             raise StoreError("create_schema or use_schema must run before connect")
         return MongoConnection(self.db, self.options.comments == "embedded")
 
+    async def connect_async(self) -> "MongoAsyncConnection":
+        if self.attrcount is None:
+            raise StoreError("create_schema or use_schema must run before connect")
+        loop = asyncio.get_running_loop()
+        db = self.loop_dbs.get(loop)
+        if db is None:
+            db = self.loop_dbs[loop] = _LoopDatabase(self.options)
+        return MongoAsyncConnection(db, self.options.comments == "embedded")
+
+    async def aclose(self) -> None:
+        db = self.loop_dbs.pop(asyncio.get_running_loop(), None)
+        if db is not None:
+            await db.client.close()
+
     def describe(self) -> str:
         version = self.client.admin.command("buildinfo").get("version", "?")
         return (
@@ -176,6 +221,7 @@ class MongoBinding:
         return {}
 
     def close(self) -> None:
+        self.loop_dbs.clear()  # a loop's client is closed by aclose() on that loop
         self.client.close()
 
 
@@ -289,3 +335,129 @@ class MongoConnection:
 
     def close(self) -> None:
         pass
+
+
+# What the asynchronous connection's calls share: projections and sort, made once.
+_NO_THUMBNAIL = {"tpic": 0}
+_CARD = {"attrs": 1, "tpic": 1}
+_FRIEND_IDS = {"confirmedFriends": 1}
+_INVITER_IDS = {"pendingFriends": 1}
+_WALL = {"creatorid": 1, "walluserid": 1}
+_NEWEST_FIRST = [("_id", -1)]
+_COMMENTS = {"manipulations": 1}
+
+
+class MongoAsyncConnection:
+    """MongoConnection's commands, each awaited, over its loop's client."""
+
+    __slots__ = ("embedded", "manipulations", "resources", "users")
+
+    def __init__(self, db: _LoopDatabase, embedded: bool) -> None:
+        self.users = db.users
+        self.resources = db.resources
+        self.manipulations = db.manipulations
+        self.embedded = embedded
+
+    async def view_profile(self, requester: int, member: int) -> Profile:
+        doc = await self.users.find_one({"_id": member}, _NO_THUMBNAIL)
+        if doc is None:
+            raise StoreError(f"member {member} not found")
+        resources = await self.resources.count_documents({"walluserid": member})
+        pending = len(doc["pendingFriends"]) if requester == member else None
+        return Profile(member, doc["attrs"], len(doc["confirmedFriends"]), resources, pending,
+                       doc.get("pic"))  # fmt: skip
+
+    async def _members(self, member: int, field: str, projection: dict) -> list[MemberRow]:
+        doc = await self.users.find_one({"_id": member}, projection)
+        if doc is None:
+            raise StoreError(f"member {member} not found")
+        ids = doc[field]
+        if not ids:
+            return []
+        rows = await self.users.find({"_id": {"$in": ids}}, _CARD).to_list()
+        return [MemberRow(r["_id"], r["attrs"], r.get("tpic")) for r in rows]
+
+    async def list_friends(self, requester: int, member: int) -> list[MemberRow]:
+        return await self._members(member, "confirmedFriends", _FRIEND_IDS)
+
+    async def view_friend_requests(self, member: int) -> list[MemberRow]:
+        return await self._members(member, "pendingFriends", _INVITER_IDS)
+
+    async def _update(self, query: dict, change: dict, what: str) -> None:
+        if (await self.users.update_one(query, change)).modified_count != 1:
+            raise StoreError(f"{what}: no matching row")
+
+    async def invite_friend(self, inviter: int, invitee: int) -> None:
+        await self._update(
+            {"_id": invitee, "pendingFriends": {"$ne": inviter}},
+            {"$push": {"pendingFriends": inviter}},
+            f"invite {inviter}->{invitee}",
+        )
+
+    async def accept_friend_request(self, inviter: int, invitee: int) -> None:
+        await self._update(
+            {"_id": invitee, "pendingFriends": inviter},
+            {"$pull": {"pendingFriends": inviter}, "$addToSet": {"confirmedFriends": inviter}},
+            f"accept invitation {inviter}->{invitee}",
+        )
+        await self._update(
+            {"_id": inviter}, {"$addToSet": {"confirmedFriends": invitee}}, f"befriend {inviter}"
+        )
+
+    async def reject_friend_request(self, inviter: int, invitee: int) -> None:
+        await self._update(
+            {"_id": invitee, "pendingFriends": inviter},
+            {"$pull": {"pendingFriends": inviter}},
+            f"reject invitation {inviter}->{invitee}",
+        )
+
+    async def thaw_friendship(self, member: int, friend: int) -> None:
+        await self._update(
+            {"_id": member, "confirmedFriends": friend},
+            {"$pull": {"confirmedFriends": friend}},
+            f"thaw friendship {member}-{friend}",
+        )
+        await self._update(
+            {"_id": friend, "confirmedFriends": member},
+            {"$pull": {"confirmedFriends": member}},
+            f"thaw friendship {friend}-{member}",
+        )
+
+    async def view_top_k_resources(self, requester: int, member: int, k: int) -> list[ResourceRow]:
+        docs = await self.resources.find(
+            {"walluserid": member}, _WALL, sort=_NEWEST_FIRST, limit=k
+        ).to_list()
+        return [ResourceRow(d["_id"], d["creatorid"], d["walluserid"]) for d in docs]
+
+    async def view_comments(self, requester: int, rid: int) -> list[CommentRow]:
+        if self.embedded:
+            doc = await self.resources.find_one({"_id": rid}, _COMMENTS)
+            if doc is None:
+                raise StoreError(f"resource {rid} not found")
+            cs = doc.get("manipulations", [])
+        else:
+            cs = await self.manipulations.find({"rid": rid}).to_list()
+        return [CommentRow(rid, c["mid"], c["modifierid"], c["content"]) for c in cs]
+
+    async def post_comment(self, commenter: int, rid: int, mid: int, text: str) -> None:
+        comment = {"mid": mid, "modifierid": commenter, "content": text}
+        if self.embedded:
+            r = await self.resources.update_one({"_id": rid}, {"$push": {"manipulations": comment}})
+            if r.modified_count != 1:
+                raise StoreError(f"post on resource {rid}: no matching row")
+        else:
+            await self.manipulations.insert_one({"_id": f"{rid}:{mid}", "rid": rid, **comment})
+
+    async def delete_comment(self, rid: int, mid: int) -> None:
+        if self.embedded:
+            r = await self.resources.update_one(
+                {"_id": rid, "manipulations.mid": mid}, {"$pull": {"manipulations": {"mid": mid}}}
+            )
+            done = r.modified_count
+        else:
+            done = (await self.manipulations.delete_one({"_id": f"{rid}:{mid}"})).deleted_count
+        if done != 1:
+            raise StoreError(f"comment {rid}/{mid}: no matching row")
+
+    async def close(self) -> None:
+        pass  # the loop's client is shared; the binding's aclose() closes it

@@ -16,12 +16,19 @@ quorum; notfound_ok false) or "noquorum" (r, w at 1, pr, pw at 0; notfound_ok tr
 each quorum option may be set on its own. Not yet run against a real Riak here: no Riak
 server can be installed on these machines; the tests run it against an emulator of these
 calls (tests/riak_emulator.py), or against a real Riak when BGBENCH_RIAK_URL is set.
+
+Socialites are tasks on the load process's event loop, each with a RiakAsyncConnection
+over one httpx.AsyncClient per loop (AsyncRiak), sending the requests the blocking
+RiakConnection sends; loading, schema and read-back use the blocking client (Riak).
 """
 
+import asyncio
 import base64
+import contextlib
 import json
 from typing import Annotated, Any, ClassVar, Literal
 
+import httpcore
 import httpx
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
@@ -30,6 +37,7 @@ from bgbench.workloads.bg.config import BGDatabaseConfig
 from bgbench.workloads.bg.generator import CONFIRMED, PENDING, Fragment
 from bgbench.workloads.bg.store import (
     CommentRow,
+    Concurrency,
     FragmentContents,
     MemberRow,
     Profile,
@@ -149,6 +157,152 @@ class Riak:
         self.http.close()
 
 
+BUCKETS = ("member", "card", "wall", "comments")
+JSON_TYPE = {"content-type": "application/json"}
+KEEPALIVE_S = 5.0  # how long an idle connection is kept: httpx's default
+HTTPCORE_ERRORS = (
+    httpcore.TimeoutException, httpcore.NetworkError, httpcore.ProtocolError,
+    httpcore.ProxyError, httpcore.UnsupportedProtocol, httpcore.ConnectionNotAvailable,
+)  # fmt: skip
+
+
+def _as_httpx(exc: Exception) -> httpx.TransportError:
+    """httpcore's error as the httpx error of the same name, as httpx's own transport maps it."""
+    for cls in type(exc).__mro__:
+        mapped = getattr(httpx, cls.__name__, None)
+        if isinstance(mapped, type) and issubclass(mapped, httpx.TransportError):
+            return mapped(str(exc))
+    return httpx.TransportError(str(exc))
+
+
+class LoopConnections(httpx.AsyncBaseTransport):
+    """The transport of one loop's httpx.AsyncClient: at most `limit` keep-alive HTTP/1.1
+    connections to Riak, the idle ones on a stack.
+
+    httpx's default pool (httpcore 1.0's) offers the same idle connection to every request
+    queued at one moment; all but one then retry, each pass scanning every connection and
+    request: with 16 tasks on a loop, 2.5-3x the client CPU of a call made here. Here a
+    request takes the most recently used idle connection, or opens one while fewer than
+    `limit` are open, or waits up to the pool timeout as httpx's pool does. Keep-alive
+    expiry and dropped-connection checks are httpcore's own (has_expired)."""
+
+    def __init__(self, url: httpx.URL, limit: int) -> None:
+        https = url.scheme == "https"
+        self.origin = httpcore.Origin(
+            url.raw_scheme, url.raw_host, url.port or (443 if https else 80)
+        )
+        self.ssl_context = httpx.create_ssl_context() if https else None
+        self.slots = asyncio.Semaphore(limit)  # requests under way, so at most `limit` open
+        self.idle: list[httpcore.AsyncHTTPConnection] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if self.slots.locked():
+            timeout = request.extensions.get("timeout", {}).get("pool")
+            try:
+                await asyncio.wait_for(self.slots.acquire(), timeout)
+            except TimeoutError:
+                raise httpx.PoolTimeout(f"no connection free within {timeout} s") from None
+        else:
+            await self.slots.acquire()  # returns at once
+        try:
+            conn = await self._connection()
+            try:
+                response = await conn.handle_async_request(
+                    httpcore.Request(
+                        request.method,
+                        httpcore.URL(
+                            scheme=request.url.raw_scheme, host=request.url.raw_host,
+                            port=request.url.port, target=request.url.raw_path,
+                        ),
+                        headers=request.headers.raw, content=request.stream,
+                        extensions=request.extensions,
+                    )
+                )  # fmt: skip
+                body = await response.aread()
+                await response.aclose()
+            except BaseException as exc:
+                await self._discard(conn)  # in an unknown state
+                if isinstance(exc, HTTPCORE_ERRORS):
+                    raise _as_httpx(exc) from exc
+                raise
+            if conn.is_available():
+                self.idle.append(conn)
+            else:  # the server closed it
+                await self._discard(conn)
+        finally:
+            self.slots.release()
+        return httpx.Response(
+            response.status, headers=response.headers, stream=httpx.ByteStream(body),
+            extensions=response.extensions,
+        )  # fmt: skip
+
+    async def _connection(self) -> httpcore.AsyncHTTPConnection:
+        idle = self.idle
+        while idle:
+            conn = idle.pop()
+            if not conn.has_expired():  # past its keep-alive, or closed by the server
+                return conn
+            await self._discard(conn)
+        return httpcore.AsyncHTTPConnection(
+            self.origin, ssl_context=self.ssl_context, keepalive_expiry=KEEPALIVE_S
+        )
+
+    @staticmethod
+    async def _discard(conn: httpcore.AsyncHTTPConnection) -> None:
+        with contextlib.suppress(Exception):  # a broken one may fail to close: dropped anyway
+            await conn.aclose()
+
+    async def aclose(self) -> None:
+        idle, self.idle = self.idle, []
+        for conn in idle:
+            await self._discard(conn)
+
+
+class AsyncRiak:
+    """Riak's GET and PUT of a key on one event loop: the same requests, with each bucket's
+    key path and the quorum query strings built once rather than per call. Its pool's
+    limit is pool_max connections, as the blocking client's."""
+
+    def __init__(self, options: RiakOptions) -> None:
+        self.url = options.url
+        self.pool = LoopConnections(httpx.URL(options.url), options.pool_max)
+        self.http = httpx.AsyncClient(
+            base_url=options.url.rstrip("/"), timeout=options.timeout_s, transport=self.pool
+        )
+        base = f"/types/{options.bucket_type}/buckets/{options.bucket_prefix}"
+        self.keys = {bucket: f"{base}{bucket}/keys/" for bucket in BUCKETS}
+        reads, writes = options.read_params(), options.write_params()
+        self.read_query = f"?{httpx.QueryParams(reads)}" if reads else ""
+        self.write_query = f"?{httpx.QueryParams(writes)}" if writes else ""
+
+    async def _send(self, method: str, url: str, **kw: Any) -> httpx.Response:
+        try:
+            return await self.http.request(method, url, **kw)
+        except httpx.HTTPError as exc:
+            raise StoreError(f"Riak at {self.url}: {type(exc).__name__}: {exc}") from None
+
+    async def get(self, bucket: str, key: str) -> tuple[Any, str | None]:
+        """The JSON value and its vector clock; (None, None) when not found."""
+        r = await self._send("GET", f"{self.keys[bucket]}{key}{self.read_query}")
+        if r.status_code == 404:
+            return None, None
+        if r.status_code != 200:
+            raise StoreError(f"Riak GET {bucket}/{key}: {r.status_code} {r.text[:200]}")
+        return json.loads(r.content), r.headers.get("x-riak-vclock")
+
+    async def put(self, bucket: str, key: str, value: Any, vclock: str | None = None) -> None:
+        headers = {**JSON_TYPE, "x-riak-vclock": vclock} if vclock else JSON_TYPE
+        r = await self._send(
+            "PUT", f"{self.keys[bucket]}{key}{self.write_query}", headers=headers,
+            content=json.dumps(value, separators=(",", ":")),
+        )  # fmt: skip
+        if r.status_code not in (200, 204):
+            raise StoreError(f"Riak PUT {bucket}/{key}: {r.status_code} {r.text[:200]}")
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+
 def _b64(data: bytes | None) -> str | None:
     return None if data is None else base64.b64encode(data).decode()
 
@@ -159,6 +313,8 @@ def _unb64(text: str | None) -> bytes | None:
 
 class RiakBinding:
     name: ClassVar[str] = "riak"
+    concurrency: ClassVar[Concurrency] = "asyncio"
+    suspends: ClassVar[bool] = True
     embedded: ClassVar[bool] = False
     full_answers: ClassVar[bool] = True
     can_read_back: ClassVar[bool] = True
@@ -168,10 +324,12 @@ class RiakBinding:
         self.options = options
         self.riak = Riak(options)
         self.ready = False
+        # an httpx.AsyncClient's connections belong to the loop they were opened on
+        self.loop_riaks: dict[asyncio.AbstractEventLoop, AsyncRiak] = {}
 
     def create_schema(self, db: BGDatabaseConfig) -> None:
         self.riak.ping()
-        for bucket in ("member", "card", "wall", "comments"):
+        for bucket in BUCKETS:
             self.riak.set_props(bucket, {"n_val": self.options.n_val, "allow_mult": False})
         self.ready = True
 
@@ -227,6 +385,20 @@ class RiakBinding:
             raise StoreError("create_schema or use_schema must run before connect")
         return RiakConnection(self.riak)
 
+    async def connect_async(self) -> "RiakAsyncConnection":
+        if not self.ready:
+            raise StoreError("create_schema or use_schema must run before connect")
+        loop = asyncio.get_running_loop()
+        riak = self.loop_riaks.get(loop)
+        if riak is None:
+            riak = self.loop_riaks[loop] = AsyncRiak(self.options)
+        return RiakAsyncConnection(riak)
+
+    async def aclose(self) -> None:
+        riak = self.loop_riaks.pop(asyncio.get_running_loop(), None)
+        if riak is not None:
+            await riak.aclose()
+
     def describe(self) -> str:
         o = self.options
         quorum = {**o.read_params(), **o.write_params()}
@@ -237,6 +409,7 @@ class RiakBinding:
         return {}
 
     def close(self) -> None:
+        self.loop_riaks.clear()  # a loop's client is closed by aclose() on that loop
         self.riak.close()
 
 
@@ -331,3 +504,100 @@ class RiakConnection:
 
     def close(self) -> None:
         pass
+
+
+class RiakAsyncConnection:
+    """RiakConnection's reads and read-modify-writes, each request awaited."""
+
+    __slots__ = ("riak",)
+
+    def __init__(self, riak: AsyncRiak) -> None:
+        self.riak = riak
+
+    async def _member(self, m: int) -> tuple[dict, str | None]:
+        doc, vclock = await self.riak.get("member", str(m))
+        if doc is None:
+            raise StoreError(f"member {m} not found")
+        return doc, vclock
+
+    async def view_profile(self, requester: int, member: int) -> Profile:
+        doc, _ = await self._member(member)
+        pending = len(doc["pending"]) if requester == member else None
+        return Profile(member, doc["attrs"], len(doc["friends"]), doc["resources"], pending,
+                       _unb64(doc["pic"]))  # fmt: skip
+
+    async def _cards(self, ids: list[int]) -> list[MemberRow]:
+        rows = []
+        get = self.riak.get
+        for m in ids:
+            card, _ = await get("card", str(m))
+            if card is None:
+                raise StoreError(f"member {m} not found")
+            rows.append(MemberRow(m, card["attrs"], _unb64(card["tpic"])))
+        return rows
+
+    async def list_friends(self, requester: int, member: int) -> list[MemberRow]:
+        return await self._cards((await self._member(member))[0]["friends"])
+
+    async def view_friend_requests(self, member: int) -> list[MemberRow]:
+        return await self._cards((await self._member(member))[0]["pending"])
+
+    async def _change(
+        self,
+        m: int,
+        what: str,
+        remove: tuple[str, int] | None = None,
+        add: tuple[str, int] | None = None,
+    ) -> None:
+        """As RiakConnection._change: one read-modify-write of member m."""
+        doc, vclock = await self._member(m)
+        if remove is not None:
+            field, value = remove
+            if value not in doc[field]:
+                raise StoreError(f"{what}: no matching row")
+            doc[field].remove(value)
+        if add is not None and add[1] not in doc[add[0]]:
+            doc[add[0]].append(add[1])
+        await self.riak.put("member", str(m), doc, vclock)
+
+    async def invite_friend(self, inviter: int, invitee: int) -> None:
+        await self._change(invitee, f"invite {inviter}->{invitee}", add=("pending", inviter))
+
+    async def accept_friend_request(self, inviter: int, invitee: int) -> None:
+        what = f"accept invitation {inviter}->{invitee}"
+        await self._change(invitee, what, remove=("pending", inviter), add=("friends", inviter))
+        await self._change(inviter, what, add=("friends", invitee))
+
+    async def reject_friend_request(self, inviter: int, invitee: int) -> None:
+        await self._change(
+            invitee, f"reject invitation {inviter}->{invitee}", remove=("pending", inviter)
+        )
+
+    async def thaw_friendship(self, member: int, friend: int) -> None:
+        what = f"thaw friendship {member}-{friend}"
+        await self._change(member, what, remove=("friends", friend))
+        await self._change(friend, what, remove=("friends", member))
+
+    async def view_top_k_resources(self, requester: int, member: int, k: int) -> list[ResourceRow]:
+        wall, _ = await self.riak.get("wall", str(member))
+        return [ResourceRow(rid, creator, member) for rid, creator in (wall or [])[:k]]
+
+    async def view_comments(self, requester: int, rid: int) -> list[CommentRow]:
+        cs, _ = await self.riak.get("comments", str(rid))
+        return [CommentRow(rid, int(mid), who, text) for mid, (who, text) in (cs or {}).items()]
+
+    async def post_comment(self, commenter: int, rid: int, mid: int, text: str) -> None:
+        cs, vclock = await self.riak.get("comments", str(rid))
+        cs = cs or {}
+        cs[str(mid)] = [commenter, text]
+        await self.riak.put("comments", str(rid), cs, vclock)
+
+    async def delete_comment(self, rid: int, mid: int) -> None:
+        cs, vclock = await self.riak.get("comments", str(rid))
+        if not cs or str(mid) not in cs:
+            raise StoreError(f"comment {rid}/{mid}: no matching row")
+        del cs[str(mid)]
+        await self.riak.put("comments", str(rid), cs, vclock)
+
+    async def close(self) -> None:
+        pass  # the loop's client is shared; the binding's aclose() closes it
