@@ -9,17 +9,28 @@ arguments. Consistency, as a setting:
 Values are pickled tuples, zlib-compressed as a setting (the paper's Whalin client
 compressed). A value over memcached's item limit is served from PostgreSQL, never
 cached, and counted. Replies are always awaited (pymemcache defaults to noreply).
+
+Socialites are tasks on the load process's event loop: PostgreSQL through the asyncpg
+connection of PostgresBinding, memcached through aiomcache (aio-libs' asyncio client),
+one memcached connection per socialite as before, every command bounded by `timeout_s`.
+A command that fails or times out drops that connection (its reply may still be on the
+way) and the next command opens another, as pymemcache does. Flushing at load and the
+version in describe() stay blocking (pymemcache), as does connect().
 """
 
+import asyncio
 import pickle
 import zlib
-from typing import Annotated, ClassVar, Literal
+from collections.abc import Awaitable, Callable
+from typing import Annotated, ClassVar, Literal, TypeVar
 
-from pydantic import Field
+import aiomcache
+from pydantic import Field, field_validator
 from pymemcache.client.base import Client
 
 from bgbench.workloads.bg.store import CommentRow, MemberRow, Profile, ResourceRow
 from bgbench.workloads.bg.stores.postgres import (
+    PostgresAsyncConnection,
     PostgresBinding,
     PostgresConnection,
     PostgresOptions,
@@ -27,6 +38,7 @@ from bgbench.workloads.bg.stores.postgres import (
 
 ITEM_LIMIT = 1024 * 1024 - 1024  # memcached's default item size, less key and header room
 MARKER = b"\x00bgbench:invalidated"
+T = TypeVar("T")
 
 
 class CasqlOptions(PostgresOptions):
@@ -39,6 +51,14 @@ class CasqlOptions(PostgresOptions):
     ] = 10
     timeout_s: Annotated[float, Field(gt=0)] = 5.0
 
+    @field_validator("memcached")
+    @classmethod
+    def _address(cls, address: str) -> str:
+        host, _, port = address.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"{address!r} is not host:port: use e.g. 127.0.0.1:11211")
+        return address
+
 
 class CasqlBinding(PostgresBinding):
     name: ClassVar[str] = "casql"
@@ -47,12 +67,13 @@ class CasqlBinding(PostgresBinding):
     def __init__(self, options: CasqlOptions) -> None:
         super().__init__(options)
         self.cache_options = options
+        host, port = options.memcached.rsplit(":", 1)
+        self.cache_address = (host, int(port))
         self.stats = {"hits": 0, "misses": 0, "oversized": 0, "invalidations": 0}
 
     def _client(self) -> Client:
-        host, port = self.cache_options.memcached.rsplit(":", 1)
         o = self.cache_options
-        return Client((host, int(port)), connect_timeout=o.timeout_s, timeout=o.timeout_s,
+        return Client(self.cache_address, connect_timeout=o.timeout_s, timeout=o.timeout_s,
                       default_noreply=False)  # fmt: skip
 
     def load_fragment(self, fragment) -> None:  # type: ignore[no-untyped-def]
@@ -66,6 +87,13 @@ class CasqlBinding(PostgresBinding):
     def connect(self) -> "CasqlConnection":  # type: ignore[override]
         base = super().connect()
         return CasqlConnection(base, self._client(), self.cache_options, self.stats)
+
+    async def connect_async(self) -> "CasqlAsyncConnection":  # type: ignore[override]
+        base = await super().connect_async()
+        host, port = self.cache_address
+        # pool_size 1: the socialite's own memcached connection, opened by its first command
+        cache = aiomcache.Client(host, port, pool_size=1)
+        return CasqlAsyncConnection(base, cache, self.cache_options, self.stats)
 
     def describe(self) -> str:
         client = self._client()
@@ -81,7 +109,184 @@ class CasqlBinding(PostgresBinding):
         return dict(self.stats)
 
 
+# -- keys, and what each write invalidates (the paper's sections C.1 to C.3) --------------
+def _profile_key(requester: int, member: int) -> bytes:
+    return b"vps:%d" % member if requester == member else b"vpb:%d" % member
+
+
+def _request_keys(invitee: int) -> tuple[bytes, ...]:
+    """An invitation made (IF) or rejected (RFR): the invitee's own profile and requests."""
+    return b"vps:%d" % invitee, b"vfr:%d" % invitee
+
+
+def _friendship_keys(a: int, b: int) -> tuple[bytes, ...]:
+    """A friendship made (AFR) or thawed (TF): both members' profiles and friend lists."""
+    return (b"vps:%d" % a, b"vps:%d" % b, b"vpb:%d" % a, b"vpb:%d" % b, b"lf:%d" % a,
+            b"lf:%d" % b)  # fmt: skip
+
+
+def _encode(value: object, compress: bool) -> bytes:
+    raw = pickle.dumps(value, protocol=5)
+    return zlib.compress(raw, 1) if compress else raw
+
+
+def _decode(raw: bytes, compress: bool) -> object:
+    return pickle.loads(zlib.decompress(raw) if compress else raw)
+
+
+class CasqlAsyncConnection:
+    """One socialite task's handle: its asyncpg connection and its memcached connection."""
+
+    __slots__ = (
+        "cache", "compress", "db", "expired", "invalidate", "lease", "loop", "stats", "timeout",
+        "ttl",
+    )  # fmt: skip
+
+    def __init__(
+        self, db: PostgresAsyncConnection, cache: aiomcache.Client, o: CasqlOptions, stats: dict
+    ) -> None:
+        self.db = db
+        self.cache = cache
+        self.ttl = o.ttl_s if o.consistency == "ttl" else 0
+        self.lease = o.lease_s
+        self.invalidate = o.consistency == "invalidation"
+        self.compress = o.compress
+        self.timeout = o.timeout_s
+        self.stats = stats
+        self.loop = asyncio.get_running_loop()
+        self.expired = False
+
+    def _expire(self, task: asyncio.Task) -> None:
+        self.expired = True
+        task.cancel()
+
+    async def _command(self, call: Callable[..., Awaitable[T]], *args: object) -> T:
+        """One memcached command within timeout_s (a bare timer: asyncio.timeout costs more
+        per command). A failure leaves the connection in an unknown state, a timed-out
+        reply may still arrive on it: drop it."""
+        task = asyncio.current_task()
+        timer = self.loop.call_later(self.timeout, self._expire, task)
+        try:
+            return await call(*args)
+        except BaseException:
+            await self.cache.close()
+            if self.expired:
+                self.expired = False
+                task.uncancel()  # type: ignore[union-attr]
+                raise TimeoutError(f"memcached did not answer in {self.timeout:g} s") from None
+            raise
+        finally:
+            timer.cancel()
+
+    # -- the cache: as CasqlConnection's --------------------------------------------
+    async def _get(self, key: bytes) -> tuple[object | None, int | None]:
+        """(value or None on a miss, the token to fill the key with)."""
+        raw, cas = await self._command(self.cache.gets, key)
+        if raw is None or raw == MARKER:
+            self.stats["misses"] += 1
+            return None, (cas if raw == MARKER else None)
+        self.stats["hits"] += 1
+        return _decode(raw, self.compress), None
+
+    async def _set(self, key: bytes, value: object, token: int | None) -> None:
+        raw = _encode(value, self.compress)
+        if len(raw) > ITEM_LIMIT:
+            self.stats["oversized"] += 1  # served from PostgreSQL, never cached
+            return
+        cache = self.cache
+        if not self.invalidate:
+            await self._command(cache.set, key, raw, self.ttl)
+        elif token is None:
+            await self._command(cache.add, key, raw)  # loses to a marker set meanwhile
+        else:
+            await self._command(cache.cas, key, raw, token)  # only over the marker it saw
+
+    async def _drop(self, keys: tuple[bytes, ...]) -> None:
+        if self.invalidate:
+            for key in keys:
+                await self._command(self.cache.set, key, MARKER, self.lease)
+            self.stats["invalidations"] += len(keys)
+
+    # -- reads -------------------------------------------------------------------
+    async def view_profile(self, requester: int, member: int) -> Profile:
+        key = _profile_key(requester, member)
+        hit, token = await self._get(key)
+        if hit is not None:
+            return Profile(*hit)  # type: ignore[misc]
+        p = await self.db.view_profile(requester, member)
+        await self._set(key, (p.member, p.attributes, p.friend_count, p.resource_count,
+                              p.pending_count, p.image), token)  # fmt: skip
+        return p
+
+    async def _members(
+        self, key: bytes, load: Callable[..., Awaitable[list[MemberRow]]], *args: int
+    ) -> list[MemberRow]:
+        hit, token = await self._get(key)
+        if hit is not None:
+            return [MemberRow(*r) for r in hit]  # type: ignore[attr-defined]
+        rows = await load(*args)
+        await self._set(key, [(r.member, r.attributes, r.thumbnail) for r in rows], token)
+        return rows
+
+    async def list_friends(self, requester: int, member: int) -> list[MemberRow]:
+        return await self._members(b"lf:%d" % member, self.db.list_friends, requester, member)
+
+    async def view_friend_requests(self, member: int) -> list[MemberRow]:
+        return await self._members(b"vfr:%d" % member, self.db.view_friend_requests, member)
+
+    async def view_top_k_resources(self, requester: int, member: int, k: int) -> list[ResourceRow]:
+        key = b"vtr:%d:%d" % (member, k)
+        hit, token = await self._get(key)
+        if hit is not None:
+            return [ResourceRow(*r) for r in hit]  # type: ignore[attr-defined]
+        rows = await self.db.view_top_k_resources(requester, member, k)
+        await self._set(key, [(r.rid, r.creator, r.wall) for r in rows], token)
+        return rows
+
+    async def view_comments(self, requester: int, rid: int) -> list[CommentRow]:
+        key = b"vcr:%d" % rid
+        hit, token = await self._get(key)
+        if hit is not None:
+            return [CommentRow(*r) for r in hit]  # type: ignore[attr-defined]
+        rows = await self.db.view_comments(requester, rid)
+        await self._set(key, [(r.rid, r.mid, r.commenter, r.text) for r in rows], token)
+        return rows
+
+    # -- writes: the database first, then the keys the paper lists --------------------
+    async def invite_friend(self, inviter: int, invitee: int) -> None:
+        await self.db.invite_friend(inviter, invitee)
+        await self._drop(_request_keys(invitee))
+
+    async def accept_friend_request(self, inviter: int, invitee: int) -> None:
+        await self.db.accept_friend_request(inviter, invitee)
+        await self._drop((*_friendship_keys(invitee, inviter), b"vfr:%d" % invitee))
+
+    async def reject_friend_request(self, inviter: int, invitee: int) -> None:
+        await self.db.reject_friend_request(inviter, invitee)
+        await self._drop(_request_keys(invitee))
+
+    async def thaw_friendship(self, member: int, friend: int) -> None:
+        await self.db.thaw_friendship(member, friend)
+        await self._drop(_friendship_keys(member, friend))
+
+    async def post_comment(self, commenter: int, rid: int, mid: int, text: str) -> None:
+        await self.db.post_comment(commenter, rid, mid, text)
+        await self._drop((b"vcr:%d" % rid,))
+
+    async def delete_comment(self, rid: int, mid: int) -> None:
+        await self.db.delete_comment(rid, mid)
+        await self._drop((b"vcr:%d" % rid,))
+
+    async def close(self) -> None:
+        try:
+            await self.cache.close()
+        finally:
+            await self.db.close()
+
+
 class CasqlConnection:
+    """The blocking connection (tools): the same cache protocol over pymemcache and psycopg."""
+
     def __init__(self, db: PostgresConnection, cache: Client, o: CasqlOptions, stats: dict) -> None:
         self.db = db
         self.cache = cache
@@ -95,19 +300,17 @@ class CasqlConnection:
     # Invalidation leaves a marker (a lease, as the paper's Gumball) instead of deleting:
     # a reader that missed fills the key with `add` (or `cas` over a marker it saw), so a
     # value computed before a write committed can never land after that write's marker.
-    def _get(self, key: str) -> tuple[object | None, object]:
+    def _get(self, key: bytes) -> tuple[object | None, object]:
         """(value or None on a miss, the token to fill the key with)."""
         raw, cas = self.cache.gets(key)
         if raw is None or raw == MARKER:
             self.stats["misses"] += 1
             return None, (cas if raw == MARKER else None)
         self.stats["hits"] += 1
-        return pickle.loads(zlib.decompress(raw) if self.compress else raw), None
+        return _decode(raw, self.compress), None
 
-    def _set(self, key: str, value: object, token: object) -> None:
-        raw = pickle.dumps(value, protocol=5)
-        if self.compress:
-            raw = zlib.compress(raw, 1)
+    def _set(self, key: bytes, value: object, token: object) -> None:
+        raw = _encode(value, self.compress)
         if len(raw) > ITEM_LIMIT:
             self.stats["oversized"] += 1  # served from PostgreSQL, never cached
             return
@@ -118,14 +321,14 @@ class CasqlConnection:
         else:
             self.cache.cas(key, raw, token, noreply=False)  # only over the marker it saw
 
-    def _drop(self, *keys: str) -> None:
+    def _drop(self, keys: tuple[bytes, ...]) -> None:
         if self.invalidate:
             self.cache.set_many(dict.fromkeys(keys, MARKER), expire=self.lease, noreply=False)
             self.stats["invalidations"] += len(keys)
 
     # -- reads -------------------------------------------------------------------
     def view_profile(self, requester: int, member: int) -> Profile:
-        key = f"vps:{member}" if requester == member else f"vpb:{member}"
+        key = _profile_key(requester, member)
         hit, token = self._get(key)
         if hit is not None:
             return Profile(*hit)  # type: ignore[misc]
@@ -134,22 +337,24 @@ class CasqlConnection:
                         p.pending_count, p.image), token)  # fmt: skip
         return p
 
-    def _members(self, key: str, load) -> list[MemberRow]:  # type: ignore[no-untyped-def]
+    def _members(
+        self, key: bytes, load: Callable[..., list[MemberRow]], *args: int
+    ) -> list[MemberRow]:
         hit, token = self._get(key)
         if hit is not None:
             return [MemberRow(*r) for r in hit]  # type: ignore[attr-defined]
-        rows = load()
+        rows = load(*args)
         self._set(key, [(r.member, r.attributes, r.thumbnail) for r in rows], token)
-        return rows  # type: ignore[no-any-return]
+        return rows
 
     def list_friends(self, requester: int, member: int) -> list[MemberRow]:
-        return self._members(f"lf:{member}", lambda: self.db.list_friends(requester, member))
+        return self._members(b"lf:%d" % member, self.db.list_friends, requester, member)
 
     def view_friend_requests(self, member: int) -> list[MemberRow]:
-        return self._members(f"vfr:{member}", lambda: self.db.view_friend_requests(member))
+        return self._members(b"vfr:%d" % member, self.db.view_friend_requests, member)
 
     def view_top_k_resources(self, requester: int, member: int, k: int) -> list[ResourceRow]:
-        key = f"vtr:{member}:{k}"
+        key = b"vtr:%d:%d" % (member, k)
         hit, token = self._get(key)
         if hit is not None:
             return [ResourceRow(*r) for r in hit]  # type: ignore[attr-defined]
@@ -158,7 +363,7 @@ class CasqlConnection:
         return rows
 
     def view_comments(self, requester: int, rid: int) -> list[CommentRow]:
-        key = f"vcr:{rid}"
+        key = b"vcr:%d" % rid
         hit, token = self._get(key)
         if hit is not None:
             return [CommentRow(*r) for r in hit]  # type: ignore[attr-defined]
@@ -169,30 +374,27 @@ class CasqlConnection:
     # -- writes: the database first, then the keys the paper lists --------------------
     def invite_friend(self, inviter: int, invitee: int) -> None:
         self.db.invite_friend(inviter, invitee)
-        self._drop(f"vps:{invitee}", f"vfr:{invitee}")
+        self._drop(_request_keys(invitee))
 
     def accept_friend_request(self, inviter: int, invitee: int) -> None:
         self.db.accept_friend_request(inviter, invitee)
-        a, b = invitee, inviter
-        self._drop(f"vps:{a}", f"vps:{b}", f"vpb:{a}", f"vpb:{b}", f"lf:{a}", f"lf:{b}",
-                   f"vfr:{a}")  # fmt: skip
+        self._drop((*_friendship_keys(invitee, inviter), b"vfr:%d" % invitee))
 
     def reject_friend_request(self, inviter: int, invitee: int) -> None:
         self.db.reject_friend_request(inviter, invitee)
-        self._drop(f"vps:{invitee}", f"vfr:{invitee}")
+        self._drop(_request_keys(invitee))
 
     def thaw_friendship(self, member: int, friend: int) -> None:
         self.db.thaw_friendship(member, friend)
-        a, b = member, friend
-        self._drop(f"lf:{a}", f"lf:{b}", f"vps:{a}", f"vps:{b}", f"vpb:{a}", f"vpb:{b}")
+        self._drop(_friendship_keys(member, friend))
 
     def post_comment(self, commenter: int, rid: int, mid: int, text: str) -> None:
         self.db.post_comment(commenter, rid, mid, text)
-        self._drop(f"vcr:{rid}")
+        self._drop((b"vcr:%d" % rid,))
 
     def delete_comment(self, rid: int, mid: int) -> None:
         self.db.delete_comment(rid, mid)
-        self._drop(f"vcr:{rid}")
+        self._drop((b"vcr:%d" % rid,))
 
     def close(self) -> None:
         self.cache.close()

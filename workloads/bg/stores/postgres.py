@@ -1,14 +1,30 @@
-"""PostgreSQL (psycopg 3, a connection pool): the relational design of the paper's Figure 1.c.
+"""PostgreSQL: the relational design of the paper's Figure 1.c.
 
-Bulk loading with COPY; every statement prepared by psycopg after its first use; the
-isolation level is a setting. A write that finds nothing to change raises, as SQLite's does.
+Socialites are tasks on the load process's event loop (asyncpg, `concurrency = "asyncio"`):
+each holds one connection of its loop's asyncpg pool (at most `pool_max`) for a run. Every
+statement has $n parameters, so asyncpg prepares it once per connection and keeps it in
+the connection's statement cache for the rating (no lifetime limit). The isolation level
+is the connection's default_transaction_isolation, sent when it starts: it holds for
+every statement (each its own transaction) and survives the RESET ALL of a release. A
+write that finds nothing to change raises, as SQLite's does.
+
+Schema, loading, read-back and describe stay blocking, on psycopg 3, as does connect()
+(a blocking connection for tools, with the same statements). Loading is why: the seam
+keeps it blocking, and psycopg's COPY FROM STDIN streams each table's generated rows in
+the loading thread, inside the transaction that deleted the fragment's old rows, with no
+event loop; asyncpg's binary COPY would need a loop in every loading thread and exact
+Python types for every column, for nothing: the load's time is the server's.
 The schema is made by one process (create_schema) before any load: CREATE INDEX takes a
 table lock that deadlocks with another process's loading transaction.
 """
 
+import asyncio
 import threading
+from dataclasses import dataclass
 from typing import Annotated, ClassVar, Literal
+from urllib.parse import urlencode
 
+import asyncpg
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool
@@ -19,6 +35,7 @@ from bgbench.workloads.bg.config import BGDatabaseConfig
 from bgbench.workloads.bg.generator import CONFIRMED, PENDING, Fragment
 from bgbench.workloads.bg.store import (
     CommentRow,
+    Concurrency,
     FragmentContents,
     MemberRow,
     Profile,
@@ -44,13 +61,40 @@ class PostgresOptions(BaseModel):
     @classmethod
     def _libpq(cls, dsn: str) -> str:
         try:
-            conninfo_to_dict(dsn)
+            asyncpg_dsn(dsn)
         except psycopg.Error as exc:
             raise ValueError(
                 f"not a libpq connection string ({_first_line(exc)}): use "
                 "'host=H port=P user=U dbname=D' or postgresql://user@host:port/dbname"
             ) from None
         return dsn
+
+
+# The libpq keywords asyncpg reads from a URI's query (the rest it would send to the server
+# as settings); connect_timeout gives way to connect_timeout_s, as it does for psycopg.
+ASYNCPG_KEYWORDS = frozenset(
+    {
+        "host", "port", "dbname", "user", "password", "passfile", "service",
+        "application_name", "target_session_attrs", "sslmode", "sslcert", "sslkey",
+        "sslrootcert", "sslcrl", "sslpassword", "sslnegotiation", "ssl_min_protocol_version",
+        "ssl_max_protocol_version", "krbsrvname", "gsslib",
+    }
+)  # fmt: skip
+
+
+def asyncpg_dsn(dsn: str) -> str:
+    """The libpq connection string (keywords or URI) as the URI asyncpg reads."""
+    params = conninfo_to_dict(dsn)
+    params.pop("connect_timeout", None)
+    if "hostaddr" in params:  # asyncpg has no separate address to connect to
+        params["host"] = params.pop("hostaddr")
+    unknown = sorted(set(params) - ASYNCPG_KEYWORDS)
+    if unknown:
+        raise ValueError(
+            f"libpq keyword {unknown[0]!r} is not supported by asyncpg, the driver the runs "
+            f"use: remove it (supported: {', '.join(sorted(ASYNCPG_KEYWORDS))})"
+        )
+    return "postgresql://?" + urlencode({k: str(v) for k, v in params.items()})
 
 
 def _first_line(exc: BaseException) -> str:
@@ -88,8 +132,68 @@ def schema_sql(attrcount: int) -> str:
     """
 
 
+@dataclass(frozen=True, slots=True)
+class Statements:
+    """The actions' SQL, with $n parameters: asyncpg prepares each once per connection, and
+    the blocking connection runs the same text through psycopg's RawCursor."""
+
+    profile: str
+    friends: str
+    requests: str
+
+
+def view_profile_sql(attrcount: int, param: str = "$1") -> str:
+    """View Profile's one statement: attributes, image and the three counts."""
+    attrs = ", ".join(f"u.attr{i}" for i in range(attrcount))
+    return (
+        f"SELECT {attrs}, u.pic, "
+        "(SELECT count(*) FROM friendship WHERE inviterid = u.userid AND status = 2) + "
+        "(SELECT count(*) FROM friendship WHERE inviteeid = u.userid AND status = 2), "
+        "(SELECT count(*) FROM resources WHERE walluserid = u.userid), "
+        "(SELECT count(*) FROM friendship WHERE inviteeid = u.userid AND status = 1) "
+        f"FROM users u WHERE u.userid = {param}"
+    )
+
+
+def statements(attrcount: int) -> Statements:
+    attrs = ", ".join(f"u.attr{i}" for i in range(attrcount))
+    return Statements(
+        profile=view_profile_sql(attrcount),
+        friends=(
+            f"SELECT u.userid, {attrs}, u.tpic FROM friendship f JOIN users u "
+            f"ON u.userid = f.inviteeid WHERE f.inviterid = $1 AND f.status = {CONFIRMED} "
+            f"UNION ALL SELECT u.userid, {attrs}, u.tpic FROM friendship f JOIN users u "
+            f"ON u.userid = f.inviterid WHERE f.inviteeid = $1 AND f.status = {CONFIRMED}"
+        ),
+        requests=(
+            f"SELECT u.userid, {attrs}, u.tpic FROM friendship f JOIN users u "
+            f"ON u.userid = f.inviterid WHERE f.inviteeid = $1 AND f.status = {PENDING}"
+        ),
+    )
+
+
+INVITE = "INSERT INTO friendship VALUES ($1, $2, 1)"
+ACCEPT = "UPDATE friendship SET status = 2 WHERE inviterid = $1 AND inviteeid = $2 AND status = 1"
+REJECT = "DELETE FROM friendship WHERE inviterid = $1 AND inviteeid = $2 AND status = 1"
+THAW = (
+    "DELETE FROM friendship WHERE status = 2 AND ((inviterid = $1 AND inviteeid = $2) "
+    "OR (inviterid = $2 AND inviteeid = $1))"
+)
+TOP_K = (
+    "SELECT rid, creatorid, walluserid FROM resources WHERE walluserid = $1 "
+    "ORDER BY rid DESC LIMIT $2"
+)
+COMMENTS = "SELECT rid, mid, modifierid, content FROM manipulation WHERE rid = $1"
+POST = "INSERT INTO manipulation VALUES ($1, $2, $3, 0, 'comment', $4)"
+DELETE_COMMENT = "DELETE FROM manipulation WHERE rid = $1 AND mid = $2"
+# what asyncpg's execute() answers when a write changed exactly one row
+UPDATED_ONE, DELETED_ONE = "UPDATE 1", "DELETE 1"
+
+
 class PostgresBinding:
     name: ClassVar[str] = "postgres"
+    concurrency: ClassVar[Concurrency] = "asyncio"
+    suspends: ClassVar[bool] = True
     embedded: ClassVar[bool] = False
     full_answers: ClassVar[bool] = True
     can_read_back: ClassVar[bool] = True
@@ -98,8 +202,13 @@ class PostgresBinding:
     def __init__(self, options: PostgresOptions) -> None:
         self.options = options
         self.attrcount: int | None = None
+        self.sql: Statements | None = None
         self._pool: ConnectionPool | None = None
         self._pool_lock = threading.Lock()  # load threads connect all at once
+        self._adsn = asyncpg_dsn(options.dsn)
+        # One asyncpg pool per event loop (a pool is bound to its loop); the first task of a
+        # loop to ask makes it, the others await the same future.
+        self._loop_pools: dict[asyncio.AbstractEventLoop, asyncio.Future[asyncpg.Pool]] = {}
 
     def _connect(self, first_contact: bool = False) -> psycopg.Connection:
         """On first contact (preparing), a server that cannot be reached is the user's to fix;
@@ -128,7 +237,11 @@ class PostgresBinding:
                 self.options.dsn,
                 min_size=1,
                 max_size=self.options.pool_max,
-                kwargs={"autocommit": True, "prepare_threshold": 0},
+                kwargs={
+                    "autocommit": True,
+                    "prepare_threshold": 0,
+                    "cursor_factory": psycopg.RawCursor,  # $n parameters, as asyncpg's
+                },
                 configure=self._configure,
                 timeout=self.options.connect_timeout_s,
                 open=True,
@@ -146,12 +259,16 @@ class PostgresBinding:
             finally:
                 conn.execute("SELECT pg_advisory_unlock(7007)")
             self._check_columns(conn, db)
-        self.attrcount = db.attrcount
+        self._use(db.attrcount)
 
     def use_schema(self, db: BGDatabaseConfig) -> None:
         with self._connect(first_contact=True) as conn:
             self._check_columns(conn, db)
-        self.attrcount = db.attrcount
+        self._use(db.attrcount)
+
+    def _use(self, attrcount: int) -> None:
+        self.attrcount = attrcount
+        self.sql = statements(attrcount)
 
     def _check_columns(self, conn: psycopg.Connection, db: BGDatabaseConfig) -> None:
         columns = conn.execute(
@@ -218,15 +335,75 @@ class PostgresBinding:
             ).fetchall()
         return FragmentContents(friendships, comments)
 
-    def connect(self) -> "PostgresConnection":
-        if self.attrcount is None:
+    def _statements(self) -> Statements:
+        if self.sql is None:
             raise StoreError("create_schema or use_schema must run before connect")
+        return self.sql
+
+    def connect(self) -> "PostgresConnection":
+        sql = self._statements()
         pool = self.pool
         try:
             conn = pool.getconn()
         except Exception as exc:
             raise StoreError(f"no PostgreSQL connection: {exc}") from None
-        return PostgresConnection(conn, self.attrcount, pool)
+        return PostgresConnection(conn, sql, self.attrcount or 0, pool)
+
+    async def connect_async(self) -> "PostgresAsyncConnection":
+        sql = self._statements()
+        pool = await self._loop_pool()
+        timeout = self.options.connect_timeout_s
+        try:
+            con = await pool.acquire(timeout=timeout)
+        except TimeoutError:
+            raise StoreError(
+                f"no PostgreSQL connection within {timeout:g} s: the pool's "
+                f"{self.options.pool_max} (pool_max) are all taken, or "
+                f"{server_of(self.options.dsn)} does not answer"
+            ) from None
+        except Exception as exc:
+            raise StoreError(f"no PostgreSQL connection: {_first_line(exc)}") from None
+        return PostgresAsyncConnection(con, pool, sql, self.attrcount or 0, timeout)
+
+    async def _loop_pool(self) -> asyncpg.Pool:
+        loop = asyncio.get_running_loop()
+        made = self._loop_pools.get(loop)
+        if made is not None:
+            return await made
+        made = self._loop_pools[loop] = loop.create_future()
+        o = self.options
+        try:
+            pool = await asyncpg.create_pool(
+                self._adsn,
+                min_size=0,
+                max_size=o.pool_max,
+                timeout=o.connect_timeout_s,
+                max_cached_statement_lifetime=0,  # the hot statements stay prepared
+                server_settings={"default_transaction_isolation": o.isolation},
+            )
+        except Exception as exc:
+            del self._loop_pools[loop]
+            error = StoreError(f"no PostgreSQL pool: {_first_line(exc)}")
+            made.set_exception(error)  # for the tasks that wait on it, if any
+            made.exception()  # retrieved: asyncio logs nothing when none waits
+            raise error from None
+        except BaseException:
+            del self._loop_pools[loop]
+            made.cancel()
+            raise
+        made.set_result(pool)
+        return pool
+
+    async def aclose(self) -> None:
+        """Close the running loop's pool; if its server stopped answering, drop it."""
+        made = self._loop_pools.pop(asyncio.get_running_loop(), None)
+        if made is None or not made.done() or made.cancelled() or made.exception():
+            return
+        pool = made.result()
+        try:
+            await asyncio.wait_for(pool.close(), self.options.connect_timeout_s)
+        except Exception:
+            pool.terminate()
 
     def describe(self) -> str:
         with self._connect() as conn:
@@ -241,107 +418,123 @@ class PostgresBinding:
             if self._pool is not None:
                 self._pool.close()
                 self._pool = None
+        self._loop_pools.clear()  # a loop's pool is closed by aclose() on that loop
+
+
+def _members(rows: list, n: int) -> list[MemberRow]:
+    return [MemberRow(r[0], list(r[1 : n + 1]), r[n + 1]) for r in rows]
+
+
+def _profile(row: tuple | None, requester: int, member: int, n: int) -> Profile:
+    if row is None:
+        raise StoreError(f"member {member} not found")
+    pending = row[n + 3] if requester == member else None
+    return Profile(member, list(row[:n]), row[n + 1], row[n + 2], pending, row[n])
+
+
+class PostgresAsyncConnection:
+    """One socialite task's asyncpg connection, held for its run."""
+
+    __slots__ = ("con", "friends", "n", "pool", "profile", "release_timeout", "requests")
+
+    def __init__(
+        self, con: asyncpg.Connection, pool: asyncpg.Pool, sql: Statements, n: int, timeout: float
+    ) -> None:
+        self.con = con
+        self.pool = pool
+        self.n = n
+        self.profile, self.friends, self.requests = sql.profile, sql.friends, sql.requests
+        self.release_timeout = timeout
+
+    async def view_profile(self, requester: int, member: int) -> Profile:
+        return _profile(await self.con.fetchrow(self.profile, member), requester, member, self.n)
+
+    async def list_friends(self, requester: int, member: int) -> list[MemberRow]:
+        return _members(await self.con.fetch(self.friends, member), self.n)
+
+    async def view_friend_requests(self, member: int) -> list[MemberRow]:
+        return _members(await self.con.fetch(self.requests, member), self.n)
+
+    async def invite_friend(self, inviter: int, invitee: int) -> None:
+        await self.con.execute(INVITE, inviter, invitee)
+
+    async def accept_friend_request(self, inviter: int, invitee: int) -> None:
+        if await self.con.execute(ACCEPT, inviter, invitee) != UPDATED_ONE:
+            raise StoreError(f"accept invitation {inviter}->{invitee}: no matching row")
+
+    async def reject_friend_request(self, inviter: int, invitee: int) -> None:
+        if await self.con.execute(REJECT, inviter, invitee) != DELETED_ONE:
+            raise StoreError(f"reject invitation {inviter}->{invitee}: no matching row")
+
+    async def thaw_friendship(self, member: int, friend: int) -> None:
+        if await self.con.execute(THAW, member, friend) != DELETED_ONE:
+            raise StoreError(f"thaw friendship {member}-{friend}: no matching row")
+
+    async def view_top_k_resources(self, requester: int, member: int, k: int) -> list[ResourceRow]:
+        return [ResourceRow(*r) for r in await self.con.fetch(TOP_K, member, k)]
+
+    async def view_comments(self, requester: int, rid: int) -> list[CommentRow]:
+        return [CommentRow(*r) for r in await self.con.fetch(COMMENTS, rid)]
+
+    async def post_comment(self, commenter: int, rid: int, mid: int, text: str) -> None:
+        await self.con.execute(POST, rid, mid, commenter, text)
+
+    async def delete_comment(self, rid: int, mid: int) -> None:
+        if await self.con.execute(DELETE_COMMENT, rid, mid) != DELETED_ONE:
+            raise StoreError(f"comment {rid}/{mid}: no matching row")
+
+    async def close(self) -> None:
+        await self.pool.release(self.con, timeout=self.release_timeout)
 
 
 class PostgresConnection:
-    def __init__(self, conn: psycopg.Connection, attrcount: int, pool: ConnectionPool) -> None:
+    """The blocking connection (tools, CASQL's blocking path): the same statements."""
+
+    def __init__(
+        self, conn: psycopg.Connection, sql: Statements, attrcount: int, pool: ConnectionPool
+    ) -> None:
         self.conn = conn
         self.pool = pool
         self.n = attrcount
-        attrs = ", ".join(f"u.attr{i}" for i in range(attrcount))
-        self._profile = (
-            f"SELECT {attrs}, u.pic, "
-            "(SELECT count(*) FROM friendship WHERE inviterid = u.userid AND status = 2) + "
-            "(SELECT count(*) FROM friendship WHERE inviteeid = u.userid AND status = 2), "
-            "(SELECT count(*) FROM resources WHERE walluserid = u.userid), "
-            "(SELECT count(*) FROM friendship WHERE inviteeid = u.userid AND status = 1) "
-            "FROM users u WHERE u.userid = %s"
-        )
-        self._friends = (
-            f"SELECT u.userid, {attrs}, u.tpic FROM friendship f JOIN users u "
-            f"ON u.userid = f.inviteeid WHERE f.inviterid = %s AND f.status = {CONFIRMED} "
-            f"UNION ALL SELECT u.userid, {attrs}, u.tpic FROM friendship f JOIN users u "
-            f"ON u.userid = f.inviterid WHERE f.inviteeid = %s AND f.status = {CONFIRMED}"
-        )
-        self._requests = (
-            f"SELECT u.userid, {attrs}, u.tpic FROM friendship f JOIN users u "
-            f"ON u.userid = f.inviterid WHERE f.inviteeid = %s AND f.status = {PENDING}"
-        )
-
-    def _rows(self, rows: list[tuple]) -> list[MemberRow]:
-        n = self.n
-        return [MemberRow(r[0], list(r[1 : n + 1]), r[n + 1]) for r in rows]
+        self.sql = sql
 
     def view_profile(self, requester: int, member: int) -> Profile:
-        row = self.conn.execute(self._profile, (member,)).fetchone()
-        if row is None:
-            raise StoreError(f"member {member} not found")
-        n = self.n
-        pending = row[n + 3] if requester == member else None
-        return Profile(member, list(row[:n]), row[n + 1], row[n + 2], pending, row[n])
+        row = self.conn.execute(self.sql.profile, (member,)).fetchone()
+        return _profile(row, requester, member, self.n)
 
     def list_friends(self, requester: int, member: int) -> list[MemberRow]:
-        return self._rows(self.conn.execute(self._friends, (member, member)).fetchall())
+        return _members(self.conn.execute(self.sql.friends, (member,)).fetchall(), self.n)
 
     def view_friend_requests(self, member: int) -> list[MemberRow]:
-        return self._rows(self.conn.execute(self._requests, (member,)).fetchall())
+        return _members(self.conn.execute(self.sql.requests, (member,)).fetchall(), self.n)
 
     def _change(self, sql: str, args: tuple, what: str) -> None:
         if self.conn.execute(sql, args).rowcount != 1:
             raise StoreError(f"{what}: no matching row")
 
     def invite_friend(self, inviter: int, invitee: int) -> None:
-        self.conn.execute("INSERT INTO friendship VALUES (%s, %s, 1)", (inviter, invitee))
+        self.conn.execute(INVITE, (inviter, invitee))
 
     def accept_friend_request(self, inviter: int, invitee: int) -> None:
-        self._change(
-            "UPDATE friendship SET status = 2 WHERE inviterid = %s AND inviteeid = %s "
-            "AND status = 1",
-            (inviter, invitee),
-            f"accept invitation {inviter}->{invitee}",
-        )
+        self._change(ACCEPT, (inviter, invitee), f"accept invitation {inviter}->{invitee}")
 
     def reject_friend_request(self, inviter: int, invitee: int) -> None:
-        self._change(
-            "DELETE FROM friendship WHERE inviterid = %s AND inviteeid = %s AND status = 1",
-            (inviter, invitee),
-            f"reject invitation {inviter}->{invitee}",
-        )
+        self._change(REJECT, (inviter, invitee), f"reject invitation {inviter}->{invitee}")
 
     def thaw_friendship(self, member: int, friend: int) -> None:
-        self._change(
-            "DELETE FROM friendship WHERE status = 2 AND ((inviterid = %s AND inviteeid = %s) "
-            "OR (inviterid = %s AND inviteeid = %s))",
-            (member, friend, friend, member),
-            f"thaw friendship {member}-{friend}",
-        )
+        self._change(THAW, (member, friend), f"thaw friendship {member}-{friend}")
 
     def view_top_k_resources(self, requester: int, member: int, k: int) -> list[ResourceRow]:
-        rows = self.conn.execute(
-            "SELECT rid, creatorid, walluserid FROM resources WHERE walluserid = %s "
-            "ORDER BY rid DESC LIMIT %s",
-            (member, k),
-        ).fetchall()
-        return [ResourceRow(*r) for r in rows]
+        return [ResourceRow(*r) for r in self.conn.execute(TOP_K, (member, k)).fetchall()]
 
     def view_comments(self, requester: int, rid: int) -> list[CommentRow]:
-        rows = self.conn.execute(
-            "SELECT rid, mid, modifierid, content FROM manipulation WHERE rid = %s", (rid,)
-        ).fetchall()
-        return [CommentRow(*r) for r in rows]
+        return [CommentRow(*r) for r in self.conn.execute(COMMENTS, (rid,)).fetchall()]
 
     def post_comment(self, commenter: int, rid: int, mid: int, text: str) -> None:
-        self.conn.execute(
-            "INSERT INTO manipulation VALUES (%s, %s, %s, 0, 'comment', %s)",
-            (rid, mid, commenter, text),
-        )
+        self.conn.execute(POST, (rid, mid, commenter, text))
 
     def delete_comment(self, rid: int, mid: int) -> None:
-        self._change(
-            "DELETE FROM manipulation WHERE rid = %s AND mid = %s",
-            (rid, mid),
-            f"comment {rid}/{mid}",
-        )
+        self._change(DELETE_COMMENT, (rid, mid), f"comment {rid}/{mid}")
 
     def close(self) -> None:
         self.pool.putconn(self.conn)
