@@ -3,6 +3,10 @@
 Each item takes either delta writes or absolute writes, never both; reads of items
 never written must see their initial value. Results come per read (a flag and, for
 unpredictable reads, a lag), per session, per item kind and per action.
+
+Every step is vectorised over all reads (bgbench.validation.index, delta, absolute, lag);
+Python runs per read only to describe the unpredictable reads asked for, and for the rare
+read whose overlapping delta writes are not all +1/-1 (subset sums).
 """
 
 from dataclasses import dataclass, field
@@ -13,7 +17,7 @@ from bgbench.validation.absolute import absolute_mask
 from bgbench.validation.delta import delta_mask
 from bgbench.validation.index import WriteIndex
 from bgbench.validation.initial import InitialValues
-from bgbench.validation.lag import lag_ns
+from bgbench.validation.lag import lags_ns
 from bgbench.validation.logformat import READ, WRITE, WRITE_ABS
 
 __all__ = ["InitialValues", "ValidationResult", "check", "validate"]
@@ -68,27 +72,31 @@ class ValidationResult:
         self.unpredictable += other.unpredictable
 
 
-def check(records: np.ndarray, initial: InitialValues) -> tuple[np.ndarray, np.ndarray, WriteIndex]:
-    """(reads, unpredictable flag per read, index) for a set of log records."""
-    reads = records[records["kind"] == READ]
-    writes = records[(records["kind"] == WRITE) | (records["kind"] == WRITE_ABS)]
-    unknown = np.setdiff1d(np.unique(records["kind"]), [READ, WRITE, WRITE_ABS])
+@dataclass
+class Checked:
+    ix: WriteIndex
+    init: np.ndarray  # per read (index order): its item's initial value
+    bad: np.ndarray  # per read (index order): unpredictable
+    absolute_items: np.ndarray  # per item: takes absolute writes
+
+
+def check(records: np.ndarray, initial: InitialValues) -> Checked:
+    """Flag every read that no serial order of the overlapping writes explains."""
+    kinds = records["kind"]
+    unknown = np.flatnonzero(np.bincount(kinds, minlength=3)[3:])
     if len(unknown):
-        raise ValueError(f"unknown record kind {int(unknown[0])} in the log")
-    init = initial.lookup(reads["item"], reads["item_id"])
-    ix = WriteIndex.build(reads, writes)
-    n_items = int(max(ix.r_key.max(initial=-1), ix.w_key.max(initial=-1))) + 1
-    absolute_items = np.bincount(ix.w_key[writes["kind"] == WRITE_ABS], minlength=n_items) > 0
-    delta_items = np.bincount(ix.w_key[writes["kind"] == WRITE], minlength=n_items) > 0
-    mixed = np.flatnonzero(absolute_items & delta_items)
-    if len(mixed):
-        w = writes[ix.w_key == mixed[0]][0]
-        raise ValueError(
-            f"item kind {int(w['item'])} id {int(w['item_id'])} has both delta and absolute writes"
-        )
-    on_absolute = absolute_items[ix.r_key]
-    bad = delta_mask(ix, init, ~on_absolute) | absolute_mask(ix, init, on_absolute)
-    return reads, bad, ix
+        raise ValueError(f"unknown record kind {int(unknown[0]) + 3} in the log")
+    ix = WriteIndex.build(records, kinds == READ)
+    init = _initial_per_read(ix, initial)
+    if ix.items.count > 1 << 31:
+        raise ValueError("too many distinct items for one in-memory pass: split the logs")
+    absolute_items = _absolute_items(ix)
+    on_absolute = absolute_items[ix.r_item]
+    observed = records["value"][ix.read_pos][ix.read_order]
+    bad = delta_mask(ix, init, observed, ~on_absolute) | absolute_mask(
+        ix, init, observed, on_absolute
+    )
+    return Checked(ix, init, bad, absolute_items)
 
 
 def validate(
@@ -99,43 +107,73 @@ def validate(
     keep_reads: bool = False,
 ) -> ValidationResult:
     """Count reads and sessions that no serial order of the overlapping writes explains."""
-    reads, bad, ix = check(records, initial)
-    result = ValidationResult(reads=len(reads), writes=len(ix.writes))
-    if len(reads) == 0:
+    checked = check(records, initial)
+    ix, init = checked.ix, checked.init
+    result = ValidationResult(reads=len(ix.read_pos), writes=len(ix.write_pos))
+    if len(ix.read_pos) == 0:
         if keep_sessions:
             result.session_ids = result.bad_session_ids = np.empty(0, np.int64)
         return result
-    init = initial.lookup(reads["item"], reads["item_id"])
-    result.unpredictable_reads = int(bad.sum())
-    sessions = distinct(reads["session"])
-    bad_sessions = distinct(reads["session"][bad])
+    # the unpredictable reads in log order
+    sel = np.flatnonzero(checked.bad)
+    sel = sel[np.argsort(ix.read_order[sel], kind="stable")]
+    rows = ix.r_row[sel]
+    result.unpredictable_reads = len(sel)
+    session = records["session"][ix.read_pos]
+    sessions = distinct(session)
+    bad_sessions = distinct(records["session"][rows])
     result.sessions, result.unpredictable_sessions = len(sessions), len(bad_sessions)
     if keep_sessions:
         result.session_ids, result.bad_session_ids = sessions, bad_sessions
-    result.reads_by_item = _counts(reads["item"])
-    result.unpredictable_by_item = _counts(reads["item"][bad])
-    result.reads_by_action = _counts(reads["action"])
-    result.unpredictable_by_action = _counts(reads["action"][bad])
-    absolute = _absolute_items(ix)[ix.r_key] if len(ix.writes) else np.zeros(len(reads), bool)
-    for i in np.flatnonzero(bad).tolist():
-        r = reads[i]
-        lag = lag_ns(ix, i, int(init[i]), bool(absolute[i]))
-        if lag is None:
-            result.never_valid += 1
-        else:
-            result.lags_ms.append(lag / 1e6)
-        if len(result.examples) < max_examples or keep_reads:
-            described = describe_read(r, int(init[i]), lag)
-            if len(result.examples) < max_examples:
-                result.examples.append(described)
-            if keep_reads:
-                result.unpredictable.append(described)
+    result.reads_by_item = _counts(records["item"][ix.read_pos])
+    result.unpredictable_by_item = _counts(records["item"][rows])
+    result.reads_by_action = _counts(records["action"][ix.read_pos])
+    result.unpredictable_by_action = _counts(records["action"][rows])
+    absolute = checked.absolute_items[ix.r_item[sel]]
+    lags = lags_ns(ix, sel, init[sel], records["value"][rows], absolute)
+    result.never_valid = sum(lag is None for lag in lags)
+    result.lags_ms = [lag / 1e6 for lag in lags if lag is not None]
+    described = len(sel) if keep_reads else min(max_examples, len(sel))
+    for j in range(described):
+        read = describe_read(records[rows[j]], int(init[sel[j]]), lags[j])
+        if j < max_examples:
+            result.examples.append(read)
+        if keep_reads:
+            result.unpredictable.append(read)
     return result
 
 
+def _initial_per_read(ix: WriteIndex, initial: InitialValues) -> np.ndarray:
+    """Initial value of each read's item (index order): looked up once per item read."""
+
+    def every_read() -> np.ndarray:
+        return initial.lookup(ix.records["item"][ix.read_pos], ix.records["item_id"][ix.read_pos])
+
+    if ix.items.kind is None:  # items numbered by sorting their keys: look up every read
+        return every_read()[ix.read_order]
+    read = np.flatnonzero(np.bincount(ix.r_item, minlength=ix.items.count))
+    try:
+        values = initial.lookup(ix.items.kind[read], ix.items.item_id[read])
+    except ValueError:
+        every_read()  # raises the same error, naming the first read that has none
+        raise
+    per_item = np.zeros(ix.items.count, dtype=np.int64)
+    per_item[read] = values
+    return per_item[ix.r_item]
+
+
 def _absolute_items(ix: WriteIndex) -> np.ndarray:
-    n = int(max(ix.r_key.max(initial=-1), ix.w_key.max(initial=-1))) + 1
-    return np.bincount(ix.w_key[ix.writes["kind"] == WRITE_ABS], minlength=n) > 0
+    """Per item: does it take absolute writes? (Refuses items that take both kinds.)"""
+    kinds = ix.records["kind"][ix.write_pos]
+    absolute = np.bincount(ix.w_item[kinds == WRITE_ABS], minlength=ix.items.count) > 0
+    delta = np.bincount(ix.w_item[kinds == WRITE], minlength=ix.items.count) > 0
+    mixed = np.flatnonzero(absolute & delta)
+    if len(mixed):
+        w = ix.records[ix.write_pos[np.flatnonzero(ix.w_item == mixed[0])[0]]]
+        raise ValueError(
+            f"item kind {int(w['item'])} id {int(w['item_id'])} has both delta and absolute writes"
+        )
+    return absolute
 
 
 def describe_read(r: np.void, initial: int, lag: int | None) -> dict:
@@ -154,8 +192,11 @@ def describe_read(r: np.void, initial: int, lag: int | None) -> dict:
 
 
 def distinct(values: np.ndarray) -> np.ndarray:
-    """np.unique by sorting (numpy's hash-based unique is slower on large int arrays)."""
-    s = np.sort(values)
+    """np.unique by sorting (numpy's hash-based unique is slower on large int arrays). Session
+    ids come in long ascending runs (each thread's), which a stable sort merges in near-linear
+    time; it is much slower than the default sort on values in no order, so count the runs."""
+    runs = np.count_nonzero(values[1:] < values[:-1]) + 1
+    s = np.sort(values, kind="stable" if runs * 64 <= len(values) else None)
     return s[np.concatenate([[True], s[1:] != s[:-1]])] if len(s) else s
 
 

@@ -2,67 +2,112 @@
 would have made it valid (the paper leaves this as future work).
 
 The item's history is its value after each write, applying writes at their ends in
-end order (delta writes accumulate, absolute writes replace). The lag of a read that
-observed v is the distance between the read's interval and the nearest period during
-which the item held v: for a stale read, how long before the read began v stopped
-being current (the end of the latest write it missed). A value the item never held
-has no lag ("never valid"). The search walks outward from the read in growing
-windows, so its cost follows the distance, not the item's whole history.
+end order (delta writes accumulate, absolute writes replace); writes of unknown outcome
+define no state. State p (0 <= p <= K, K writes of known outcome) holds from the end of
+write p-1 to the end of write p; state c, c = |F|, held when the read began. The lag of a
+read that observed v is the distance between the read's interval and the nearest period
+during which the item held v: the latest state p <= c holding v gives read start - end of
+write p (how long before the read began v stopped being current; 0 if v still held), the
+earliest state p > c holding v gives end of write p-1 - read end (a read of the future);
+the lag is the smaller. A value the item never held has no lag ("never valid").
+
+All unpredictable reads are placed at once: the states of their items are sorted by
+(item, value, p), and two searches per read find the latest p <= c and earliest p > c.
 """
 
 import numpy as np
 
-from bgbench.validation.index import WriteIndex
-from bgbench.validation.logformat import NEVER
+from bgbench.validation.index import WriteIndex, expand
 
-MIN, MAX = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+_PACKED = 1 << 62  # (item, value, state) keys must stay below this
 
 
-def lag_ns(ix: WriteIndex, i: int, init: int, absolute: bool) -> int | None:
-    """Distance in ns between read i and the nearest state of its item holding its value."""
-    r = ix.reads[i]
-    observed, rs, re_ = int(r["value"]), int(r["start"]), int(r["end"])
-    lo = int(ix.group_lo[i])
-    hi = int(np.searchsorted(ix.key_by_end, ix.r_key[i], side="right"))
-    ends = ix.writes["end"][ix.by_end[lo:hi]]
-    hi = lo + int(np.searchsorted(ends, NEVER))  # writes of unknown outcome define no state
-    ends = ends[: hi - lo]
-    values = ix.writes["value"][ix.by_end[lo:hi]]
+def lags_ns(
+    ix: WriteIndex, sel: np.ndarray, init: np.ndarray, observed: np.ndarray, absolute: np.ndarray
+) -> list[int | None]:
+    """Lag in ns (None: never valid) of each read in sel (index order); init, observed and
+    absolute (its item takes absolute writes) are given per read of sel."""
+    if len(sel) == 0:
+        return []
+    rows = ix.r_row[sel]
+    rs, re_ = ix.records["start"][rows], ix.records["end"][rows]
+    item = ix.r_item[sel]
+    lo = ix.group_lo[sel]
+    known = ix.known_count[item]
+    current = ix.ended[sel] - lo
+    ends = ix.records["end"][ix.write_pos[ix.by_end]]
+    values = ix.values_by_end
+    uniq, local = np.unique(item, return_inverse=True)
+    if ix.items.kind is not None and ix.times.t0 is not None:
+        # one initial value per item (always, unless items were numbered by sorting)
+        first = np.zeros(len(uniq), dtype=np.int64)
+        first[local] = np.arange(len(sel))
+        done = _vectorised(
+            ix.run_start[uniq], ix.known_count[uniq], init[first], absolute[first],
+            local, current, observed, rs, re_, lo, known, ends, values,
+        )  # fmt: skip
+        if done is not None:
+            return done
+    return [
+        _one(int(rs[j]), int(re_[j]), int(current[j]), int(observed[j]),
+             _states(int(init[j]), bool(absolute[j]), values[lo[j] : lo[j] + known[j]]),
+             ends[lo[j] : lo[j] + known[j]])
+        for j in range(len(sel))
+    ]  # fmt: skip
 
-    def state(p: np.ndarray) -> np.ndarray:
-        """Value held from the end of write p-1 to the end of write p (p counted from lo)."""
-        if absolute:
-            return np.where(p == 0, init, values[np.maximum(p - 1, 0)])
-        cum = np.concatenate([[0], np.cumsum(values)])  # small: one item's writes
-        return init + cum[p]
 
-    def since(p: int) -> int:
-        return MIN if p == 0 else int(ends[p - 1])
+def _states(init: int, absolute: bool, values: np.ndarray) -> np.ndarray:
+    if absolute:
+        return np.concatenate([[init], values]).astype(np.int64)
+    return init + np.concatenate([[0], np.cumsum(values)])
 
-    def until(p: int) -> int:
-        return MAX if p == len(ends) else int(ends[p])
 
-    current = int(ix.ended[i]) - lo  # the state holding when the read began
+def _one(rs: int, re_: int, current: int, observed: int, states, ends) -> int | None:
+    """One read's lag with Python's integers (times of any range)."""
+    hits = np.flatnonzero(states == observed)
+    back, ahead = hits[hits <= current], hits[hits > current]
     best: int | None = None
-    # backward: states that held before the read began
-    top, width = current + 1, 64
-    while top > 0 and best is None:
-        p = np.arange(max(0, top - width), top)
-        hits = p[state(p) == observed]
-        if len(hits):
-            k = int(hits[-1])
-            best = max(0, rs - until(k))
-        top, width = top - width, width * 2
-    # forward: states that began after the read began (a read of the future)
-    bottom, width = current + 1, 64
-    while bottom <= len(ends):
-        p = np.arange(bottom, min(len(ends) + 1, bottom + width))
-        if best is not None and since(int(p[0])) - re_ >= best:
-            break
-        hits = p[state(p) == observed]
-        if len(hits):
-            gap = max(0, since(int(hits[0])) - re_)
-            best = gap if best is None else min(best, gap)
-            break
-        bottom, width = bottom + width, width * 2
+    if len(back):
+        p = int(back[-1])
+        best = 0 if p == len(ends) else max(0, rs - int(ends[p]))
+    if len(ahead):
+        gap = max(0, int(ends[int(ahead[0]) - 1]) - re_)
+        best = gap if best is None else min(best, gap)
     return best
+
+
+def _vectorised(
+    item_lo, item_known, item_init, item_absolute,
+    local, current, observed, rs, re_, lo, known, ends, values,
+) -> list[int | None] | None:  # fmt: skip
+    """Every read's lag at once; None when the keys would not fit (then one at a time)."""
+    il, p = expand(np.zeros(len(item_lo), np.int64), item_known + 1)
+    at = item_lo[il] + p
+    if len(values):
+        cum = np.concatenate([[0], np.cumsum(values)])
+        summed = item_init[il] + (cum[at] - cum[item_lo[il]])
+        replaced = np.where(p == 0, item_init[il], values[np.maximum(at - 1, 0)])
+        state = np.where(item_absolute[il], replaced, summed)
+    else:
+        state = item_init[il]
+    held = np.unique(np.concatenate([state, observed]))
+    span = int(item_known.max()) + 1  # p runs over 0..K
+    if len(item_lo) * len(held) * span >= _PACKED:
+        return None
+    keys = np.sort((il * len(held) + np.searchsorted(held, state)) * span + p)
+    group = local * len(held) + np.searchsorted(held, observed)
+    after = np.searchsorted(keys, group * span + current, side="right")
+    back = keys[np.maximum(after - 1, 0)]
+    has_back = (after > 0) & (back // span == group)
+    ahead = keys[np.minimum(after, len(keys) - 1)]
+    has_ahead = (after < len(keys)) & (ahead // span == group)
+    pb, pf = back % span, ahead % span
+    # state K holds for ever: a read still seeing it is not behind
+    stopped = ends[np.minimum(lo + pb, max(len(ends) - 1, 0))] if len(ends) else rs
+    behind = np.where(pb == known, 0, np.maximum(0, rs - stopped))
+    began = ends[np.maximum(lo + pf - 1, 0)] if len(ends) else re_
+    early = np.maximum(0, began - re_)
+    lag = np.where(has_ahead, early, behind)
+    lag = np.where(has_back & has_ahead, np.minimum(behind, early), lag)
+    has = (has_back | has_ahead).tolist()
+    return [v if h else None for v, h in zip(lag.tolist(), has, strict=True)]

@@ -34,11 +34,11 @@ def refused(proc: subprocess.CompletedProcess, *names: str) -> str:
 
 @pytest.fixture(scope="module")
 def real_run(tmp_path_factory) -> Path:
-    """The logs of one real experiment (one agent, so one log)."""
+    """The logs of one real experiment (one agent with one load process, so one log)."""
     tmp = tmp_path_factory.mktemp("run")
     proc = bgbench(
         "run", "--store", "sqlite", "--threads", "2", "--duration", "1", "--agents", "1",
-        "--users", "200", "--mix", "high", "--results", str(tmp / "res"),
+        "--processes", "1", "--users", "200", "--mix", "high", "--results", str(tmp / "res"),
         "-p", f"store.options.path={tmp / 'db.sqlite'}",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
