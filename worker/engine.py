@@ -200,9 +200,9 @@ class FragmentEngine:
         finally:
             gc.unfreeze()
             log.close()
-        cpu = _cpu_seconds() - cpu0
         np.save(spec.log_dir / f"actions-f{self.fragment.index}.npy", outcome.actions)
-        summary = self._summary(spec, outcome, cpu, log.count)
+        summary = self._summary(spec, outcome, log.count)
+        summary["cpu_seconds_total"] = _cpu_seconds() - cpu0  # connecting, summaries included
         summary["start_state"] = started_from
         return summary
 
@@ -241,8 +241,8 @@ class FragmentEngine:
             return "reload (a write failed in the previous experiment)"
         return "carry"
 
-    def _summary(self, spec: RunSpec, outcome: RunOutcome, cpu: float, records: int) -> dict:
-        actions = outcome.actions
+    def _summary(self, spec: RunSpec, outcome: RunOutcome, records: int) -> dict:
+        actions, cpu = outcome.actions, outcome.cpu_seconds
         per_action = {
             Action(code).name: {
                 "count": s.count,

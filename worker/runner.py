@@ -13,6 +13,7 @@ store call is in its timings.
 import asyncio
 import bisect
 import random
+import resource
 import threading
 import time
 import zlib
@@ -43,6 +44,11 @@ CONNECT_AT_ONCE = 64  # connections opened concurrently when tasks start
 
 # (actions, errors, sessions, latency histogram delta or None, client lag in ms)
 Publish = Callable[[int, int, int, bytes | None, float], None]
+
+
+def cpu_seconds() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:
@@ -85,6 +91,7 @@ class RunOutcome:
     aborted: str
     runner_kind: str  # "tasks" or "threads", for messages
     loop_lag_max_ms: float = 0.0
+    cpu_seconds: float = 0.0  # the load process's CPU from the start to the end of the run
 
 
 @dataclass
@@ -201,6 +208,7 @@ async def _run_tasks(
     ]
     live = LiveLatencies([rec])
     lag_max_ms = 0.0
+    cpu0 = cpu_seconds()
     t0 = time.monotonic()
     deadline = t0 + spec.duration_s
     next_cut = t0 + LIVE_EVERY_S
@@ -238,6 +246,7 @@ async def _run_tasks(
             delta, next_cut = live.cut(), next_cut + LIVE_EVERY_S
         publish(rec.action_count, sum(rec.errors.values()), sum(sessions), delta, late)
     elapsed = time.monotonic() - t0
+    cpu = cpu_seconds() - cpu0
     publish(rec.action_count, sum(rec.errors.values()), sum(sessions), live.cut(final=True), 0.0)
     for tc in conns:
         try:
@@ -252,6 +261,7 @@ async def _run_tasks(
         flags.aborted[0] if flags.aborted else "",
         "tasks",
         lag_max_ms,
+        cpu,
     )
 
 
@@ -358,6 +368,7 @@ def run_threads(plan: Plan, log: LogWriter, stop: threading.Event, publish: Publ
         raise
     finally:
         go.set()
+    cpu0 = cpu_seconds()
     t0 = time.monotonic()
     next_cut = t0 + LIVE_EVERY_S
     deadline = t0 + spec.duration_s
@@ -396,6 +407,7 @@ def run_threads(plan: Plan, log: LogWriter, stop: threading.Event, publish: Publ
         publish(*counts(), delta, late)
     publish(*counts(), live.cut(final=True), 0.0)
     elapsed = time.monotonic() - t0
+    cpu = cpu_seconds() - cpu0
     return RunOutcome(
         _actions(recorders),
         elapsed,
@@ -404,6 +416,7 @@ def run_threads(plan: Plan, log: LogWriter, stop: threading.Event, publish: Publ
         flags.aborted[0] if flags.aborted else "",
         "threads",
         lag_max_ms,
+        cpu,
     )
 
 

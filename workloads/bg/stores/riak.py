@@ -413,6 +413,20 @@ class RiakBinding:
         self.riak.close()
 
 
+def edit_lists(
+    doc: dict, what: str, remove: tuple[str, int] | None, add: tuple[str, int] | None
+) -> None:
+    """Take a member out of one of a member document's lists (it must be there) and/or
+    put one into a list (once)."""
+    if remove is not None:
+        field, value = remove
+        if value not in doc[field]:
+            raise StoreError(f"{what}: no matching row")
+        doc[field].remove(value)
+    if add is not None and add[1] not in doc[add[0]]:
+        doc[add[0]].append(add[1])
+
+
 class RiakConnection:
     def __init__(self, riak: Riak) -> None:
         self.riak = riak
@@ -454,13 +468,7 @@ class RiakConnection:
         """One read-modify-write of member m: take a member out of one of her lists (it
         must be there) and/or put one into a list (once)."""
         doc, vclock = self._member(m)
-        if remove is not None:
-            field, value = remove
-            if value not in doc[field]:
-                raise StoreError(f"{what}: no matching row")
-            doc[field].remove(value)
-        if add is not None and add[1] not in doc[add[0]]:
-            doc[add[0]].append(add[1])
+        edit_lists(doc, what, remove, add)
         self.riak.put("member", str(m), doc, vclock)
 
     def invite_friend(self, inviter: int, invitee: int) -> None:
@@ -551,13 +559,7 @@ class RiakAsyncConnection:
     ) -> None:
         """As RiakConnection._change: one read-modify-write of member m."""
         doc, vclock = await self._member(m)
-        if remove is not None:
-            field, value = remove
-            if value not in doc[field]:
-                raise StoreError(f"{what}: no matching row")
-            doc[field].remove(value)
-        if add is not None and add[1] not in doc[add[0]]:
-            doc[add[0]].append(add[1])
+        edit_lists(doc, what, remove, add)
         await self.riak.put("member", str(m), doc, vclock)
 
     async def invite_friend(self, inviter: int, invitee: int) -> None:
