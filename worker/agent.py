@@ -633,14 +633,12 @@ def main(
         Path, typer.Option(envvar="BGBENCH_AGENT_WORK_DIR", help="where logs are written")
     ] = Path("bgbench-agent"),
     processes: Annotated[
-        int,
+        str,
         typer.Option(
-            min=1,
-            max=256,
             envvar="BGBENCH_AGENT_PROCESSES",
-            help="load processes, one fragment each",
+            help="load processes, one fragment each: 1 to 256, or auto (one per core)",
         ),
-    ] = 1,
+    ] = "1",
     token: Annotated[
         str | None, typer.Option(envvar="BGBENCH_TOKEN", help="shared token every call must carry")
     ] = None,
@@ -695,7 +693,20 @@ def main(
         raise UserError(f"--work-dir: cannot create {work_dir}: {exc.strerror}") from None
     _check_listen(listen)
     tls = (tls_cert, tls_key, tls_client_ca) if tls_cert and tls_key else None
-    serve(listen, work_dir, processes, parent_pid, token, tls, allow_store_paths)
+    count = _processes(processes)
+    serve(listen, work_dir, count, parent_pid, token, tls, allow_store_paths)
+
+
+def _processes(value: str) -> int:
+    if value == "auto":
+        return os.cpu_count() or 1
+    try:
+        count = int(value)
+    except ValueError:
+        count = 0
+    if not 1 <= count <= 256:
+        raise UserError(f"--processes: {value!r} is not 1 to 256 or auto")
+    return count
 
 
 def _check_listen(listen: str) -> None:

@@ -132,6 +132,7 @@ def test_a_short_token_beyond_loopback_is_refused_without_showing_it(tmp_path, v
         (["--tls-client-ca", "ca.pem"], "--tls-client-ca needs them"),
         (["--tls-cert", "nowhere.pem", "--tls-key", "nowhere.key"], "--tls-cert: nowhere.pem"),
         (["--processes", "0"], "--processes"),
+        (["--processes", "many"], "--processes: 'many' is not 1 to 256 or auto"),
         (["--no-such-flag"], "--no-such-flag"),
     ],
 )

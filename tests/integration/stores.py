@@ -14,7 +14,32 @@ from pathlib import Path
 import pytest
 from pymemcache.client.base import Client
 
+from bgbench.workloads.bg.config import BGDatabaseConfig
+from bgbench.workloads.bg.generator import CONFIRMED, PENDING, Fragment, FragmentPlan
+from bgbench.workloads.bg.store import make_binding
 from tests.conftest import fresh_database
+
+
+def loaded(name: str, options: dict, db: BGDatabaseConfig, plan: FragmentPlan):  # type: ignore[no-untyped-def]
+    """A binding with its schema and fragment 0 loaded; the binding and the fragment."""
+    binding = make_binding(name, options)
+    binding.create_schema(db)
+    fragment = Fragment(db, plan, 0)
+    binding.load_fragment(fragment)
+    return binding, fragment
+
+
+def relations(f: Fragment) -> tuple[dict[int, set[int]], dict[int, set[int]]]:
+    """A fragment's generated friendships and invitations: friends, and inviters by invitee."""
+    friends: dict[int, set[int]] = {}
+    invited_by: dict[int, set[int]] = {}
+    for a, b, st in f.friendships.tolist():
+        if st == CONFIRMED:
+            friends.setdefault(a, set()).add(b)
+            friends.setdefault(b, set()).add(a)
+        elif st == PENDING:
+            invited_by.setdefault(b, set()).add(a)
+    return friends, invited_by
 
 
 def sqlite_server(tmp: Path, request: pytest.FixtureRequest) -> Iterator[dict]:

@@ -19,9 +19,10 @@ import uvloop
 from bgbench.errors import StoreError
 from bgbench.worker.engine import FragmentEngine, RunSpec
 from bgbench.workloads.bg.config import BGConfig, BGDatabaseConfig
-from bgbench.workloads.bg.generator import CONFIRMED, PENDING, Fragment, FragmentPlan
+from bgbench.workloads.bg.generator import Fragment, FragmentPlan
 from bgbench.workloads.bg.store import LoopBridge, Profile, make_binding
 from tests.conftest import ROOT, servers
+from tests.integration import stores
 
 DB = BGDatabaseConfig(
     usercount=80, friendcountperuser=6, confperc=0.5, resourcecountperuser=2,
@@ -44,11 +45,7 @@ def riak_options(url: str, **extra) -> dict:
 
 
 def loaded(name: str, options: dict):  # type: ignore[no-untyped-def]
-    binding = make_binding(name, options)
-    binding.create_schema(DB)
-    fragment = Fragment(DB, PLAN, 0)
-    binding.load_fragment(fragment)
-    return binding, fragment
+    return stores.loaded(name, options, DB, PLAN)
 
 
 @pytest.fixture(
@@ -96,22 +93,10 @@ def riak_to_kill(tmp_path) -> Iterator[tuple[int, Callable[[], subprocess.Popen]
             proc.wait(10)
 
 
-def relations(f: Fragment) -> tuple[dict[int, set[int]], dict[int, set[int]]]:
-    friends: dict[int, set[int]] = {}
-    invited_by: dict[int, set[int]] = {}
-    for a, b, st in f.friendships.tolist():
-        if st == CONFIRMED:
-            friends.setdefault(a, set()).add(b)
-            friends.setdefault(b, set()).add(a)
-        elif st == PENDING:
-            invited_by.setdefault(b, set()).add(a)
-    return friends, invited_by
-
-
 def _trace(conn, f: Fragment) -> list:  # type: ignore[no-untyped-def]
     """What a scripted sequence of reads, writes and writes that match nothing answers,
     errors included (their type and message)."""
-    friends, invited_by = relations(f)
+    friends, invited_by = stores.relations(f)
     members = f.members.tolist()
     a = next(m for m in members if invited_by.get(m) and friends.get(m))
     inviter = min(invited_by[a])

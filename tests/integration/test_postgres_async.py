@@ -16,6 +16,7 @@ from bgbench.workloads.bg.config import BGDatabaseConfig
 from bgbench.workloads.bg.generator import Fragment, FragmentPlan
 from bgbench.workloads.bg.store import LoopBridge, make_binding
 from tests.conftest import fresh_database, servers
+from tests.integration import stores
 
 DB = BGDatabaseConfig(
     usercount=60, friendcountperuser=6, confperc=0.5, resourcecountperuser=2,
@@ -25,11 +26,7 @@ PLAN = FragmentPlan((1.0,), 0.27)
 
 
 def loaded(name: str, options: dict):  # type: ignore[no-untyped-def]
-    binding = make_binding(name, options)
-    binding.create_schema(DB)
-    fragment = Fragment(DB, PLAN, 0)
-    binding.load_fragment(fragment)
-    return binding, fragment
+    return stores.loaded(name, options, DB, PLAN)
 
 
 @pytest.mark.parametrize("isolation", ["read committed", "repeatable read", "serializable"])

@@ -7,14 +7,14 @@ from collections import Counter
 import pytest
 
 from bgbench.workloads.bg.config import BGDatabaseConfig
-from bgbench.workloads.bg.generator import CONFIRMED, PENDING, Fragment, FragmentPlan
+from bgbench.workloads.bg.generator import Fragment, FragmentPlan
 from bgbench.workloads.bg.store import (
     binding_class,
     blocking_connection,
     make_binding,
     store_names,
 )
-from tests.integration.stores import SERVERS
+from tests.integration.stores import SERVERS, relations
 
 DB = BGDatabaseConfig(
     usercount=120, friendcountperuser=6, confperc=0.5, resourcecountperuser=3,
@@ -49,17 +49,6 @@ def _loaded(name, tmp_path, request):
             binding.load_fragment(f)
         yield binding, fragments
         binding.close()
-
-
-def relations(f: Fragment):
-    friends, invited_by = {}, {}
-    for a, b, st in f.friendships.tolist():
-        if st == CONFIRMED:
-            friends.setdefault(a, set()).add(b)
-            friends.setdefault(b, set()).add(a)
-        elif st == PENDING:
-            invited_by.setdefault(b, set()).add(a)
-    return friends, invited_by
 
 
 def test_profiles_show_the_generated_counts(store):
