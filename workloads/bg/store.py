@@ -264,7 +264,7 @@ class LoopBridge:
 
 def blocking_connection(binding: "BGBinding") -> Any:
     """A blocking connection to any binding: its own, or an asynchronous one bridged."""
-    if binding.concurrency == "threads":
+    if getattr(binding, "concurrency", "threads") == "threads":
         return binding.connect()
     return LoopBridge(binding)
 

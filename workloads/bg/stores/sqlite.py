@@ -21,6 +21,7 @@ from bgbench.workloads.bg.config import BGDatabaseConfig
 from bgbench.workloads.bg.generator import CONFIRMED, PENDING, Fragment
 from bgbench.workloads.bg.store import (
     CommentRow,
+    Concurrency,
     FragmentContents,
     MemberRow,
     Profile,
@@ -65,6 +66,9 @@ class SQLiteBinding:
     embedded: ClassVar[bool] = True
     full_answers: ClassVar[bool] = True
     can_read_back: ClassVar[bool] = True
+    # Its driver only blocks: one thread per socialite (the store's calls release the GIL).
+    concurrency: ClassVar[Concurrency] = "threads"
+    suspends: ClassVar[bool] = True
     Options: ClassVar[type[BaseModel]] = SQLiteOptions
     file_options: ClassVar[tuple[str, ...]] = ("path",)
 
