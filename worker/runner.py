@@ -194,8 +194,13 @@ async def _run_tasks(
 
     async def think(seconds: float) -> bool:
         if seconds > 0:
+            due = monotonic_ns() + int(seconds * 1e9)
             try:
                 await asyncio.sleep(seconds)
+                # libuv's timers count from the loop's cached clock, in ms: they may fire
+                # early; a think time is never shorter than asked.
+                while (left := due - monotonic_ns()) > 0:
+                    await asyncio.sleep(left / 1e9)
             except asyncio.CancelledError:
                 return False  # stopping: the loop ends at its next check
         return not flags.stop
