@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import gc
 import json
-import resource
 import threading
 import time
 from dataclasses import dataclass
@@ -187,7 +186,7 @@ class FragmentEngine:
             workload=self.config.workload,
             comment_text=self.fragment.comment_text,
         )
-        cpu0 = _cpu_seconds()
+        cpu0 = runner.cpu_seconds()
         # Everything made so far (modules, the fragment, BG's picture) lives through the run:
         # frozen, the collector's full passes stop walking it (they held the loop 20-40 ms).
         gc.collect()
@@ -202,7 +201,7 @@ class FragmentEngine:
             log.close()
         np.save(spec.log_dir / f"actions-f{self.fragment.index}.npy", outcome.actions)
         summary = self._summary(spec, outcome, log.count)
-        summary["cpu_seconds_total"] = _cpu_seconds() - cpu0  # connecting, summaries included
+        summary["cpu_seconds_total"] = runner.cpu_seconds() - cpu0  # connecting, summaries included
         summary["start_state"] = started_from
         return summary
 
@@ -316,8 +315,3 @@ class FragmentEngine:
             .encode()
             .decode(),
         }
-
-
-def _cpu_seconds() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime

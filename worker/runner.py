@@ -345,7 +345,7 @@ async def _socialite(
 
 
 def run_threads(plan: Plan, log: LogWriter, stop: threading.Event, publish: Publish) -> RunOutcome:
-    spec, _binding = plan.spec, plan.engine.binding
+    spec = plan.spec
     threads = spec.threads
     log_lock = threading.Lock()
     recorders = [Recorder(log, log_lock) for _ in range(threads)]
