@@ -1,8 +1,10 @@
 """A load process: owns one fragment's engine and answers its agent over a pipe.
 
-The agent talks to its load processes with small dicts over a multiprocessing
-pipe (same host, same version); only the agent speaks gRPC. Progress goes
-through shared counters the agent reads every second.
+The agent sends Request objects (worker/contracts.py) over a multiprocessing pipe (same
+host, same version) and gets one Answer per request; only the agent speaks gRPC.
+Progress goes through shared counters the agent reads every second: during a run the
+action counts, outside one BEATS, which grows while loading, readying or validating
+makes progress (a load stuck in a store call stops it).
 """
 
 import contextlib
@@ -10,21 +12,36 @@ import os
 import threading
 import time
 import traceback
+from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from multiprocessing.sharedctypes import SynchronizedArray
 from multiprocessing.synchronize import Event as ProcessEvent
 from pathlib import Path
+from typing import Any
 
 from bgbench.errors import UserError
+from bgbench.worker.contracts import (
+    ACTIONS,
+    BEATS,
+    ERRORS,
+    LAG_US,
+    SESSIONS,
+    Answer,
+    ErrorInfo,
+    ExitCommand,
+    LatencyDelta,
+    PrepareCommand,
+    PrepareResult,
+    ReadyCommand,
+    Request,
+    Result,
+    RunCommand,
+    ValidateCommand,
+)
 from bgbench.worker.engine import FragmentEngine, RunSpec
-from bgbench.workloads.bg.config import BGConfig
-from bgbench.workloads.bg.generator import FragmentPlan
-from bgbench.workloads.bg.store import make_binding
+from bgbench.workloads import registry
 
-# Indexes into the shared progress counters; LAG_US is the worst client lag since the
-# agent last reset it.
-ACTIONS, ERRORS, SESSIONS, LAG_US = 0, 1, 2, 3
-COUNTERS = 4
+BEAT_EVERY_S = 0.5
 
 
 def _exit_with_parent(parent: int) -> None:
@@ -35,70 +52,91 @@ def _exit_with_parent(parent: int) -> None:
             os._exit(3)
 
 
-def serve(conn: Connection, stop: ProcessEvent, counters: SynchronizedArray) -> None:
+def serve(conn: Connection, stop: ProcessEvent, counters: "SynchronizedArray[Any]") -> None:
     threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
     engine: FragmentEngine | None = None
+
+    def beat() -> None:
+        counters[BEATS] += 1
+
     while True:
         try:
-            msg = conn.recv()
+            request: Request = conn.recv()
         except EOFError:
             return  # the agent is gone
-        op, seq = msg["op"], msg.get("seq")
-        if op == "exit":
-            conn.send({"ok": True, "result": None, "seq": seq})
+        command, seq = request.command, request.seq
+        if isinstance(command, ExitCommand):
+            conn.send(Answer(seq))
             return
+        beat()
+        result: Result
         try:
-            if op == "prepare":
+            if isinstance(command, PrepareCommand):
                 _close(engine)
                 engine = None
-                result, engine = _prepare(msg)
-            elif op == "ready":
-                if engine is None:
-                    raise UserError("prepare must come before ready")
-                result = engine.ready(msg["start_state"])
-            elif op == "run":
-                if engine is None:
-                    raise UserError("prepare must come before run")
-                result = _run(engine, msg, stop, counters, conn)
-            elif op == "validate":
-                if engine is None:
-                    raise UserError("prepare must come before validate")
-                result = engine.validate(Path(msg["log_dir"]))
+                result, engine = _prepare(command, beat)
+            elif engine is None:
+                raise UserError("prepare must come before ready, run or validate")
+            elif isinstance(command, ReadyCommand):
+                result = engine.ready(command.start_state)
+            elif isinstance(command, RunCommand):
+                result = _run(engine, command, seq, stop, counters, conn)
+            elif isinstance(command, ValidateCommand):
+                with _beating(beat):  # our own computation: it cannot wait on a store
+                    result = engine.validate(Path(command.log_dir))
             else:
-                raise UserError(f"unknown operation {op!r}")
-            conn.send({"ok": True, "result": result, "seq": seq})
+                raise UserError(f"unknown command {type(command).__name__}")
+            beat()
+            conn.send(Answer(seq, result))
         except UserError as exc:
-            conn.send({"ok": False, "kind": "user", "message": str(exc), "seq": seq})
+            conn.send(Answer(seq, error=ErrorInfo("user", str(exc))))
         except Exception as exc:
-            conn.send(
-                {
-                    "ok": False,
-                    "kind": "system",
-                    "message": f"{type(exc).__name__}: {exc}",
-                    "trace": traceback.format_exc(limit=8),
-                    "seq": seq,
-                }
-            )
+            message = f"{type(exc).__name__}: {exc}"
+            trace = traceback.format_exc(limit=8)
+            conn.send(Answer(seq, error=ErrorInfo("system", message, trace)))
 
 
-def _prepare(msg: dict) -> tuple[dict, FragmentEngine | None]:
+@contextlib.contextmanager
+def _beating(beat: Callable[[], None]) -> Iterator[None]:
+    done = threading.Event()
+
+    def keep_beating() -> None:
+        while not done.wait(BEAT_EVERY_S):
+            beat()
+
+    thread = threading.Thread(target=keep_beating, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+
+
+def _prepare(
+    command: PrepareCommand, beat: Callable[[], None]
+) -> tuple[PrepareResult, FragmentEngine | None]:
     """Phase "schema": create the schema, load nothing (one process of the cluster does
     this before any load); "load": load the fragment into the existing schema, no DDL;
     "all": both, for a process alone."""
-    config = BGConfig.model_validate_json(msg["config"])
-    phase = msg.get("phase", "all")
-    if phase == "schema":
-        binding = make_binding(msg["store"], msg["options"])
+    workload = registry.get(command.workload)
+    config = workload.config_model.model_validate_json(command.config_json)
+    if command.phase == "schema":
+        binding = registry.make_binding(command.workload, command.store, command.options)
         try:
-            binding.create_schema(config.database)
-            return {"store": binding.describe()}, None
+            t0 = time.perf_counter()
+            workload.create_schema(config, binding)
+            seconds = time.perf_counter() - t0
+            return PrepareResult(None, 0, seconds, {"schema": seconds}, binding.describe()), None
         finally:
             binding.close()
-    if phase not in ("load", "all"):
-        raise UserError(f"unknown prepare phase {phase!r}")
-    plan = FragmentPlan(tuple(msg["capacities"]), config.workload.zipfianmean)
-    engine = FragmentEngine(config, msg["store"], msg["options"], plan, msg["fragment"])
-    return engine.prepare(create_schema=phase == "all"), engine
+    if command.phase not in ("load", "all"):
+        raise UserError(f"unknown prepare phase {command.phase!r}")
+    engine = FragmentEngine(
+        workload, config, command.store, command.options, command.capacities, command.fragment
+    )
+    engine.progress = beat
+    return engine.prepare(create_schema=command.phase == "all"), engine
 
 
 def _close(engine: FragmentEngine | None) -> None:
@@ -110,11 +148,12 @@ def _close(engine: FragmentEngine | None) -> None:
 
 def _run(
     engine: FragmentEngine,
-    msg: dict,
+    command: RunCommand,
+    seq: int,
     stop: ProcessEvent,
-    counters: SynchronizedArray,
+    counters: "SynchronizedArray[Any]",
     conn: Connection,
-):
+) -> Result:
     # Threads poll a local event (cheap); a watcher relays the agent's cross-process one.
     local_stop = threading.Event()
     finished = threading.Event()
@@ -134,16 +173,16 @@ def _run(
         counters[ACTIONS], counters[ERRORS], counters[SESSIONS] = actions, errors, sessions
         counters[LAG_US] = max(counters[LAG_US], int(lag_ms * 1000))
         if delta is not None:  # the latency histogram of the last interval, for the live view
-            conn.send({"seq": msg.get("seq"), "delta": delta})
+            conn.send(LatencyDelta(seq, delta))
 
     spec = RunSpec(
-        experiment_id=msg["experiment_id"],
-        threads=msg["threads"],
-        duration_s=msg["duration"],
-        operation_count=msg["operations"],
-        seed=msg["seed"],
-        log_dir=Path(msg["log_dir"]),
-        start_state=msg.get("start_state") or "carry",
+        experiment_id=command.experiment_id,
+        threads=command.threads,
+        duration_s=command.duration_s,
+        operation_count=command.operation_count,
+        seed=command.seed,
+        log_dir=Path(command.log_dir),
+        start_state=command.start_state or "carry",
     )
     try:
         return engine.run(spec, local_stop, publish)

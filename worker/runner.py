@@ -1,7 +1,7 @@
 """The socialite loops of one run: tasks on an event loop, or threads for blocking stores.
 
-Both play the same asynchronous units (workloads.bg.sessions) through the same timed
-wrapper. On the event loop one Recorder serves every task (one runs at a time); each
+Both play the workload's asynchronous units through its player (workloads/api.py), timed
+by worker.timing. On the event loop one Recorder serves every task (one runs at a time); each
 thread has its own. Between units a task whose store never suspends yields to the loop
 once per time slice, so thousands of them share it fairly without a switch per action.
 
@@ -12,12 +12,11 @@ store call is in its timings.
 
 import asyncio
 import bisect
-import random
 import resource
 import threading
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from time import monotonic_ns
 from typing import TYPE_CHECKING, Any
@@ -25,17 +24,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bgbench.validation.logformat import LogWriter
+from bgbench.worker.blocking import run_blocking
+from bgbench.worker.contracts import ErrorSummary
 from bgbench.worker.measurement import ACTION_DTYPE, LiveLatencies, Recorder
-from bgbench.workloads.bg.bookkeeping import FragmentState
-from bgbench.workloads.bg.sessions import UNITS, Actor
-from bgbench.workloads.bg.store import Blocking, run_blocking
-from bgbench.workloads.bg.timed import TimedConnection
+from bgbench.worker.timing import Timer
 
 if TYPE_CHECKING:
     from bgbench.worker.engine import RunSpec
+    from bgbench.workloads.api import FragmentWorkload, Player, StoreBinding
 
 MAX_CONSECUTIVE_ERRORS = 100
-DRAW_BATCH = 1024
 STOP_GRACE_S = 30.0
 PUBLISH_EVERY_S = 0.2
 LIVE_EVERY_S = 1.0
@@ -44,6 +42,7 @@ CONNECT_AT_ONCE = 64  # connections opened concurrently when tasks start
 
 # (actions, errors, sessions, latency histogram delta or None, client lag in ms)
 Publish = Callable[[int, int, int, bytes | None, float], None]
+Think = Callable[[float], Awaitable[bool]]
 
 
 def cpu_seconds() -> float:
@@ -56,21 +55,20 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a dependency
         return asyncio.new_event_loop()
-    return uvloop.new_event_loop()  # type: ignore[no-any-return]
+    return uvloop.new_event_loop()
 
 
 @dataclass
 class Plan:
     """What every socialite loop of one run shares."""
 
-    engine: Any  # the FragmentEngine (binding, fragment)
+    fragment: "FragmentWorkload"
+    binding: "StoreBinding"
     spec: "RunSpec"
-    state: FragmentState
     units: list[str]
     cumulative: list[float]
-    zipf: Any
-    workload: Any  # BGWorkloadConfig
-    comment_text: Callable[[int, int], str]
+    action_names: Mapping[int, str]
+    interarrival_ms: float
 
     @property
     def per_runner_ops(self) -> int:
@@ -79,7 +77,10 @@ class Plan:
 
     def seed(self, t: int) -> list[int]:
         s = self.spec
-        return [s.seed, self.engine.fragment.index, t, zlib.crc32(s.experiment_id.encode())]
+        return [s.seed, self.fragment.index, t, zlib.crc32(s.experiment_id.encode())]
+
+    def player(self, conn: Any, rec: Recorder, t: int, think: "Think") -> "Player":
+        return self.fragment.player(conn, rec, t, self.seed(t), think, self.units)
 
 
 @dataclass
@@ -87,11 +88,12 @@ class RunOutcome:
     actions: np.ndarray
     elapsed: float
     sessions: int
-    error_counts: list[dict]
+    error_counts: list[ErrorSummary]
     aborted: str
     runner_kind: str  # "tasks" or "threads", for messages
     loop_lag_max_ms: float = 0.0
     cpu_seconds: float = 0.0  # the load process's CPU from the start to the end of the run
+    unit_counts: list[int] = field(default_factory=list)  # per unit of the mix, played
 
 
 @dataclass
@@ -100,22 +102,7 @@ class Flags:
     aborted: list[str] = field(default_factory=list)
 
 
-def _drawer(plan: Plan, np_rng: np.random.Generator) -> Callable[[], int]:
-    zipf = plan.zipf
-    buf: list[int] = []
-
-    def draw() -> int:
-        nonlocal buf
-        if not buf:
-            buf = zipf.draw(np_rng, DRAW_BATCH).tolist()
-        return buf.pop()
-
-    return draw
-
-
-def _error_counts(recorders: list[Recorder]) -> list[dict]:
-    from bgbench.workloads.bg.actions import Action
-
+def _error_counts(recorders: list[Recorder], names: Mapping[int, str]) -> list[ErrorSummary]:
     errors: dict[tuple[int, str], int] = {}
     samples: dict[tuple[int, str], str] = {}
     for r in recorders:
@@ -123,7 +110,7 @@ def _error_counts(recorders: list[Recorder]) -> list[dict]:
             errors[key] = errors.get(key, 0) + n
             samples.setdefault(key, r.error_samples[key])
     return [
-        {"action": Action(a).name, "type": t, "count": n, "sample": samples[(a, t)]}
+        ErrorSummary(names.get(a, str(a)), t, n, samples[(a, t)])
         for (a, t), n in sorted(errors.items())
     ]
 
@@ -133,7 +120,7 @@ def _actions(recorders: list[Recorder]) -> np.ndarray:
     return np.concatenate(chunks) if chunks else np.empty(0, dtype=ACTION_DTYPE)
 
 
-def _failing(timed: TimedConnection, who: str) -> str:
+def _failing(timed: Timer, who: str) -> str:
     key = next(reversed(timed.rec.error_samples))
     return (
         f"store failing: {MAX_CONSECUTIVE_ERRORS} errors in a row on {who}, "
@@ -167,28 +154,28 @@ def run_tasks(
 async def _run_tasks(
     plan: Plan, log: LogWriter, stop: threading.Event, publish: Publish
 ) -> RunOutcome:
-    spec, binding = plan.spec, plan.engine.binding
+    spec, binding = plan.spec, plan.binding
     threads = spec.threads
     rec = Recorder(log)
     flags = Flags()
     sessions = [0] * threads
+    unit_counts = [0] * len(plan.units)
     gate = asyncio.Semaphore(CONNECT_AT_ONCE)
 
-    async def connect(t: int) -> TimedConnection | None:
+    async def connect(t: int) -> Any:
         async with gate:
             try:
-                conn = await binding.connect_async()
+                return await binding.connect_async()
             except Exception as exc:
                 flags.aborted.append(f"task {t} could not connect to the store: {exc}")
                 flags.stop = True
                 return None
-        return TimedConnection(conn, rec, t)
 
-    timed = await asyncio.gather(*(connect(t) for t in range(threads)))
+    raw = await asyncio.gather(*(connect(t) for t in range(threads)))
     if flags.stop:
-        for tc in timed:
-            if tc is not None:
-                await tc.conn.close()
+        for conn in raw:
+            if conn is not None:
+                await conn.close()
         return RunOutcome(np.empty(0, dtype=ACTION_DTYPE), 0.0, 0, [], flags.aborted[0], "tasks")
     yields = not getattr(binding, "suspends", True)
 
@@ -205,10 +192,10 @@ async def _run_tasks(
                 return False  # stopping: the loop ends at its next check
         return not flags.stop
 
-    conns: list[TimedConnection] = [tc for tc in timed if tc is not None]
-    players = [_player(plan, t, conns[t], think) for t in range(threads)]
+    players = [plan.player(raw[t], rec, t, think) for t in range(threads)]
+    conns = [p.timer for p in players]
     tasks = [
-        asyncio.ensure_future(_socialite(plan, t, players[t], flags, sessions, yields))
+        asyncio.ensure_future(_socialite(plan, t, players[t], flags, sessions, unit_counts, yields))
         for t in range(threads)
     ]
     live = LiveLatencies([rec])
@@ -236,7 +223,7 @@ async def _run_tasks(
                 f"{busy} tasks still inside store calls {STOP_GRACE_S:.0f} s after the end: "
                 "the store stopped answering"
             )
-            plan.state.uncertain = True  # their writes' outcomes are unknown
+            plan.fragment.uncertain = True  # their writes' outcomes are unknown
             for task in pending:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
@@ -257,51 +244,37 @@ async def _run_tasks(
         try:
             await tc.conn.close()
         except Exception:  # a connection to a store that stopped answering
-            plan.state.uncertain = plan.state.uncertain or bool(tc.in_call)
+            plan.fragment.uncertain = plan.fragment.uncertain or bool(tc.in_call)
     return RunOutcome(
         _actions([rec]),
         elapsed,
         sum(sessions),
-        _error_counts([rec]),
+        _error_counts([rec], plan.action_names),
         flags.aborted[0] if flags.aborted else "",
         "tasks",
         lag_max_ms,
         cpu,
+        unit_counts,
     )
 
 
-@dataclass
-class _Player:
-    """One socialite loop's own objects, made before the clock starts."""
-
-    timed: TimedConnection
-    actor: Actor
-    rng: random.Random
-    draw: Callable[[], int]
-
-
-def _player(plan: Plan, t: int, timed: TimedConnection, think: Callable[[float], Any]) -> _Player:
-    seed = plan.seed(t)
-    rng = random.Random(str(seed))
-    draw = _drawer(plan, np.random.default_rng(seed))
-    wl = plan.workload
-    actor = Actor(timed, plan.state, draw, rng, think, wl.thinktime, wl.topk, plan.comment_text)
-    return _Player(timed, actor, rng, draw)
-
-
 async def _socialite(
-    plan: Plan, t: int, player: _Player, flags: Flags, sessions: list[int], yields: bool
+    plan: Plan,
+    t: int,
+    player: "Player",
+    flags: Flags,
+    sessions: list[int],
+    unit_counts: list[int],
+    yields: bool,
 ) -> None:
-    timed, actor, draw = player.timed, player.actor, player.draw
-    state, cumulative = plan.state, plan.cumulative
-    plays = [UNITS[u] for u in plan.units]
-    acquire, release, rand = state.acquire_socialite, state.release_socialite, player.rng.random
-    think = actor.think
-    gap_ns = int(plan.workload.interarrivaltime * 1_000_000)
+    timed, cumulative, units = player.timer, plan.cumulative, player.units
+    acquire, release, rand = player.acquire, player.release, player.rng.random
+    gap_ns = int(plan.interarrival_ms * 1_000_000)
     max_ops = plan.per_runner_ops
     next_arrival = monotonic_ns()
     slice_end = next_arrival + SLICE_NS
     sid = t << 40
+    think = player.think
     try:
         while not flags.stop:
             if gap_ns:
@@ -319,19 +292,21 @@ async def _socialite(
                     await YIELD
                     intended = monotonic_ns()
                     slice_end = intended + SLICE_NS
-            socialite = acquire(draw)
-            if socialite is None:  # every drawn member is busy: let their tasks run
+            socialite = acquire()
+            if socialite is None:  # every drawn socialite is busy: let their tasks run
                 await YIELD
                 continue
             before = timed.count
-            actor.sid, actor.intended = sid, intended
+            player.sid, player.intended = sid, intended
+            u = bisect.bisect_left(cumulative, rand())
             try:
-                await plays[bisect.bisect_left(cumulative, rand())](actor, socialite)
+                await units[u](socialite)
             finally:
                 release(socialite)
             sid += 1
             if timed.count > before:
                 sessions[t] += 1
+                unit_counts[u] += 1
             if timed.consecutive_errors >= MAX_CONSECUTIVE_ERRORS:
                 flags.aborted.append(_failing(timed, f"task {t}"))
                 flags.stop = True
@@ -349,8 +324,9 @@ def run_threads(plan: Plan, log: LogWriter, stop: threading.Event, publish: Publ
     threads = spec.threads
     log_lock = threading.Lock()
     recorders = [Recorder(log, log_lock) for _ in range(threads)]
-    timed: list[TimedConnection | None] = [None] * threads
+    timed: list[Timer | None] = [None] * threads
     sessions = [0] * threads
+    unit_counts = [[0] * len(plan.units) for _ in range(threads)]
     flags = Flags()
     # Threads connect, then wait for all to be started: a thread started while thousands
     # of others already run waits its turn for the interpreter behind all of them.
@@ -358,8 +334,8 @@ def run_threads(plan: Plan, log: LogWriter, stop: threading.Event, publish: Publ
     workers = [
         threading.Thread(
             target=_thread_main,
-            args=(plan, t, recorders[t], timed, stop, go, flags, sessions),
-            name=f"bg-f{plan.engine.fragment.index}-t{t}",
+            args=(plan, t, recorders[t], timed, stop, go, flags, sessions, unit_counts[t]),
+            name=f"socialite-f{plan.fragment.index}-t{t}",
             daemon=True,
         )
         for t in range(threads)
@@ -417,11 +393,12 @@ def run_threads(plan: Plan, log: LogWriter, stop: threading.Event, publish: Publ
         _actions(recorders),
         elapsed,
         sum(sessions),
-        _error_counts(recorders),
+        _error_counts(recorders, plan.action_names),
         flags.aborted[0] if flags.aborted else "",
         "threads",
         lag_max_ms,
         cpu,
+        [sum(c) for c in zip(*unit_counts, strict=True)],
     )
 
 
@@ -429,17 +406,15 @@ def _thread_main(
     plan: Plan,
     t: int,
     rec: Recorder,
-    timed_slots: list[TimedConnection | None],
+    timed_slots: list[Timer | None],
     stop: threading.Event,
     go: threading.Event,
     flags: Flags,
     sessions: list[int],
+    unit_counts: list[int],
 ) -> None:
-    binding = plan.engine.binding
-    seed = plan.seed(t)
-    rng = random.Random(str(seed))
-    draw = _drawer(plan, np.random.default_rng(seed))
-    placeholder = TimedConnection(None, rec, t)  # type: ignore[arg-type]
+    binding = plan.binding
+    placeholder = Timer(None, rec, t)
     placeholder.in_call = monotonic_ns()  # connecting waits on the store too
     timed_slots[t] = placeholder
     try:
@@ -450,16 +425,15 @@ def _thread_main(
         stop.set()
         placeholder.in_call = 0
         return
-    timed = TimedConnection(Blocking(conn), rec, t)
-    timed_slots[t] = timed
 
     async def think(seconds: float) -> bool:
         return not (seconds > 0 and stop.wait(seconds)) and not stop.is_set()
 
-    wl = plan.workload
-    actor = Actor(timed, plan.state, draw, rng, think, wl.thinktime, wl.topk, plan.comment_text)
-    state, units, cumulative = plan.state, plan.units, plan.cumulative
-    gap_ns = int(wl.interarrivaltime * 1_000_000)
+    player = plan.player(conn, rec, t, think)
+    timed = player.timer
+    timed_slots[t] = timed
+    units, cumulative, rand = player.units, plan.cumulative, player.rng.random
+    gap_ns = int(plan.interarrival_ms * 1_000_000)
     max_ops = plan.per_runner_ops
     go.wait()
     next_arrival = monotonic_ns()
@@ -474,18 +448,20 @@ def _thread_main(
                 intended = next_arrival
             else:
                 intended = monotonic_ns()
-            socialite = state.acquire_socialite(draw)
+            socialite = player.acquire()
             if socialite is None:
-                continue  # every drawn member is busy: draw again
-            unit = units[bisect.bisect_left(cumulative, rng.random())]
+                continue  # every drawn socialite is busy: draw again
+            u = bisect.bisect_left(cumulative, rand())
             before = timed.count
+            player.sid, player.intended = sid, intended
             try:
-                run_blocking(actor.play(unit, socialite, sid, intended))
+                run_blocking(units[u](socialite))  # type: ignore[arg-type]
             finally:
-                state.release_socialite(socialite)
+                player.release(socialite)
             sid += 1
             if timed.count > before:
                 sessions[t] += 1
+                unit_counts[u] += 1
             if timed.consecutive_errors >= MAX_CONSECUTIVE_ERRORS:
                 flags.aborted.append(_failing(timed, f"thread {t}"))
                 flags.stop = True
@@ -496,7 +472,7 @@ def _thread_main(
         conn.close()
 
 
-def _not_stopping(alive: list[TimedConnection | None], stopped_at: int, threads: int) -> str:
+def _not_stopping(alive: list[Timer | None], stopped_at: int, threads: int) -> str:
     """Why threads outlived the grace. Most of them inside store calls begun before the stop:
     the store stopped answering. Otherwise they are runnable but never got to run (the GIL
     shared by too many threads): the client is overloaded, not the store."""

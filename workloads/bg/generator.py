@@ -14,7 +14,7 @@ every tracked item follows from the same inputs without querying a store.
   0..c-1 within the resource, by random members of the fragment.
 """
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -29,6 +29,10 @@ CONFIRMED = 2
 _ALPHABET = np.frombuffer(
     b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", np.uint8
 )
+
+
+def _no_progress() -> None:
+    pass
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,8 @@ class Fragment:
                 f"fragment {index} has {n} members, too few for friendcountperuser="
                 f"{db.friendcountperuser}: raise usercount or use fewer fragments"
             )
+        # Called as bindings read the generated rows: the load process's liveness beat.
+        self.progress: Callable[[], None] = _no_progress
         self._rng = np.random.default_rng([db.seed, index, 0xB6])
         self._text = _ALPHABET[self._rng.integers(0, len(_ALPHABET), 1 << 16)].tobytes().decode()
 
@@ -73,6 +79,7 @@ class Fragment:
     # -- members ---------------------------------------------------------------
     def attributes(self, member: int) -> list[str]:
         """The member's string attributes (deterministic, cheap)."""
+        self.progress()
         length = self.db.attrlength
         span = len(self._text) - length
         out = []
@@ -132,6 +139,7 @@ class Fragment:
         length = self.db.commentlength
         span = len(self._text) - length
         for row, rid in enumerate(rids.tolist()):
+            self.progress()
             for mid in range(per):
                 start = (rid * 31 + mid * 7) % span
                 yield rid, mid, int(commenters[row, mid]), self._text[start : start + length]

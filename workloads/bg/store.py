@@ -11,15 +11,16 @@ engine wraps in `Blocking` so one asynchronous definition of the actions and ses
 serves both. Loading, schema and read-back stay blocking for every binding.
 """
 
-import asyncio
-from collections.abc import Coroutine
 from dataclasses import dataclass
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
 from bgbench.errors import UserError
+from bgbench.worker.blocking import LoopBridge as LoopBridge  # re-exported for bindings
+from bgbench.worker.blocking import blocking_connection as blocking_connection
+from bgbench.worker.blocking import run_blocking as run_blocking
 
 if TYPE_CHECKING:
     from bgbench.workloads.bg.config import BGDatabaseConfig
@@ -221,52 +222,6 @@ class Blocking:
 
     async def close(self) -> None:
         self.c.close()
-
-
-T = TypeVar("T")
-
-
-def run_blocking(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine that never suspends (a unit over a `Blocking` connection) to its end
-    in the calling thread, without an event loop."""
-    try:
-        coro.send(None)
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
-    coro.close()
-    raise RuntimeError("a unit over a blocking connection suspended")
-
-
-class LoopBridge:
-    """An asynchronous connection used from blocking code, on a private event loop (tests,
-    tools): each call runs to completion. One bridge per thread."""
-
-    def __init__(self, binding: "BGBinding") -> None:
-        self.binding = binding
-        self.loop = asyncio.new_event_loop()
-        self.conn = self.loop.run_until_complete(binding.connect_async())
-
-    def __getattr__(self, name: str) -> Any:
-        method = getattr(self.conn, name)
-
-        def call(*args: Any) -> Any:
-            return self.loop.run_until_complete(method(*args))
-
-        return call
-
-    def close(self) -> None:
-        try:
-            self.loop.run_until_complete(self.conn.close())
-            self.loop.run_until_complete(self.binding.aclose())
-        finally:
-            self.loop.close()
-
-
-def blocking_connection(binding: "BGBinding") -> Any:
-    """A blocking connection to any binding: its own, or an asynchronous one bridged."""
-    if getattr(binding, "concurrency", "threads") == "threads":
-        return binding.connect()
-    return LoopBridge(binding)
 
 
 def store_names() -> list[str]:

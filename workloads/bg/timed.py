@@ -1,25 +1,19 @@
-"""The one wrapper that times every store call and logs tracked reads and writes.
+"""BG's timed connection: every store call of the 11 actions timed and logged.
 
-Bindings never time themselves. Each call records (action, status, runner, intended
-start, actual start, end, session); the intended start is when the schedule
-(inter-arrival or think time) wanted the action to begin, so response time
-(end - intended) and service time (end - start) are both available.
-
-The wrapper is asynchronous: on an event loop each socialite is a task and the store
-call is awaited; for a blocking store, `store.Blocking` wraps its connection and the
-engine drives the coroutines in a thread without a loop (they never suspend). Fields go
-straight into the recorder's flat arrays (measurement.Recorder), one extend per action
-and one per log record group: this is the per-action hot path.
-
-A write that raised has an unknown outcome: it is logged with end = NEVER so the
-validator treats it as possibly applied at any time after its start, or never.
+The generic core (worker.timing.Timer) records each call's intended start, start, end
+and status; this adds which tracked items each BG action reads or writes. The paths
+below are written out in full: they are the per-action cost. On an event loop each
+socialite is a task and the store call is awaited; for a blocking store,
+`worker.blocking.Blocking` wraps its connection and the engine drives the coroutines
+in a thread without a loop (they never suspend).
 """
 
 from time import monotonic_ns
 from typing import Any
 
 from bgbench.validation.logformat import NEVER, READ, WRITE
-from bgbench.worker.measurement import ERROR, OK, Recorder
+from bgbench.worker.measurement import OK
+from bgbench.worker.timing import Timer
 from bgbench.workloads.bg.actions import Action, Item
 from bgbench.workloads.bg.store import (
     AsyncBGConnection,
@@ -39,33 +33,14 @@ IF, AFR, RFR, TF, PCR, DCR = (
 )
 
 
-class TimedConnection:
-    """Times and logs every action of one socialite runner (a thread or a task).
+class TimedConnection(Timer):
+    """BG's eleven actions through the generic timer, for one socialite runner.
 
-    Read methods return None when the store failed, writes False. `in_call` is when the
-    store call in progress began (monotonic ns), 0 between calls; `count` the actions
-    performed; `consecutive_errors` the failures since the last success.
+    Read methods return None when the store failed, writes False.
     """
 
-    __slots__ = ("conn", "consecutive_errors", "count", "in_call", "rec", "thread")
-
-    def __init__(self, conn: AsyncBGConnection, recorder: Recorder, thread: int) -> None:
-        self.conn = conn
-        self.rec = recorder
-        self.thread = thread
-        self.in_call = 0
-        self.count = 0
-        self.consecutive_errors = 0
-
-    def _failed(self, code: int, intended: int, start: int, sid: int, exc: Exception) -> None:
-        end = monotonic_ns()
-        self.in_call = 0
-        rec = self.rec
-        rec.acts.extend((code, ERROR, self.thread, intended, start, end, sid))
-        rec.live.append(end - intended)
-        rec.error(code, exc)
-        self.count += 1
-        self.consecutive_errors += 1
+    __slots__ = ()
+    conn: AsyncBGConnection
 
     # The successful paths below are written out in full: this is the per-action cost.
 
@@ -77,7 +52,7 @@ class TimedConnection:
         try:
             p = await self.conn.view_profile(requester, member)
         except Exception as exc:
-            self._failed(VP, intended, start, sid, exc)
+            self.failed(VP, intended, start, sid, exc)
             return None
         end = monotonic_ns()
         self.in_call = self.consecutive_errors = 0
@@ -108,7 +83,7 @@ class TimedConnection:
         try:
             rows = await call
         except Exception as exc:
-            self._failed(code, intended, start, sid, exc)
+            self.failed(code, intended, start, sid, exc)
             return None
         end = monotonic_ns()
         self.in_call = self.consecutive_errors = 0
@@ -141,7 +116,7 @@ class TimedConnection:
         try:
             rows = await self.conn.view_top_k_resources(requester, member, k)
         except Exception as exc:
-            self._failed(VTR, intended, start, sid, exc)
+            self.failed(VTR, intended, start, sid, exc)
             return None
         end = monotonic_ns()
         self.in_call = self.consecutive_errors = 0
@@ -164,7 +139,7 @@ class TimedConnection:
         try:
             await call
         except Exception as exc:
-            self._failed(code, intended, start, sid, exc)
+            self.failed(code, intended, start, sid, exc)
             end = NEVER
             ok = False
         else:

@@ -1,0 +1,188 @@
+"""What the agent and its load processes say to each other: typed, never dicts of keys.
+
+Commands go down the pipe wrapped in a Request (numbered, so a late answer to a
+cancelled command is recognised); each gets one Answer carrying its result or an
+ErrorInfo. During a run, LatencyDelta messages carry the live histogram. Results hold
+what every workload shares as typed fields; what only one workload knows travels as
+its `workload_payload` (JSON the workload writes and reads back).
+"""
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+PreparePhase = Literal["schema", "load", "all"]
+
+
+# -- commands ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PrepareCommand:
+    """Phase "schema": create the schema, load nothing (one process of the cluster does
+    it before any load); "load": load the fragment into the existing schema; "all": both."""
+
+    workload: str
+    config_json: str  # the workload's settings section, as its model dumps it
+    store: str
+    options: dict[str, Any]
+    capacities: tuple[float, ...]
+    fragment: int
+    phase: PreparePhase = "all"
+
+
+@dataclass(frozen=True)
+class ReadyCommand:
+    start_state: str  # carry | reload | readback
+
+
+@dataclass(frozen=True)
+class RunCommand:
+    experiment_id: str
+    threads: int
+    duration_s: float
+    operation_count: int
+    seed: int
+    log_dir: str
+    start_state: str = "carry"
+
+
+@dataclass(frozen=True)
+class ValidateCommand:
+    log_dir: str
+
+
+@dataclass(frozen=True)
+class ExitCommand:
+    pass
+
+
+Command = PrepareCommand | ReadyCommand | RunCommand | ValidateCommand | ExitCommand
+
+
+@dataclass(frozen=True)
+class Request:
+    seq: int
+    command: Command
+
+
+# -- answers -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ErrorInfo:
+    kind: Literal["user", "system"]
+    message: str
+    trace: str = ""
+
+
+@dataclass(frozen=True)
+class PrepareResult:
+    fragment: int | None  # None for phase "schema"
+    size: int  # the fragment's entities (BG: members)
+    load_seconds: float
+    phases: dict[str, float]  # named phase timings of the load, e.g. rows, indexes
+    store: str  # the binding's description of the store
+
+
+@dataclass(frozen=True)
+class ReadyResult:
+    fragment: int
+    size: int
+    load_seconds: float
+    start_state: str
+
+
+@dataclass(frozen=True)
+class ActionSummary:
+    count: int  # performed, errors included
+    errors: int
+    response_hist: bytes  # HDR histogram (us) of end - intended start
+    service_hist: bytes  # HDR histogram (us) of end - actual start
+
+
+@dataclass(frozen=True)
+class ErrorSummary:
+    action: str
+    type: str
+    count: int
+    sample: str
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    fragment: int
+    threads: int
+    elapsed: float
+    actions: int
+    sessions: int
+    errors: int
+    per_action: dict[str, ActionSummary]
+    per_unit: dict[str, int]  # units of the mix played (single actions and sessions by name)
+    error_counts: list[ErrorSummary]
+    cpu_seconds: float  # of the socialite loops, start to end of the run
+    cpu_seconds_total: float  # connecting and summaries included
+    saturated: bool
+    embedded: bool
+    log_records: int
+    store_counters: dict[str, int]
+    session_hist: bytes
+    client_delay_hist: bytes
+    loop_lag_max_ms: float
+    concurrency: str  # "asyncio" or "threads"
+    state_uncertain: bool
+    aborted: str
+    start_state: str
+    workload_payload: str = ""
+
+
+@dataclass(frozen=True)
+class ReadCounts:
+    reads: int
+    unpredictable: int
+
+
+@dataclass(frozen=True)
+class ValidateSummary:
+    fragment: int
+    reads: int
+    unpredictable_reads: int
+    writes: int
+    sessions: int
+    unpredictable_sessions: int
+    log_records: int
+    seconds: float
+    by_item: dict[str, ReadCounts]
+    by_action: dict[str, ReadCounts]
+    examples: list[dict[str, Any]]  # a few unpredictable reads, as the validator shows them
+    never_valid: int
+    lag_hist: bytes
+    workload_payload: str = ""
+
+
+Result = PrepareResult | ReadyResult | RunSummary | ValidateSummary | None
+
+
+@dataclass(frozen=True)
+class Answer:
+    seq: int
+    result: Result = None
+    error: ErrorInfo | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass(frozen=True)
+class LatencyDelta:
+    """The live latency histogram of the last interval of a run."""
+
+    seq: int
+    hist: bytes = field(repr=False)
+
+
+# Indexes into a load process's shared counters. LAG_US is the worst client lag since
+# the agent last reset it; BEATS grows while the process makes progress outside a run
+# (rows loaded, phases done, validation chunks): an agent sees a hung load by it.
+ACTIONS, ERRORS, SESSIONS, LAG_US, BEATS = 0, 1, 2, 3, 4
+COUNTERS = 5
