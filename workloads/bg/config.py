@@ -2,9 +2,24 @@
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
-from bgbench.workloads.bg.mixes import resolve_mix
+from bgbench.workloads.bg.mixes import (
+    ACTION_CODES,
+    MIX_ALIASES,
+    NAMED_MIXES,
+    SESSION_NAMES,
+    resolve_mix,
+)
+from bgbench.workloads.bg.session_defs import STEP_NAMES
+from bgbench.workloads.sessions import SessionDef, check_session
 
 # Unknown keys and non-finite numbers (inf, nan) are refused in every section.
 STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
@@ -30,7 +45,7 @@ class BGDatabaseConfig(BaseModel):
     ] = 0
     attrcount: Annotated[int, Field(ge=1, le=64, description="string attributes per member")] = 10
     attrlength: Annotated[int, Field(ge=1, le=10_000, description="length of each attribute")] = 100
-    insertimage: bool = Field(False, description="store a thumbnail and a profile image")
+    insertimage: bool = Field(default=False, description="store a thumbnail and a profile image")
     thumbnailsize: Annotated[int, Field(ge=1, description="thumbnail size in KB")] = 2
     imagesize: Annotated[int, Field(ge=1, description="profile image size in KB")] = 12
     commentlength: Annotated[int, Field(ge=1, le=10_000)] = 100
@@ -51,25 +66,56 @@ class BGWorkloadConfig(BaseModel):
 
     model_config = STRICT
 
+    # Before the mix, which may weight them (fields are validated in order).
+    sessions: dict[str, SessionDef] = Field(
+        default_factory=dict,
+        description="the user's sessions: name -> {states, start, end} "
+        "(bgbench.workloads.sessions; steps in workloads/bg/session_defs.py)",
+    )
     mix: str | dict[str, float] = Field(
-        "low", description="verylow, low, high (Table 3), sessions, or a table of weights"
+        default="low",
+        description="verylow, low, high (Table 3), sessions, or a table of weights of actions, "
+        "BG's sessions and the user's sessions",
     )
     zipfianmean: Annotated[
         float, Field(ge=0, lt=1, description="theta; rank i weighs i^-(1-theta)")
     ] = 0.27
     thinktime: Annotated[
-        float, Field(ge=0, le=DAY_MS, description="ms between actions of a session")
+        float,
+        Field(
+            ge=0, le=DAY_MS, description="ms between actions of a session (default of a transition)"
+        ),
     ] = 0
     interarrivaltime: Annotated[
         float, Field(ge=0, le=DAY_MS, description="ms between socialites emulated by a thread")
     ] = 0
-    exclusive: bool = Field(True, description="no two threads act as the same socialite at once")
+    exclusive: bool = Field(
+        default=True, description="no two threads act as the same socialite at once"
+    )
     topk: Annotated[int, Field(ge=1, le=1000)] = 5
+
+    @field_validator("sessions")
+    @classmethod
+    def _playable_sessions(cls, value: dict[str, SessionDef]) -> dict[str, SessionDef]:
+        for name, definition in value.items():
+            if name in ACTION_CODES or name in SESSION_NAMES:
+                raise ValueError(
+                    f"session {name!r}: the name of a built-in action or session: rename it"
+                )
+            if name in NAMED_MIXES or name in MIX_ALIASES:
+                raise ValueError(f"session {name!r}: the name of a named mix: rename it")
+            if not name.strip():
+                raise ValueError("a session has an empty name: give it a name")
+            check_session(name, definition, STEP_NAMES)
+        return value
 
     @field_validator("mix")
     @classmethod
-    def _known_mix(cls, value: str | dict[str, float]) -> str | dict[str, float]:
-        resolve_mix(value)
+    def _known_mix(
+        cls, value: str | dict[str, float], info: ValidationInfo
+    ) -> str | dict[str, float]:
+        if "sessions" in info.data:  # else they are invalid, said already: check them first
+            resolve_mix(value, info.data["sessions"])
         return value
 
 

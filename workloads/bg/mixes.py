@@ -1,23 +1,16 @@
 """Mixes of actions and sessions: the three of the paper's Table 3 by name, or custom ones.
 
-A mix maps a unit (an action code such as "VP", or a session name such as
-"ViewSelfProfileSession") to a weight; weights are normalised to probabilities.
+A mix maps a unit (an action code such as "VP", a session name such as
+"ViewSelfProfileSession", or the name of a session defined in the settings'
+`bg.workload.sessions`) to a weight; weights are normalised to probabilities.
 """
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from bgbench.workloads.bg.actions import Action
+from bgbench.workloads.bg.session_defs import BUILTIN_SESSIONS
 
-SESSION_NAMES = (
-    "ViewSelfProfileSession",
-    "ViewFrdProfileSession",
-    "PostCmtOnResSession",
-    "DeleteCmtOnResSession",
-    "InviteFrdSession",
-    "AcceptFrdReqSession",
-    "RejectFrdReqSession",
-    "ThawFrdshipSession",
-)
+SESSION_NAMES = tuple(BUILTIN_SESSIONS)
 
 ACTION_CODES = tuple(a.name for a in Action)
 
@@ -41,11 +34,12 @@ NAMED_MIXES: dict[str, dict[str, float]] = {
 MIX_ALIASES = {"0.1%": "verylow", "1%": "low", "10%": "high"}
 
 
-def resolve_mix(mix: str | Mapping[str, float]) -> dict[str, float]:
-    """Return the mix as normalised probabilities; raise ValueError naming what is wrong."""
+def resolve_mix(mix: str | Mapping[str, float], sessions: Collection[str] = ()) -> dict[str, float]:
+    """Return the mix as normalised probabilities; raise ValueError naming what is wrong.
+    `sessions` are the names of the user's sessions, which the mix may weight too."""
     if isinstance(mix, str):
         name = MIX_ALIASES.get(mix, mix)
-        if name in ACTION_CODES or name in SESSION_NAMES:
+        if name in ACTION_CODES or name in SESSION_NAMES or name in sessions:
             return {name: 1.0}  # one action or one session alone
         if name not in NAMED_MIXES:
             known = ", ".join(sorted(NAMED_MIXES))
@@ -57,10 +51,10 @@ def resolve_mix(mix: str | Mapping[str, float]) -> dict[str, float]:
     else:
         weights = dict(mix)
     for unit, weight in weights.items():
-        if unit not in ACTION_CODES and unit not in SESSION_NAMES:
+        if unit not in ACTION_CODES and unit not in SESSION_NAMES and unit not in sessions:
             raise ValueError(
-                f"unknown mix entry {unit!r}: use an action code ({', '.join(ACTION_CODES)}) "
-                "or a session name"
+                f"unknown mix entry {unit!r}: use an action code ({', '.join(ACTION_CODES)}), "
+                "a session name or a session defined in bg.workload.sessions"
             )
         if not weight >= 0:
             raise ValueError(f"mix weight of {unit} must be >= 0, got {weight}")

@@ -1,22 +1,32 @@
-"""The 11 actions with their target choices, and the 8 sessions of the paper (section D).
+"""The 11 actions with their target choices, the steps of sessions, and BG's units.
 
-An Actor plays sessions for one socialite loop (a task, or a thread driving the
+An Actor plays units for one socialite loop (a task, or a thread driving the
 coroutines of a blocking store without suspending). A unit of a mix is either one action
 (acted by a socialite on Zipfian-chosen targets) or a session. Each action gets an
 intended start: the session's arrival for its first action, then the end of the
 think time after the previous action. A unit with no valid target (no pending
 invitation to accept, say) performs fewer actions; one whose action failed ends
 there. The recorder counts what was performed.
+
+Sessions are data (bgbench.workloads.sessions): the 8 of the paper (section D) are
+definitions in workloads/bg/session_defs.py, which also documents the step vocabulary
+("VP(self)", "VCR(resource)", "IF", ...) that user sessions in `bg.workload.sessions`
+are written in. The steps below implement that vocabulary; `unit_table` compiles the
+user's sessions beside BG's. Single actions stay plain functions: no interpreter on
+their path.
 """
 
 import random
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from time import monotonic_ns
 from typing import Any
 
 from bgbench.workloads.bg.actions import Action
 from bgbench.workloads.bg.bookkeeping import FragmentState
+from bgbench.workloads.bg.config import BGWorkloadConfig
+from bgbench.workloads.bg.session_defs import BUILTIN_SESSIONS, STEP_NAMES
 from bgbench.workloads.bg.timed import TimedConnection
+from bgbench.workloads.sessions import Machine, SessionDef, Step
 
 
 class Actor:
@@ -30,6 +40,7 @@ class Actor:
         think_ms: float,
         topk: int,
         comment_text: Callable[[int, int], str],
+        units: "Mapping[str, UnitFn] | None" = None,
     ) -> None:
         self.conn = conn
         self.state = state
@@ -40,6 +51,7 @@ class Actor:
         self.think_ns = int(think_ms * 1_000_000)
         self.topk = topk
         self.comment_text = comment_text
+        self._units = UNITS if units is None else units
         self.sid = 0
         self.intended = 0
 
@@ -47,17 +59,26 @@ class Actor:
         self, unit: str, socialite: int, sid: int, arrival_ns: int
     ) -> Coroutine[Any, Any, Any]:
         self.sid, self.intended = sid, arrival_ns
-        return UNITS[unit](self, socialite)
+        return self._units[unit](self, socialite)
 
     # -- pacing ------------------------------------------------------------------
     async def pause(self) -> bool:
-        """Think between two actions of a session; False when the experiment is stopping.
-        The next action's intended start is when the think time ends, so a client that
-        wakes late counts its lateness in the response time."""
-        due = monotonic_ns() + self.think_ns
-        if not await self.think(self.think_s):
+        """Think between two actions of a session; False when the experiment is stopping."""
+        return await self.pause_for(None)
+
+    async def pause_for(self, seconds: float | None) -> bool:
+        """Think `seconds` (None: the workload's think time) between two actions of a
+        session; False when the experiment is stopping. The next action's intended start
+        is when the think time ends, so a client that wakes late counts its lateness in
+        the response time."""
+        if seconds is None:
+            seconds, pause_ns = self.think_s, self.think_ns
+        else:
+            pause_ns = int(seconds * 1e9)
+        due = monotonic_ns() + pause_ns
+        if not await self.think(seconds):
             return False
-        self.intended = due if self.think_ns else monotonic_ns()
+        self.intended = due if pause_ns else monotonic_ns()
         return True
 
     # -- actions -----------------------------------------------------------------
@@ -84,7 +105,7 @@ class Actor:
         b = self.state.reserve_invitee(a, self.draw)
         if b is None:
             return None
-        ok = await self.conn.invite_friend(a, b, self.sid, self.intended)
+        ok: bool = await self.conn.invite_friend(a, b, self.sid, self.intended)
         self.state.finish_invite(a, b, ok)
         return ok
 
@@ -92,6 +113,7 @@ class Actor:
         inviter = self.state.reserve_inviter(a, self.rng)
         if inviter is None:
             return None
+        ok: bool
         if accept:
             ok = await self.conn.accept_friend_request(inviter, a, self.sid, self.intended)
         else:
@@ -103,20 +125,20 @@ class Actor:
         f = self.state.reserve_friend(a, self.rng)
         if f is None:
             return None
-        ok = await self.conn.thaw_friendship(a, f, self.sid, self.intended)
+        ok: bool = await self.conn.thaw_friendship(a, f, self.sid, self.intended)
         self.state.finish_thaw(a, f, ok)
         return ok
 
     async def post(self, a: int, rid: int) -> bool:
         mid = self.state.new_comment_id(rid)
-        ok = await self.conn.post_comment(
+        ok: bool = await self.conn.post_comment(
             a, rid, mid, self.comment_text(rid, mid), self.sid, self.intended
         )
         self.state.finish_post(rid, mid, ok)
         return ok
 
     async def delete(self, rid: int, mid: int) -> bool:
-        ok = await self.conn.delete_comment(rid, mid, self.sid, self.intended)
+        ok: bool = await self.conn.delete_comment(rid, mid, self.sid, self.intended)
         self.state.finish_delete(ok)
         return ok
 
@@ -134,11 +156,15 @@ def unit_vp(actor: Actor, a: int) -> Coroutine[Any, Any, Any]:
 
 
 def unit_lf(actor: Actor, a: int) -> Coroutine[Any, Any, Any]:
-    return actor.conn.list_friends(a, actor.draw(), actor.sid, actor.intended)
+    read: Coroutine[Any, Any, Any] = actor.conn.list_friends(
+        a, actor.draw(), actor.sid, actor.intended
+    )
+    return read
 
 
 def unit_vfr(actor: Actor, a: int) -> Coroutine[Any, Any, Any]:
-    return actor.conn.view_friend_requests(a, actor.sid, actor.intended)
+    read: Coroutine[Any, Any, Any] = actor.conn.view_friend_requests(a, actor.sid, actor.intended)
+    return read
 
 
 async def unit_if(actor: Actor, a: int) -> None:
@@ -179,115 +205,206 @@ async def unit_dcr(actor: Actor, a: int) -> None:
         await actor.delete(*picked)
 
 
-# -- sessions (paper section D) ---------------------------------------------------------
-# Each step runs only if the previous one succeeded and the experiment is not stopping.
+# -- steps of sessions (the vocabulary of session_defs.py) --------------------------------
 
 
-async def _self_view(actor: Actor, a: int) -> bool:
-    """VP(a, a), VTR(a, a): the start of every session."""
-    return (
-        await actor.vp(a, a)
-        and await actor.pause()
-        and await actor.vtr(a, a)
-        and await actor.pause()
-    )
+class SessionContext:
+    """What the steps of one session share: the socialite `a` and the targets chosen so
+    far (None: not chosen yet)."""
+
+    __slots__ = ("a", "actor", "comment", "friend", "member", "reserved", "rid")
+
+    def __init__(self, actor: Actor, a: int) -> None:
+        self.actor = actor
+        self.a = a
+        self.friend: int | None = None
+        self.member: int | None = None
+        self.rid: int | None = None
+        self.comment: tuple[int, int] | None = None  # (rid, mid) on a's wall
+        self.reserved = False  # the comment is reserved, not deleted: give it back at the end
+
+    def the_friend(self) -> int | None:
+        # Targets come from BG's own picture of the fragment, never from the store's answer.
+        if self.friend is None:
+            self.friend = self.actor.state.random_friend(self.a, self.actor.rng)
+        return self.friend
+
+    def the_member(self) -> int:
+        if self.member is None:
+            self.member = self.actor.draw()
+        return self.member
+
+    def the_resource(self) -> int | None:
+        if self.rid is None:
+            self.rid = self.actor.random_wall_resource(self.the_member())
+        return self.rid
+
+    def own_comment(self) -> tuple[int, int] | None:
+        if self.comment is None:
+            self.comment = self.actor.state.reserve_comment(self.a, self.actor.rng)
+            self.reserved = self.comment is not None
+        return self.comment
 
 
-async def view_self_profile(actor: Actor, a: int) -> None:
-    if await actor.vp(a, a) and await actor.pause():
-        await actor.vtr(a, a)
+def release_comment(c: SessionContext) -> None:
+    """The cleanup of sessions with own-comment steps: a comment reserved and not deleted
+    goes back to BG's picture."""
+    if c.reserved and c.comment is not None:
+        c.reserved = False
+        c.actor.state.release_comment(*c.comment)
 
 
-async def view_friend_profile(actor: Actor, a: int) -> None:
-    if not await _self_view(actor, a):
-        return
-    if not await actor.lf(a, a) or not await actor.pause():
-        return
-    # Targets come from BG's own picture of the fragment, never from the store's answer.
-    b = actor.state.random_friend(a, actor.rng)
-    if b is not None and await actor.vp(a, b) and await actor.pause():
-        await actor.vtr(a, b)
+# Each step is one coroutine awaiting the timed call itself: no call in between.
+async def _vp_self(c: SessionContext) -> bool:
+    x = c.actor
+    return await x.conn.view_profile(c.a, c.a, x.sid, x.intended) is not None
 
 
-async def post_comment_on_resource(actor: Actor, a: int) -> None:
-    if not await _self_view(actor, a):
-        return
-    b = actor.draw()
-    if not (await actor.vp(a, b) and await actor.pause()):
-        return
-    if not await actor.vtr(a, b) or not await actor.pause():
-        return
-    rid = actor.random_wall_resource(b)
-    if (
-        rid is not None
-        and await actor.vcr(a, rid)
-        and await actor.pause()
-        and await actor.post(a, rid)
-        and await actor.pause()
-    ):
-        await actor.vcr(a, rid)
+async def _vtr_self(c: SessionContext) -> bool:
+    x = c.actor
+    return await x.conn.view_top_k_resources(c.a, c.a, x.topk, x.sid, x.intended) is not None
 
 
-async def delete_comment_on_resource(actor: Actor, a: int) -> None:
-    if not await _self_view(actor, a):
-        return
-    picked = actor.state.reserve_comment(a, actor.rng)
+async def _lf_self(c: SessionContext) -> bool:
+    x = c.actor
+    return await x.conn.list_friends(c.a, c.a, x.sid, x.intended) is not None
+
+
+async def _vfr_self(c: SessionContext) -> bool:
+    x = c.actor
+    return await x.conn.view_friend_requests(c.a, x.sid, x.intended) is not None
+
+
+async def _vp_friend(c: SessionContext) -> bool | None:
+    b = c.the_friend()
+    if b is None:
+        return None
+    x = c.actor
+    return await x.conn.view_profile(c.a, b, x.sid, x.intended) is not None
+
+
+async def _vtr_friend(c: SessionContext) -> bool | None:
+    b = c.the_friend()
+    if b is None:
+        return None
+    x = c.actor
+    return await x.conn.view_top_k_resources(c.a, b, x.topk, x.sid, x.intended) is not None
+
+
+async def _lf_friend(c: SessionContext) -> bool | None:
+    b = c.the_friend()
+    if b is None:
+        return None
+    x = c.actor
+    return await x.conn.list_friends(c.a, b, x.sid, x.intended) is not None
+
+
+async def _vp_member(c: SessionContext) -> bool:
+    b = c.the_member()
+    x = c.actor
+    return await x.conn.view_profile(c.a, b, x.sid, x.intended) is not None
+
+
+async def _vtr_member(c: SessionContext) -> bool:
+    b = c.the_member()
+    x = c.actor
+    return await x.conn.view_top_k_resources(c.a, b, x.topk, x.sid, x.intended) is not None
+
+
+async def _lf_member(c: SessionContext) -> bool:
+    b = c.the_member()
+    x = c.actor
+    return await x.conn.list_friends(c.a, b, x.sid, x.intended) is not None
+
+
+async def _vcr_resource(c: SessionContext) -> bool | None:
+    rid = c.the_resource()
+    if rid is None:
+        return None
+    x = c.actor
+    return await x.conn.view_comments(c.a, rid, x.sid, x.intended) is not None
+
+
+async def _pcr_resource(c: SessionContext) -> bool | None:
+    rid = c.the_resource()
+    return None if rid is None else await c.actor.post(c.a, rid)
+
+
+async def _vcr_own_comment(c: SessionContext) -> bool | None:
+    picked = c.own_comment()
     if picked is None:
-        return
-    rid, mid = picked
-    if not (await actor.vcr(a, rid) and await actor.pause()):
-        actor.state.release_comment(rid, mid)
-        return
-    if await actor.delete(rid, mid) and await actor.pause():
-        await actor.vcr(a, rid)
+        return None
+    x = c.actor
+    return await x.conn.view_comments(c.a, picked[0], x.sid, x.intended) is not None
 
 
-async def invite_friend(actor: Actor, a: int) -> None:
-    if not await _self_view(actor, a):
-        return
-    if not await actor.lf(a, a) or not await actor.pause():
-        return
-    if await actor.invite(a) and await actor.pause():
-        await actor.vfr(a)
+async def _dcr_own_comment(c: SessionContext) -> bool | None:
+    if not c.reserved:
+        c.comment = None  # the session's comment is deleted already: reserve another
+    picked = c.own_comment()
+    if picked is None:
+        return None
+    c.reserved = False  # from here its fate is the delete's, whatever happens
+    return await c.actor.delete(*picked)
 
 
-async def _answer_session(actor: Actor, a: int, accept: bool) -> None:
-    if not await _self_view(actor, a):
-        return
-    if (
-        not await actor.lf(a, a)
-        or not await actor.pause()
-        or not await actor.vfr(a)
-        or not await actor.pause()
-    ):
-        return
-    if (
-        await actor.answer(a, accept)
-        and await actor.pause()
-        and await actor.vfr(a)
-        and await actor.pause()
-    ):
-        await actor.lf(a, a)
+async def _if(c: SessionContext) -> bool | None:
+    return await c.actor.invite(c.a)
 
 
-async def accept_friend_request(actor: Actor, a: int) -> None:
-    await _answer_session(actor, a, accept=True)
+async def _afr(c: SessionContext) -> bool | None:
+    return await c.actor.answer(c.a, accept=True)
 
 
-async def reject_friend_request(actor: Actor, a: int) -> None:
-    await _answer_session(actor, a, accept=False)
+async def _rfr(c: SessionContext) -> bool | None:
+    return await c.actor.answer(c.a, accept=False)
 
 
-async def thaw_friendship(actor: Actor, a: int) -> None:
-    if not await _self_view(actor, a):
-        return
-    if not await actor.lf(a, a) or not await actor.pause():
-        return
-    if await actor.thaw(a) and await actor.pause():
-        await actor.lf(a, a)
+async def _tf(c: SessionContext) -> bool | None:
+    return await c.actor.thaw(c.a)
 
 
-UNITS: dict[str, Callable[[Actor, int], Coroutine[Any, Any, Any]]] = {
+STEPS: dict[str, Step[SessionContext]] = {
+    "VP(self)": _vp_self,
+    "VTR(self)": _vtr_self,
+    "LF(self)": _lf_self,
+    "VFR(self)": _vfr_self,
+    "VP(friend)": _vp_friend,
+    "VTR(friend)": _vtr_friend,
+    "LF(friend)": _lf_friend,
+    "VP(member)": _vp_member,
+    "VTR(member)": _vtr_member,
+    "LF(member)": _lf_member,
+    "VCR(resource)": _vcr_resource,
+    "PCR(resource)": _pcr_resource,
+    "VCR(own comment)": _vcr_own_comment,
+    "DCR(own comment)": _dcr_own_comment,
+    "IF": _if,
+    "AFR": _afr,
+    "RFR": _rfr,
+    "TF": _tf,
+}
+assert tuple(STEPS) == STEP_NAMES, "session_defs.STEP_NAMES and STEPS must agree"
+
+
+UnitFn = Callable[[Actor, int], Coroutine[Any, Any, Any]]
+
+
+_RESERVING = frozenset({"VCR(own comment)", "DCR(own comment)"})  # may hold a comment
+
+
+def session_unit(name: str, definition: SessionDef) -> UnitFn:
+    """A session definition as a unit of a mix; ValueError (one line) if it is not valid."""
+    holds = any(definition.step_of(s) in _RESERVING for s in definition.states)
+    play = Machine(name, definition, STEPS, cleanup=release_comment if holds else None).play
+
+    def unit(actor: Actor, a: int) -> Coroutine[Any, Any, Any]:
+        return play(SessionContext(actor, a), actor.rng, actor.pause_for)
+
+    return unit
+
+
+UNITS: dict[str, UnitFn] = {
     Action.VP.name: unit_vp,
     Action.LF.name: unit_lf,
     Action.VFR.name: unit_vfr,
@@ -299,12 +416,13 @@ UNITS: dict[str, Callable[[Actor, int], Coroutine[Any, Any, Any]]] = {
     Action.VCR.name: unit_vcr,
     Action.PCR.name: unit_pcr,
     Action.DCR.name: unit_dcr,
-    "ViewSelfProfileSession": view_self_profile,
-    "ViewFrdProfileSession": view_friend_profile,
-    "PostCmtOnResSession": post_comment_on_resource,
-    "DeleteCmtOnResSession": delete_comment_on_resource,
-    "InviteFrdSession": invite_friend,
-    "AcceptFrdReqSession": accept_friend_request,
-    "RejectFrdReqSession": reject_friend_request,
-    "ThawFrdshipSession": thaw_friendship,
+    **{name: session_unit(name, d) for name, d in BUILTIN_SESSIONS.items()},
 }
+
+
+def unit_table(workload: BGWorkloadConfig) -> dict[str, UnitFn]:
+    """BG's units (single actions and its 8 sessions) and the workload's own sessions."""
+    table = dict(UNITS)
+    for name, definition in workload.sessions.items():
+        table[name] = session_unit(name, definition)
+    return table
