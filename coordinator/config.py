@@ -1,11 +1,14 @@
 """The one typed config: defaults, overridden by a TOML/YAML file, overridden by flags.
 
-Flags reach any field by its dotted path (`-p bg.database.usercount=5000`) or by
-BG's own parameter name (`-p usercount=5000`).
+Flags reach any field by its dotted path (`-p bg.database.usercount=5000`) or by the
+workload's own parameter name (`-p usercount=5000`). The workload (`workload.name`,
+default bg) brings its settings section, under its own name: the settings model of a
+rating is Settings plus that one section (`settings_model`).
 """
 
 import json
 import tomllib
+from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -15,6 +18,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    create_model,
     field_serializer,
     field_validator,
     model_validator,
@@ -22,7 +26,7 @@ from pydantic import (
 
 from bgbench.coordinator.redaction import REDACTED, redact_options
 from bgbench.errors import UserError
-from bgbench.workloads.bg.config import BGConfig
+from bgbench.workloads import registry
 
 # Every section refuses unknown keys and non-finite numbers (inf, nan pass JSON and TOML).
 STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
@@ -99,7 +103,12 @@ class AgentsConfig(BaseModel):
         "retry the experiment on the agents that answer (restarted ones rejoin)",
     )
     heartbeat_timeout: Annotated[
-        float, Field(gt=0, description="an agent silent this long (s) has failed")
+        float,
+        Field(
+            gt=0,
+            description="an agent silent this long (s), or a load process of it making no "
+            "progress this long while loading, readying or validating, has failed",
+        ),
     ] = 5.0
     local: Annotated[int, Field(ge=1, le=64, description="local agents to spawn")] = 2
     processes: Annotated[int, Field(ge=1, le=64)] | Literal["auto"] = Field(
@@ -215,10 +224,22 @@ class ModelConfig(BaseModel):
     workers: Annotated[int, Field(ge=1, le=1024)] = 2
 
 
-class Settings(BaseModel):
+class WorkloadChoice(BaseModel):
     model_config = STRICT
 
-    bg: BGConfig = BGConfig()
+    name: str = Field(
+        registry.DEFAULT_WORKLOAD, description="the workload to run (see `bgbench stores`)"
+    )
+
+
+class Settings(BaseModel):
+    """The generic sections. A rating's settings are an instance of `settings_model(name)`,
+    which adds the workload's own section under its name; `Settings.model_validate`
+    picks that model from `workload.name`."""
+
+    model_config = STRICT
+
+    workload: WorkloadChoice = WorkloadChoice()
     store: StoreConfig = StoreConfig()
     run: RunConfig = RunConfig()
     agents: AgentsConfig = AgentsConfig()
@@ -227,28 +248,57 @@ class Settings(BaseModel):
     model: ModelConfig = ModelConfig()
     results_dir: Path = Field(Path("results"), description="where experiments are recorded")
 
+    @property
+    def workload_config(self) -> BaseModel:
+        """The workload's own settings section."""
+        section: BaseModel = getattr(self, self.workload.name)
+        return section
 
-# BG's parameter names (paper Table 2 and the BG client) and where they live here.
-BG_PARAMETERS = {
-    **{
-        name: f"bg.database.{name}"
-        for name in (
-            "usercount",
-            "friendcountperuser",
-            "resourcecountperuser",
-            "confperc",
-            "insertimage",
-            "imagesize",
-            "commentcountperresource",
-            "attrcount",
-            "attrlength",
+    @classmethod
+    def model_validate(cls, obj: Any, *args: Any, **kwargs: Any) -> "Settings":
+        if cls is Settings:
+            return settings_model(workload_name(obj)).model_validate(obj, *args, **kwargs)
+        return super().model_validate(obj, *args, **kwargs)
+
+
+def workload_name(data: Any) -> str:
+    """The workload a raw settings table names (the default when it names none)."""
+    choice = data.get("workload") if isinstance(data, dict) else None
+    name = choice.get("name") if isinstance(choice, dict) else None
+    if name is None:
+        return registry.DEFAULT_WORKLOAD
+    known = registry.workload_names()
+    if name not in known:
+        raise UserError(
+            f"invalid config: workload.name: unknown workload {name!r}; use one of "
+            f"{', '.join(known)}"
         )
-    },
-    **{name: f"bg.workload.{name}" for name in ("zipfianmean", "thinktime", "interarrivaltime")},
+    return str(name)
+
+
+@cache
+def settings_model(name: str) -> type[Settings]:
+    """Settings plus the section of workload `name`, under its name."""
+    workload = registry.get(name)
+    if name in Settings.model_fields:
+        raise UserError(f"workload {name!r} is named like a settings section: rename it")
+    section: Any = (workload.config_model, Field(default_factory=workload.config_model))
+    model: type[Settings] = create_model(f"Settings_{name}", __base__=Settings, **{name: section})
+    return model
+
+
+def default_settings() -> Settings:
+    return Settings.model_validate({})
+
+
+# The run section's parameters by BG's names (paper Table 2 and the BG client).
+RUN_PARAMETERS = {
     "threadcount": "run.threadcount",
     "maxexecutiontime": "run.maxexecutiontime",
     "operationcount": "run.operationcount",
 }
+# `-p workload.scale=N` (and `--users N`) sets the workload's database size.
+SCALE_OVERRIDE = "workload.scale"
 
 
 def final_duration(settings: "Settings") -> float:
@@ -286,7 +336,7 @@ def parse_override(text: str) -> tuple[str, Any]:
     if "=" not in text:
         raise UserError(f"parameter {text!r} must look like name=value")
     name, raw = text.split("=", 1)
-    name = BG_PARAMETERS.get(name.strip(), name.strip())
+    name = RUN_PARAMETERS.get(name.strip(), name.strip())
     try:
         value = json.loads(raw)
     except json.JSONDecodeError:
@@ -309,7 +359,16 @@ def set_path(data: dict[str, Any], dotted: str, value: Any) -> None:
 
 def load_settings(file: Path | None, overrides: list[tuple[str, Any]]) -> Settings:
     data = read_file(file) if file else {}
+    choice = [v for d, v in overrides if d == "workload.name"]
+    if choice:
+        set_path(data, "workload.name", choice[-1])
+    name = workload_name(data)
+    aliases = registry.get(name).aliases
     for dotted, value in overrides:
+        if dotted == SCALE_OVERRIDE:
+            dotted = f"{name}.{registry.get(name).scale_parameter}"
+        elif dotted in aliases:
+            dotted = f"{name}.{aliases[dotted]}"
         set_path(data, dotted, value)
     try:
         settings = Settings.model_validate(data)

@@ -35,7 +35,7 @@ def _counts(h: HdrHistogram) -> np.ndarray:
 
 def share_within(h: HdrHistogram, bound_us: float) -> float:
     """Percent of recorded values at or below the bound (to the histogram's precision)."""
-    total = h.get_total_count()
+    total: int = h.get_total_count()
     if total == 0:
         return 100.0
     lowest, _, _ = _bucket_values(h.counts_len)

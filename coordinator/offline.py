@@ -16,6 +16,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -33,7 +34,8 @@ from bgbench.validation.logset import (
     validate_stored,
 )
 from bgbench.validation.runner import RunInfo, validate_logs
-from bgbench.workloads.bg.actions import ITEM_NAMES, Action
+from bgbench.worker.engine import WORKLOAD_FILE
+from bgbench.workloads import registry
 
 SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)?\s*$", re.IGNORECASE)
 UNITS = {"": 1, "b": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
@@ -60,12 +62,16 @@ class OfflineReport:
     item_names: dict[int, str] = field(default_factory=dict)
     action_names: dict[int, str] = field(default_factory=dict)
     malformed: list[str] = field(default_factory=list)
-    experiments: list[dict] = field(default_factory=list)  # bgbench logs: counts per experiment
+    # bgbench logs: counts per experiment
+    experiments: list[dict[str, Any]] = field(default_factory=list)
     unfinished: list[Unfinished] = field(default_factory=list)  # logs skipped, never closed
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         r = self.result
-        name = lambda names, k: names.get(k, str(k))  # noqa: E731
+
+        def name(names: dict[int, str], k: int) -> str:
+            return names.get(k, str(k))
+
         return {
             "source": self.source,
             "directory": self.directory,
@@ -137,6 +143,17 @@ def validate_directory(
         raise UserError(str(exc)) from None  # each names its file (and byte offset in a log)
 
 
+def _names_of(log_dir: Path) -> tuple[dict[int, str], dict[int, str]]:
+    """Item and action names of the workload whose engine wrote the logs (it leaves its
+    name beside them); numbers when the workload is not installed here."""
+    try:
+        name = (log_dir / WORKLOAD_FILE).read_text(encoding="utf-8").strip()
+        workload = registry.get(name)
+    except (OSError, UserError):
+        return {}, {}
+    return dict(workload.items), dict(workload.actions)
+
+
 def _validate_bgbench(
     directory: Path,
     budget_bytes: int,
@@ -168,16 +185,15 @@ def _validate_bgbench(
         result,
         info,
         time.perf_counter() - t0,
-        {int(k): v for k, v in ITEM_NAMES.items()},
-        {a.value: a.name for a in Action},
+        *_names_of(logs[0].path.parent),
         experiments=per_experiment(outcomes),
         unfinished=unfinished,
     )
 
 
 def _validate_bg(
-    directory, budget_bytes, workers, initial_csv, initial_default, keep_reads,
-    allow_malformed, t0,
+    directory: Path, budget_bytes: int, workers: int | None, initial_csv: Path | None,
+    initial_default: int | None, keep_reads: bool, allow_malformed: bool, t0: float,
 ) -> OfflineReport:  # fmt: skip
     if initial_csv is None and initial_default is None:
         raise UserError(

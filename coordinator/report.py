@@ -1,6 +1,7 @@
 """Human-readable output of experiments (rich), and the live progress view."""
 
 import time
+from typing import TYPE_CHECKING, Any
 
 from hdrh.histogram import HdrHistogram
 from rich.console import Console, Group
@@ -10,9 +11,19 @@ from rich.text import Text
 
 from bgbench.coordinator.config import Settings
 from bgbench.coordinator.experiment import ExperimentResult
-from bgbench.coordinator.metrics import decode, new_histogram, percentile
+from bgbench.coordinator.metrics import decode, percentile
+from bgbench.protos import new_histogram
 from bgbench.protos import worker_pb2 as pb
-from bgbench.workloads.bg.actions import ACTION_NAMES, Action
+from bgbench.workloads import registry
+
+if TYPE_CHECKING:
+    from bgbench.coordinator.rating import RatingSummary
+
+
+def action_titles(settings: Settings) -> dict[str, str]:
+    """Short action name -> its title, as the workload names them (VP -> View Profile)."""
+    workload = registry.get(settings.workload.name)
+    return {name: workload.action_titles.get(code, name) for code, name in workload.actions.items()}
 
 
 def _ms(v: float) -> str:
@@ -62,9 +73,10 @@ def render(result: ExperimentResult, settings: Settings) -> Group:
     actions = Table(title="per action (response time = end - intended start)", title_justify="left")
     for col in ("action", "count", "errors", "p50 ms", "p95 ms", "p99 ms", "max ms", "≤ β %"):
         actions.add_column(col, justify="left" if col == "action" else "right")
+    titles = action_titles(settings)
     for a in result.per_action:
         actions.add_row(
-            f"{a.action} {ACTION_NAMES[Action[a.action]]}",
+            f"{a.action} {titles.get(a.action, '')}".rstrip(),
             f"{a.count:,}",
             f"{a.errors:,}",
             _ms(a.response.p50_ms),
@@ -73,6 +85,12 @@ def render(result: ExperimentResult, settings: Settings) -> Group:
             _ms(a.response.max_ms),
             f"{a.within_percent:.2f}",
         )
+
+    units = Table(title="units of the mix played (actions and sessions)", title_justify="left")
+    units.add_column("unit", justify="left")
+    units.add_column("played", justify="right")
+    for unit, n in sorted(getattr(result, "per_unit", {}).items(), key=lambda kv: -kv[1]):
+        units.add_row(unit, f"{n:,}")
 
     agents = Table(title="per agent (the SLA is judged on each)", title_justify="left")
     for col in (
@@ -102,7 +120,7 @@ def render(result: ExperimentResult, settings: Settings) -> Group:
                 f"{o.address}: {e['count']} x {e['action']} {e['type']}: {e['sample']}\n",
                 style="red",
             )
-    return Group(head, actions, agents, notes)
+    return Group(head, actions, *([units] if units.row_count else []), agents, notes)
 
 
 class LiveProgress:
@@ -196,7 +214,7 @@ def experiment_line(phase: str, r: ExperimentResult, settings: Settings) -> str:
     )
 
 
-def _experiments_table(experiments: list[dict], settings: Settings) -> Table:
+def _experiments_table(experiments: list[dict[str, Any]], settings: Settings) -> Table:
     t = Table(title="experiments, in the order they ran", title_justify="left")
     for col in ("#", "phase", "T", "s", "actions/s", "≤ β %", "unpredictable %", "verdict"):
         t.add_column(col, justify="left" if col in ("phase", "verdict") else "right")
@@ -215,7 +233,9 @@ def _experiments_table(experiments: list[dict], settings: Settings) -> Table:
     return t
 
 
-def render_rating(summary, experiments: list[dict], settings: Settings) -> Group:
+def render_rating(
+    summary: "RatingSummary", experiments: list[dict[str, Any]], settings: Settings
+) -> Group:
     sla = settings.sla
     head = Text()
     head.append(f"Rating {summary.rating_id}", style="bold")
@@ -245,7 +265,7 @@ def render_rating(summary, experiments: list[dict], settings: Settings) -> Group
     return Group(head, _experiments_table(experiments, settings))
 
 
-def render_ratings(rows: list[dict]) -> Table:
+def render_ratings(rows: list[dict[str, Any]]) -> Table:
     t = Table(title="ratings", title_justify="left")
     for col in ("id", "created", "status", "store", "SoAR", "at T", "Socialites", "experiments"):
         t.add_column(col)
@@ -263,7 +283,9 @@ def render_ratings(rows: list[dict]) -> Table:
     return t
 
 
-def render_record(record: dict, experiments: list[dict], settings: Settings) -> Group:
+def render_record(
+    record: dict[str, Any], experiments: list[dict[str, Any]], settings: Settings
+) -> Group:
     head = Text()
     head.append(f"Rating {record['id']}", style="bold")
     head.append(f" ({record['status']}) of {record['store']}, created {record['created']}\n")
@@ -276,7 +298,7 @@ def render_record(record: dict, experiments: list[dict], settings: Settings) -> 
     return Group(head, _experiments_table(experiments, settings))
 
 
-def render_validation(d: dict) -> Group:
+def render_validation(d: dict[str, Any]) -> Group:
     head = Text()
     head.append(f"Validation of {d['directory']}", style="bold")
     head.append(f" ({d['source']} logs, {d['logs']} files")

@@ -20,6 +20,7 @@ from bgbench.coordinator.experiment import ExperimentResult
 from bgbench.coordinator.redaction import redact_config
 from bgbench.coordinator.search.memo import Outcome
 from bgbench.errors import UserError
+from bgbench.workloads.registry import DEFAULT_WORKLOAD
 
 DB_NAME = "bgbench.sqlite"
 SCHEMA = """
@@ -38,7 +39,9 @@ CREATE TABLE IF NOT EXISTS ratings (
     socialites INTEGER,
     summary_json TEXT,
     message TEXT NOT NULL DEFAULT '',
-    cwd TEXT                       -- where the coordinator started it (relative paths)
+    cwd TEXT,                      -- where the coordinator started it (relative paths)
+    workload TEXT NOT NULL DEFAULT 'bg',
+    workload_config_json TEXT NOT NULL DEFAULT '{}'  -- the workload's own settings section
 );
 CREATE TABLE IF NOT EXISTS experiments (
     rating_id TEXT NOT NULL REFERENCES ratings(id),
@@ -53,13 +56,52 @@ CREATE TABLE IF NOT EXISTS experiments (
     reasons TEXT NOT NULL,
     result_json TEXT NOT NULL,
     created TEXT NOT NULL,
+    workload TEXT NOT NULL DEFAULT 'bg',
+    workload_config_json TEXT NOT NULL DEFAULT '{}',
     PRIMARY KEY (rating_id, seq)
 );
 """
 EXPERIMENT_COLUMNS = (
     "rating_id", "seq", "phase", "threads", "duration_s", "status", "actions_per_s",
-    "within_percent", "unpredictable_percent", "reasons", "created",
+    "within_percent", "unpredictable_percent", "reasons", "created", "workload",
 )  # fmt: skip
+EXPERIMENT_COLUMNS_ALL = (
+    "rating_id", "seq", "phase", "threads", "duration_s", "status", "actions_per_s",
+    "within_percent", "unpredictable_percent", "reasons", "result_json", "created", "workload",
+    "workload_config_json",
+)  # fmt: skip
+
+
+def workload_of(config_json: str) -> tuple[str, str]:
+    """The workload a rating's settings name, and its settings section as JSON."""
+    data = json.loads(config_json)
+    name = str((data.get("workload") or {}).get("name") or DEFAULT_WORKLOAD)
+    return name, json.dumps(data.get(name, {}))
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    """Bring a results store written by an older bgbench up to this schema, in place."""
+    ratings = {r["name"] for r in db.execute("PRAGMA table_info(ratings)")}
+    if "cwd" not in ratings:  # from before resumes knew where a rating started
+        db.execute("ALTER TABLE ratings ADD COLUMN cwd TEXT")
+    if "workload" in ratings:
+        return
+    # From before workloads were named: every rating was BG's, its section under "bg".
+    for table in ("ratings", "experiments"):
+        db.execute(f"ALTER TABLE {table} ADD COLUMN workload TEXT NOT NULL DEFAULT 'bg'")
+        db.execute(
+            f"ALTER TABLE {table} ADD COLUMN workload_config_json TEXT NOT NULL DEFAULT '{{}}'"
+        )
+    for row in db.execute("SELECT id, config_json FROM ratings").fetchall():
+        name, section = workload_of(row["config_json"])
+        db.execute(
+            "UPDATE ratings SET workload = ?, workload_config_json = ? WHERE id = ?",
+            (name, section, row["id"]),
+        )
+        db.execute(
+            "UPDATE experiments SET workload = ?, workload_config_json = ? WHERE rating_id = ?",
+            (name, section, row["id"]),
+        )
 
 
 def _now() -> str:
@@ -84,9 +126,7 @@ class ResultsStore:
             results_dir.mkdir(parents=True, exist_ok=True)
             with self._db() as db:
                 db.executescript(SCHEMA)
-                columns = {r["name"] for r in db.execute("PRAGMA table_info(ratings)")}
-                if "cwd" not in columns:  # a results store from before resumes knew it
-                    db.execute("ALTER TABLE ratings ADD COLUMN cwd TEXT")
+                _migrate(db)
         except (OSError, sqlite3.DatabaseError) as exc:
             raise UserError(f"results store {self.path} cannot be used: {exc}") from None
 
@@ -112,21 +152,30 @@ class ResultsStore:
     def start_rating(
         self, rating_id: str, objective: str, store: str, config_json: str, cwd: str = ""
     ) -> None:
+        workload, section = workload_of(config_json)
         with self._db() as db:
             db.execute(
                 "INSERT INTO ratings (id, created, updated, status, objective, store, config_json,"
-                " cwd) VALUES (?, ?, ?, 'running', ?, ?, ?, ?)",
-                (rating_id, _now(), _now(), objective, store, config_json, cwd or None),
-            )
+                " cwd, workload, workload_config_json)"
+                " VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?)",
+                (
+                    rating_id, _now(), _now(), objective, store, config_json, cwd or None,
+                    workload, section,
+                ),
+            )  # fmt: skip
 
     def update_config(self, rating_id: str, config_json: str) -> None:
+        workload, section = workload_of(config_json)
         with self._db() as db:
             db.execute(
-                "UPDATE ratings SET config_json = ?, updated = ? WHERE id = ?",
-                (config_json, _now(), rating_id),
+                "UPDATE ratings SET config_json = ?, workload = ?, workload_config_json = ?, "
+                "updated = ? WHERE id = ?",
+                (config_json, workload, section, _now(), rating_id),
             )
 
-    def set_hosts(self, rating_id: str, hosts: list[dict], versions: dict) -> None:
+    def set_hosts(
+        self, rating_id: str, hosts: list[dict[str, Any]], versions: dict[str, str]
+    ) -> None:
         with self._db() as db:
             db.execute(
                 "UPDATE ratings SET hosts_json = ?, versions_json = ?, updated = ? WHERE id = ?",
@@ -140,7 +189,7 @@ class ResultsStore:
         soar: float | None,
         soar_threads: int | None,
         socialites: int | None,
-        summary: dict | None,
+        summary: dict[str, Any] | None,
         message: str = "",
     ) -> None:
         with self._db() as db:
@@ -177,12 +226,17 @@ class ResultsStore:
                 "SELECT coalesce(max(seq), 0) + 1 FROM experiments WHERE rating_id = ?",
                 (rating_id,),
             ).fetchone()[0]
+            rating = db.execute(
+                "SELECT workload, workload_config_json FROM ratings WHERE id = ?", (rating_id,)
+            ).fetchone()
+            workload, section = (rating[0], rating[1]) if rating else (DEFAULT_WORKLOAD, "{}")
             db.execute(
-                "INSERT INTO experiments VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO experiments ({', '.join(EXPERIMENT_COLUMNS_ALL)}) "
+                f"VALUES ({', '.join('?' * len(EXPERIMENT_COLUMNS_ALL))})",
                 (
                     rating_id, seq, phase, result.threads, result.duration_s, status,
                     result.actions_per_s, result.within_percent, result.unpredictable_percent,
-                    reasons_of(result), json.dumps(asdict(result)), _now(),
+                    reasons_of(result), json.dumps(asdict(result)), _now(), workload, section,
                 ),
             )  # fmt: skip
             db.execute("UPDATE ratings SET updated = ? WHERE id = ?", (_now(), rating_id))
@@ -216,6 +270,7 @@ class ResultsStore:
             full["hosts"] = json.loads(full.pop("hosts_json"))
             full["versions"] = json.loads(full.pop("versions_json"))
             full["summary"] = json.loads(full.pop("summary_json") or "null")
+            full["workload_config"] = json.loads(full.pop("workload_config_json"))
             full["experiments"] = [
                 {**row, "result": json.loads(e["result_json"])}
                 for row, e in zip(rows, self.experiments(rating_id), strict=True)

@@ -13,17 +13,16 @@ import os
 
 from bgbench.coordinator.config import Settings
 from bgbench.coordinator.preflight import MODEL_STORE
+from bgbench.workloads import registry
 
 THREADS_PER_PROCESS = 64
 PROCESSES_PER_CORE = 4
 
 
-def store_concurrency(store: str) -> str:
-    from bgbench.workloads.bg.store import binding_class, store_names
-
-    if store not in store_names():
+def store_concurrency(workload: str, store: str) -> str:
+    if store not in registry.store_names(workload):
         return "threads"  # the store check names the unknown store
-    return str(getattr(binding_class(store), "concurrency", "threads"))
+    return str(getattr(registry.binding_class(workload, store), "concurrency", "threads"))
 
 
 def resolve_local_layout(settings: Settings, threads: int | None) -> None:
@@ -42,7 +41,7 @@ def resolve_local_layout(settings: Settings, threads: int | None) -> None:
     processes = share
     if threads is not None:
         per_agent = -(-threads // a.local)
-        if store_concurrency(settings.store.name) == "threads":
+        if store_concurrency(settings.workload.name, settings.store.name) == "threads":
             wanted = -(-per_agent // THREADS_PER_PROCESS)
             processes = min(PROCESSES_PER_CORE * share, max(share, wanted))
         processes = max(1, min(processes, threads // a.local))
