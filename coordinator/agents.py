@@ -1,5 +1,6 @@
 """Reaching worker agents: spawning local ones, and a client with a deadline on every call."""
 
+import contextlib
 import os
 import re
 import socket
@@ -7,6 +8,7 @@ import ssl
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +17,7 @@ from typing import Any
 import grpc
 import psutil
 
+from bgbench.coordinator.faults import Liveness, LivenessFault
 from bgbench.errors import SystemFault, UserError
 from bgbench.protos import AGENT_READY_LINE as READY_LINE
 from bgbench.protos import PROTOCOL_VERSION, bearer
@@ -26,6 +29,16 @@ PREPARE_TIMEOUT_S = 3600.0
 VALIDATE_TIMEOUT_S = 3600.0
 RUN_SLACK_S = 120.0  # beyond the duration, for stopping and flushing logs
 TLS_PROBE_TIMEOUT_S = 2.0
+HEARTBEAT_TIMEOUT_S = 5.0  # agents.heartbeat_timeout's default
+CHILD_GRACE_S = 2.0  # a closed local agent's load processes get this long to end with it
+PREPARE_DOING = {
+    pb.PREPARE_SCHEMA_AND_LOAD: "loading",
+    pb.PREPARE_SCHEMA: "creating the schema",
+    pb.PREPARE_LOAD: "loading",
+    pb.PREPARE_READY: "readying the fragments",
+}
+# gRPC codes of a Status call an agent did not answer (any other is an answer: a refusal)
+UNANSWERED = (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE)
 
 
 def _raise(error: pb.Error, address: str) -> None:
@@ -46,8 +59,18 @@ class Credentials:
 
 
 class AgentClient:
-    def __init__(self, address: str, credentials: Credentials | None = None) -> None:
+    """Every unary call is watched: while it runs the agent is asked for its Status about
+    every second, so one that froze, died or whose load stopped progressing fails the call
+    within `heartbeat_timeout` (faults.Liveness), whatever the call's own deadline."""
+
+    def __init__(
+        self,
+        address: str,
+        credentials: Credentials | None = None,
+        heartbeat_timeout: float = HEARTBEAT_TIMEOUT_S,
+    ) -> None:
         self.address = address
+        self.heartbeat_timeout = heartbeat_timeout
         creds = credentials or Credentials()
         if creds.ca is not None:
             options = (
@@ -64,50 +87,102 @@ class AgentClient:
         self.metadata = bearer(creds.token) if creds.token else ()
         self.stub = pb_grpc.WorkerStub(self.channel)
         self.facts: pb.HandshakeReply | None = None
-        self.current_run: Any = None
+        self._calls: set[Any] = set()  # in flight: grpc futures and run streams
+        self._calls_lock = threading.Lock()
 
-    def cancel_run(self) -> None:
-        if self.current_run is not None:
-            self.current_run.cancel()
+    def cancel(self) -> None:
+        """End every call in flight (the step failed elsewhere: it is over everywhere)."""
+        with self._calls_lock:
+            calls = list(self._calls)
+        for call in calls:
+            call.cancel()
 
-    def _call(self, method, request, timeout: float):
+    cancel_run = cancel
+
+    def _track(self, call: Any, on: bool) -> None:
+        with self._calls_lock:
+            if on:
+                self._calls.add(call)
+            else:
+                self._calls.discard(call)
+
+    def _watched(self, method: Any, request: Any, timeout: float, doing: str) -> Any:
+        """`method(request)` with its deadline, failed early by the agent's liveness."""
+        call = method.future(request, timeout=timeout, metadata=self.metadata)
+        self._track(call, True)
+        watch = Liveness(self.address, doing, self.heartbeat_timeout, time.monotonic())
         try:
-            return method(request, timeout=timeout, metadata=self.metadata)
+            while True:
+                try:
+                    return call.result(timeout=watch.wait(time.monotonic()))
+                except grpc.FutureTimeoutError:
+                    pass
+                problem = self._judge(watch)
+                if problem is not None and not call.done():
+                    raise LivenessFault(problem)
+        except grpc.FutureCancelledError:
+            raise SystemFault(f"agent {self.address}: cancelled while {doing}") from None
         except grpc.RpcError as exc:
             raise _fault(self.address, exc, self.tls) from None
+        finally:
+            call.cancel()  # nothing if it ended; else the agent drops what it was doing
+            self._track(call, False)
+
+    def _judge(self, watch: Liveness) -> str | None:
+        try:
+            reply = self.stub.Status(
+                pb.StatusRequest(),
+                timeout=watch.status_deadline(time.monotonic()),
+                metadata=self.metadata,
+            )
+        except grpc.RpcError as exc:
+            if exc.code() in UNANSWERED:
+                return watch.unanswered(time.monotonic())
+            reply = pb.StatusReply()  # it answered, if only to refuse
+        return watch.answered(reply, time.monotonic())
+
+    def status(self) -> pb.StatusReply:
+        try:
+            reply = self.stub.Status(
+                pb.StatusRequest(), timeout=self.heartbeat_timeout, metadata=self.metadata
+            )
+        except grpc.RpcError as exc:
+            raise _fault(self.address, exc, self.tls) from None
+        return reply  # type: ignore[no-any-return]
 
     def handshake(self, measure_capacity: bool = False) -> pb.HandshakeReply:
-        reply = self._call(
-            self.stub.Handshake,
-            pb.HandshakeRequest(
-                protocol_version=PROTOCOL_VERSION, measure_capacity=measure_capacity
-            ),
-            HANDSHAKE_TIMEOUT_S,
+        request = pb.HandshakeRequest(
+            protocol_version=PROTOCOL_VERSION, measure_capacity=measure_capacity
         )
+        reply = self._watched(self.stub.Handshake, request, HANDSHAKE_TIMEOUT_S, "handshaking")
         _raise(reply.error, self.address)
         self.facts = reply
         return reply  # type: ignore[no-any-return]
 
     def prepare(self, request: pb.PrepareRequest) -> pb.PrepareReply:
-        reply = self._call(self.stub.Prepare, request, PREPARE_TIMEOUT_S)
+        doing = PREPARE_DOING.get(request.phase, "preparing")
+        reply = self._watched(self.stub.Prepare, request, PREPARE_TIMEOUT_S, doing)
         _raise(reply.error, self.address)
         return reply  # type: ignore[no-any-return]
 
     def run(self, request: pb.RunRequest) -> Iterator[pb.RunEvent]:
+        """The run's events; its liveness is the caller's (progress comes every second)."""
         timeout = request.duration_seconds + RUN_SLACK_S
-        self.current_run = self.stub.Run(request, timeout=timeout, metadata=self.metadata)
+        stream = self.stub.Run(request, timeout=timeout, metadata=self.metadata)
+        self._track(stream, True)
         try:
-            for event in self.current_run:
+            for event in stream:
                 if event.HasField("error"):
                     _raise(event.error, self.address)
                 yield event
         except grpc.RpcError as exc:
             raise _fault(self.address, exc, self.tls) from None
+        finally:
+            self._track(stream, False)
 
     def validate(self, experiment_id: str) -> pb.ValidateReply:
-        reply = self._call(
-            self.stub.Validate, pb.ValidateRequest(experiment_id=experiment_id), VALIDATE_TIMEOUT_S
-        )
+        request = pb.ValidateRequest(experiment_id=experiment_id)
+        reply = self._watched(self.stub.Validate, request, VALIDATE_TIMEOUT_S, "validating")
         _raise(reply.error, self.address)
         return reply  # type: ignore[no-any-return]
 
@@ -200,14 +275,14 @@ def _rpc_message(exc: grpc.RpcError) -> str:
 class LocalAgents:
     """Agent processes spawned on loopback; stopped by PID on close, respawned on request."""
 
-    processes: list[subprocess.Popen] = field(default_factory=list)
+    processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
     addresses: list[str] = field(default_factory=list)
     load_processes: int = 1
     work_dir: Path = Path(".")
     timeout: float = 60.0
     env: dict[str, str] = field(default_factory=dict)
 
-    def _start(self, i: int) -> subprocess.Popen:
+    def _start(self, i: int) -> subprocess.Popen[bytes]:
         agent_dir = self.work_dir / f"agent-{i}"
         agent_dir.mkdir(parents=True, exist_ok=True)
         log = open(agent_dir / "agent.log", "ab")  # noqa: SIM115 - owned by the child
@@ -251,6 +326,9 @@ class LocalAgents:
         return dead
 
     def close(self) -> None:
+        """Stop every agent, then whatever it left behind: a load process stuck in a store
+        call that its agent could not end is killed here."""
+        children = [c for p in self.processes for c in _descendants(p.pid)]
         for p in self.processes:
             if p.poll() is None:
                 if _stopped(p.pid):  # SIGTERM would wait for a SIGCONT: kill it now
@@ -264,6 +342,21 @@ class LocalAgents:
                 p.kill()
                 p.wait(5)
         self.processes.clear()
+        _, left = psutil.wait_procs(children, timeout=CHILD_GRACE_S)
+        for child in left:
+            _kill(child)
+
+
+def _descendants(pid: int) -> list[psutil.Process]:
+    try:
+        return list(psutil.Process(pid).children(recursive=True))
+    except psutil.Error:
+        return []
+
+
+def _kill(process: psutil.Process) -> None:
+    with contextlib.suppress(psutil.Error):
+        process.kill()
 
 
 def _stopped(pid: int) -> bool:
@@ -293,7 +386,7 @@ def spawn_local_agents(
     return agents
 
 
-def _await_ready(proc: subprocess.Popen, timeout: float, agent_dir: Path) -> str:
+def _await_ready(proc: subprocess.Popen[bytes], timeout: float, agent_dir: Path) -> str:
     found: list[str] = []
 
     def read() -> None:

@@ -1,10 +1,7 @@
 """The `bgbench` command line."""
 
 import json
-import os
-import secrets
 import sys
-import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -12,15 +9,16 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
-from bgbench.coordinator import preflight
+from bgbench.coordinator import api, preflight
+from bgbench.coordinator.api import new_rating_id, results_path, resumed_settings
 from bgbench.coordinator.config import (
+    SCALE_OVERRIDE,
     Settings,
     describe_validation_error,
     load_settings,
     parse_override,
-    set_path,
 )
-from bgbench.coordinator.experiment import new_experiment_id, save
+from bgbench.coordinator.faults import ending
 from bgbench.coordinator.offline import (
     check_per_read,
     parse_size,
@@ -28,10 +26,7 @@ from bgbench.coordinator.offline import (
     write_per_read,
 )
 from bgbench.coordinator.preflight import MODEL_STORE
-from bgbench.coordinator.rating import Rating
-from bgbench.coordinator.redaction import REDACTED, redact_config, redacted_paths
 from bgbench.coordinator.report import (
-    experiment_line,
     render,
     render_rating,
     render_ratings,
@@ -39,9 +34,12 @@ from bgbench.coordinator.report import (
     render_validation,
 )
 from bgbench.coordinator.results import ResultsStore
-from bgbench.coordinator.session import bring_up
 from bgbench.coordinator.sizing import resolve_local_layout
 from bgbench.errors import BGBenchError, SystemFault, UserError
+from bgbench.workloads import registry
+
+# Importable from here as before the API existed.
+__all__ = ["app", "main", "new_rating_id", "results_path", "resumed_settings"]
 
 app = typer.Typer(
     add_completion=False,
@@ -73,11 +71,12 @@ def _overrides(params: list[str] | None, **flags: Any) -> list[tuple[str, Any]]:
     return pairs
 
 
-def _settings(config: Path | None, param: list[str] | None, flags: dict[str, Any]):
+def _settings(config: Path | None, param: list[str] | None, flags: dict[str, Any]) -> Settings:
     return load_settings(config, _overrides(param, **flags))
 
 
 def _common_flags(
+    workload: str | None,
     store: str | None,
     threads: int | None,
     duration: float | None,
@@ -88,17 +87,21 @@ def _common_flags(
     results: Path | None,
 ) -> dict[str, Any]:
     return {
+        "workload.name": workload,
         "store.name": store,
         "run.threadcount": threads,
         "run.maxexecutiontime": duration,
         "agents.local": agents,
         "agents.processes": processes,
-        "bg.workload.mix": mix,
-        "bg.database.usercount": users,
+        "mix": mix,  # the workload's own alias for its mix
+        SCALE_OVERRIDE: users,
         "results_dir": str(results) if results else None,
     }
 
 
+WorkloadFlag = Annotated[
+    str | None, typer.Option(help="the workload to run (default bg; see bgbench stores)")
+]
 StoreFlag = Annotated[str | None, typer.Option(help="store binding (bgbench stores), or model")]
 AgentsFlag = Annotated[int | None, typer.Option(help="local agents to spawn")]
 ProcessesFlag = Annotated[int | None, typer.Option(help="load processes per agent")]
@@ -111,6 +114,7 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="print the result as JSON
 @app.command()
 def run(
     config: ConfigOption = None,
+    workload: WorkloadFlag = None,
     store: StoreFlag = None,
     threads: Annotated[int | None, typer.Option(help="T: threads over all agents")] = None,
     duration: Annotated[float | None, typer.Option(help="seconds")] = None,
@@ -123,31 +127,24 @@ def run(
     param: ParamOption = None,
 ) -> None:
     """Run one experiment at T threads and print every figure."""
-    flags = _common_flags(store, threads, duration, agents, processes, mix, users, results)
+    flags = _common_flags(
+        workload, store, threads, duration, agents, processes, mix, users, results
+    )
     settings = _settings(config, param, flags)
-    settings.results_dir = results_path(settings.results_dir)
-    threads_n = settings.run.threadcount
-    resolve_local_layout(settings, threads_n)
-    a = settings.agents
-    if settings.store.name != MODEL_STORE and not a.addresses:
-        preflight.check_threads_cover(threads_n, a.local * a.processes)
-    experiment_id = new_experiment_id(threads_n)
-    run_dir = settings.results_dir / experiment_id
-    with bring_up(settings, run_dir, err) as target:
-        result = target.run(threads_n, settings.run.maxexecutiontime, experiment_id)
-    path = save(result, run_dir)
+    record = api.run(settings, console=err)
     if as_json:
-        print(result.to_json())
+        print(record.result.to_json())
     else:
-        out.print(render(result, settings))
-        out.print(f"recorded in {path}")
-    if result.fault:
-        raise typer.Exit(3)
+        out.print(render(record.result, settings))
+        out.print(f"recorded in {record.path}")
+    if record.result.fault:
+        raise SystemFault(record.result.fault)
 
 
 @app.command()
 def rate(
     config: ConfigOption = None,
+    workload: WorkloadFlag = None,
     store: StoreFlag = None,
     objective: Annotated[
         str | None, typer.Option(help="both, soar, socialites or exhaustive")
@@ -175,18 +172,13 @@ def rate(
 ) -> None:
     """Rate a store: SoAR and Socialites against the SLA (search, then a final experiment)."""
     if resume:
-        results_dir = results_path(results or Path("results"))
-        store_db = ResultsStore.existing(results_dir)
-        record = store_db.rating(resume)
-        if record["status"] == "done":
-            raise UserError(f"rating {resume} is finished: see bgbench results show {resume}")
-        settings = resumed_settings(record, _overrides(param), results_dir)
-        resolve_local_layout(settings, None)  # recorded before "auto" existed: made concrete
-        rating_id = resume
-        go_to_origin(record)
-        err.print(f"resuming rating {rating_id} with its recorded settings")
+        if workload is not None:
+            raise UserError("--workload: a resumed rating keeps its recorded workload")
+        store_db = ResultsStore.existing(results_path(results or Path("results")))
+        settings = api.settings_to_resume(store_db, resume, _overrides(param))
+        record = api.rate(settings, store_db, resume=resume, console=err)
     else:
-        flags = _common_flags(store, None, None, agents, processes, mix, users, results)
+        flags = _common_flags(workload, store, None, None, agents, processes, mix, users, results)
         flags.update(
             {
                 "rating.objective": objective,
@@ -199,48 +191,14 @@ def rate(
             }
         )
         settings = _settings(config, param, flags)
-        settings.results_dir = results_path(settings.results_dir)
-        resolve_local_layout(settings, None)
-        preflight.check_before_agents(settings)
-        rating_id = new_rating_id()
-        store_db = ResultsStore(settings.results_dir)
-        store_db.start_rating(
-            rating_id,
-            settings.rating.objective,
-            settings.store.name,
-            settings.model_dump_json(),
-            str(Path.cwd()),
-        )
-    err.print(f"rating {rating_id}: results in {store_db.path}")
-    summary = None
-    try:
-        with bring_up(settings, settings.results_dir / rating_id, err) as target:
-            store_db.set_hosts(rating_id, target.hosts(), target.versions())
-            store_db.update_config(rating_id, settings.model_dump_json())  # measured capacities
-            target.record_fault = lambda r: store_db.add_experiment(rating_id, "retried", r)
-            rating = Rating(
-                rating_id,
-                settings,
-                target.run,
-                store_db,
-                lambda phase, r: err.print(experiment_line(phase, r, settings)),
-            )
-            summary = rating.execute(target.max_threads(), target.min_threads())
-    except (BGBenchError, KeyboardInterrupt) as exc:
-        store_db.finish_rating(rating_id, "failed", None, None, None, None, str(exc))
-        raise
-    store_db.finish_rating(
-        rating_id,
-        "done",
-        summary.soar,
-        summary.soar_threads,
-        summary.socialites,
-        summary.to_dict(),
-    )
+        record = api.rate(settings, settings.results_dir, console=err)
+    if record.summary is None:
+        raise SystemFault(record.fault or f"rating {record.rating_id} did not finish")
     if as_json:
-        print(json.dumps(summary.to_dict(), indent=2))
+        print(json.dumps(record.summary.to_dict(), indent=2))
     else:
-        out.print(render_rating(summary, store_db.experiments(rating_id), settings))
+        experiments = ResultsStore.existing(record.results.parent).experiments(record.rating_id)
+        out.print(render_rating(record.summary, experiments, settings))
 
 
 @app.command("check-config")
@@ -349,10 +307,16 @@ def validate(
 
 
 @app.command()
-def stores() -> None:
-    """List the store bindings installed."""
-    for name in [*preflight.store_names(), MODEL_STORE]:
-        out.print(name)
+def stores(workload: WorkloadFlag = None) -> None:
+    """List the store bindings installed: one line per workload, or one line per store of
+    --workload (and the model store, which simulates any)."""
+    if workload is not None:
+        for name in [*preflight.store_names(workload), MODEL_STORE]:
+            out.print(name)
+        return
+    for name in registry.workload_names():
+        out.print(f"{name}: {' '.join(preflight.store_names(name))}")
+    out.print(f"{MODEL_STORE} (simulated, any workload)")
 
 
 @app.command(
@@ -366,45 +330,6 @@ def agent(ctx: typer.Context) -> None:
     agent_cli(list(ctx.args))
 
 
-def results_path(path: Path) -> Path:
-    """An absolute results directory (recorded, and printed in resume hints), never a file."""
-    path = path.expanduser().absolute()
-    if path.exists() and not path.is_dir():
-        raise UserError(f"results directory {path} is a file: give --results a directory")
-    return path
-
-
-def resumed_settings(record: dict[str, Any], overrides: list[tuple[str, Any]], results_dir: Path):
-    """A recorded rating's settings. Its secrets were redacted when it was recorded: the
-    token comes from $BGBENCH_TOKEN or -p agents.token, redacted store options from -p;
-    nothing else may change on resume."""
-    data = json.loads(record["config_json"])
-    data = redact_config(data)  # records written before redaction existed hold secrets
-    lost = redacted_paths(data["store"]["options"])
-    if data["agents"].get("token") == REDACTED:
-        data["agents"]["token"] = None  # credentials() falls back to $BGBENCH_TOKEN
-        lost.append("agents.token")
-    allowed = set(lost)
-    for path, value in overrides:
-        if path not in allowed:
-            raise UserError(
-                f"-p {path}: a resumed rating keeps its recorded settings; only its redacted "
-                f"secrets may be given again ({', '.join(sorted(allowed)) or 'it has none'})"
-            )
-        set_path(data, path, value)
-    missing = [p for p in lost if p != "agents.token" and p not in dict(overrides)]
-    if missing:
-        raise UserError(
-            f"rating {record['id']} was recorded with {missing[0]} redacted (a secret is never "
-            f"stored): give it again with -p {missing[0]}=VALUE"
-        )
-    data["results_dir"] = str(results_dir)
-    try:
-        return Settings.model_validate(data)
-    except ValidationError as exc:
-        raise UserError(describe_validation_error(exc)) from None
-
-
 def recorded_settings(record: dict[str, Any]) -> Settings:
     """A recorded rating's settings for showing (its secrets stay redacted)."""
     data = json.loads(record["config_json"])
@@ -414,24 +339,6 @@ def recorded_settings(record: dict[str, Any]) -> Settings:
         return Settings.model_validate(data)
     except ValidationError as exc:
         raise UserError(f"rating {record['id']}: {describe_validation_error(exc)}") from None
-
-
-def go_to_origin(record: dict[str, Any]) -> None:
-    """Resume where the rating started, so relative paths in its settings (a SQLite file,
-    TLS files) name the same files they named then."""
-    origin = record.get("cwd")
-    if not origin or Path(origin) == Path.cwd():
-        return
-    if not Path(origin).is_dir():
-        err.print(f"the rating started in {origin}, which is gone: relative paths in its "
-                  f"settings now resolve in {Path.cwd()}")  # fmt: skip
-        return
-    os.chdir(origin)
-    err.print(f"resuming in {origin}, where the rating started")
-
-
-def new_rating_id() -> str:
-    return "R" + time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
 
 
 def main() -> None:
@@ -447,14 +354,9 @@ def main() -> None:
         command = ctx.command_path if ctx is not None else "bgbench"
         print(f"bgbench: error: {exc.format_message()} (see {command} --help)", file=sys.stderr)
         sys.exit(2)
-    except UserError as exc:
-        print(f"bgbench: error: {exc}", file=sys.stderr)
-        sys.exit(2)
-    except SystemFault as exc:
-        print(f"bgbench: fault: {exc}", file=sys.stderr)
-        sys.exit(3)
-    except KeyboardInterrupt:
-        print("bgbench: interrupted", file=sys.stderr)
-        sys.exit(130)
+    except (BGBenchError, KeyboardInterrupt) as exc:
+        status, line = ending(exc)
+        print(line, file=sys.stderr)
+        sys.exit(status)
     # Without standalone mode, click returns a command's typer.Exit code instead of exiting.
     sys.exit(code if isinstance(code, int) else 0)

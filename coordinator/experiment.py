@@ -4,17 +4,23 @@ import json
 import resource
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
+from typing import Any
 
-from bgbench.coordinator.agents import AgentClient, Credentials
+from bgbench.coordinator.agents import HEARTBEAT_TIMEOUT_S, AgentClient, Credentials
 from bgbench.coordinator.config import Settings
-from bgbench.coordinator.metrics import LatencySummary, decode, judge, new_histogram, share_within
+from bgbench.coordinator.faults import fault_time, silent_agent
+from bgbench.coordinator.metrics import LatencySummary, decode, judge, share_within
 from bgbench.coordinator.plan import AgentSlot, FragmentLayout, layout, split_threads
 from bgbench.errors import BGBenchError, SystemFault, UserError
-from bgbench.protos import START_READIED
+from bgbench.protos import START_READIED, new_histogram
 from bgbench.protos import worker_pb2 as pb
+from bgbench.workloads import registry
+
+EXAMPLES_PER_AGENT = 10  # unpredictable reads kept with a result, as the validator shows them
 
 
 @dataclass
@@ -23,6 +29,8 @@ class Cluster:
     capacities: list[float]
     layout: FragmentLayout
     store_description: str = ""
+    # Named phases of each agent's load (the longest of its fragments'), set by prepare.
+    load_phases: list[dict[str, float]] = field(default_factory=list)
 
     @classmethod
     def connect(
@@ -31,12 +39,15 @@ class Cluster:
         capacities: list[float] | None,
         credentials: Credentials | None = None,
         measure: bool = False,
+        heartbeat_timeout: float = HEARTBEAT_TIMEOUT_S,
     ) -> "Cluster":
         """Handshake with every agent; one line names all that did not answer. With
-        `measure` (and no capacities given), weigh agents by their calibrated capacity."""
-        clients = [AgentClient(a, credentials) for a in addresses]
+        `measure` (and no capacities given), weigh agents by their calibrated capacity.
+        A call to an agent silent for `heartbeat_timeout`, or whose load makes no progress
+        for as long, fails (coordinator/faults.py)."""
+        clients = [AgentClient(a, credentials, heartbeat_timeout) for a in addresses]
         measure = measure and not capacities
-        facts = _parallel([lambda c=c: c.handshake(measure) for c in clients], tolerate=True)
+        facts = _parallel([partial(c.handshake, measure) for c in clients], tolerate=True)
         failed = [f for f in facts if isinstance(f, BaseException)]
         if failed:
             for c in clients:
@@ -62,8 +73,8 @@ class Cluster:
         parallel: DDL beside a load deadlocks (PostgreSQL) or fails (SQLite)."""
         requests = [
             pb.PrepareRequest(
-                workload="bg",
-                workload_config_json=settings.bg.model_dump_json(),
+                workload=settings.workload.name,
+                workload_config_json=settings.workload_config.model_dump_json(),
                 store=settings.store.name,
                 store_options_json=json.dumps(settings.store.options),
                 capacities=self.layout.capacities,
@@ -76,9 +87,12 @@ class Cluster:
         schema.CopyFrom(requests[0])
         schema.phase = pb.PREPARE_SCHEMA
         self.clients[0].prepare(schema)
-        calls = [lambda c=c, r=r: c.prepare(r) for c, r in zip(self.clients, requests, strict=True)]
-        replies = _parallel(calls)
+        calls = [partial(c.prepare, r) for c, r in zip(self.clients, requests, strict=True)]
+        replies: list[pb.PrepareReply] = _parallel(calls, on_failure=self.cancel)
         self.store_description = replies[0].store_description
+        self.load_phases = [
+            longest_phases([dict(f.phase_seconds) for f in r.fragments]) for r in replies
+        ]
         return replies
 
     def ready(self, start_state: str) -> None:
@@ -86,7 +100,12 @@ class Cluster:
         fragment starts its run: a reload beside a running fragment would disturb it (a
         CASQL load flushes the shared cache; a SQLite load holds the file)."""
         request = pb.PrepareRequest(phase=pb.PREPARE_READY, start_state=start_state)
-        _parallel([lambda c=c: c.prepare(request) for c in self.clients])
+        _parallel([partial(c.prepare, request) for c in self.clients], on_failure=self.cancel)
+
+    def cancel(self) -> None:
+        """End every call in flight to every agent (one failed: the step is over)."""
+        for c in self.clients:
+            c.cancel()
 
     def facts(self) -> list[pb.HandshakeReply]:
         return [c.facts for c in self.clients if c.facts is not None]
@@ -94,6 +113,12 @@ class Cluster:
     def close(self) -> None:
         for c in self.clients:
             c.close()
+
+
+@dataclass
+class ReadFigures:
+    reads: int = 0
+    unpredictable: int = 0
 
 
 @dataclass
@@ -123,10 +148,10 @@ class AgentOutcome:
     aborted: str = ""
     passed: bool = False
     reasons: list[str] = field(default_factory=list)
-    error_counts: list[dict] = field(default_factory=list)
+    error_counts: list[dict[str, Any]] = field(default_factory=list)
     log_dir: str = ""
     start_state: str = ""
-    store_counters: dict = field(default_factory=dict)  # the binding's own counts
+    store_counters: dict[str, int] = field(default_factory=dict)  # the binding's own counts
     response_hist: str = ""  # HDR histogram (us), base64: exact merging later
     session_hist: str = ""
     # The client watching itself: each action's delay between its intended start and its
@@ -135,6 +160,14 @@ class AgentOutcome:
     client_lag_max_ms: float = 0.0
     concurrency: str = ""
     client_cpu_us_per_action: float = 0.0
+    # Validation per tracked item kind and per action that read, by name.
+    by_item: dict[str, ReadFigures] = field(default_factory=dict)
+    by_action: dict[str, ReadFigures] = field(default_factory=dict)
+    per_unit: dict[str, int] = field(default_factory=dict)  # units of the mix played, by name
+    phase_seconds: dict[str, float] = field(default_factory=dict)  # named phases of the load
+    # What only the workload knows, one entry per fragment of the agent (JSON values).
+    run_payload: list[Any] = field(default_factory=list)
+    validation_payload: list[Any] = field(default_factory=list)
 
     @property
     def unpredictable_percent(self) -> float:
@@ -179,6 +212,16 @@ class ExperimentResult:
     # The load processes' CPU per action over all agents (their whole run: start, actions,
     # summaries); the null store's figure is the framework's own cost.
     client_cpu_us_per_action: float = 0.0
+    fault_at: float = 0.0  # when the infrastructure failure was found (Unix time)
+    # Over all agents: validation by item kind and by action, a few unpredictable reads
+    # (each with its agent), the binding's own counts, the units of the mix played, and
+    # the named phases of the load (the longest agent's).
+    by_item: dict[str, ReadFigures] = field(default_factory=dict)
+    by_action: dict[str, ReadFigures] = field(default_factory=dict)
+    examples: list[dict[str, Any]] = field(default_factory=list)
+    store_counters: dict[str, int] = field(default_factory=dict)
+    per_unit: dict[str, int] = field(default_factory=dict)
+    phase_seconds: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2)
@@ -206,15 +249,19 @@ def run_experiment(
     events = [0]
     last_seen = [started] * len(cluster.clients)
     lock = threading.Lock()
+    fault_at = [0.0]  # when the first fault was found
 
     try:
         cluster.ready(start_state)
     except SystemFault as exc:
-        return _faulted(experiment_id, threads, duration_s, cluster, outcomes, str(exc))
+        return _faulted(
+            experiment_id, threads, duration_s, cluster, outcomes, str(exc), fault_time(exc)
+        )
 
     def fail(message: str, client: AgentClient | None) -> None:
         with lock:
             faults.append(message)
+            fault_at[0] = fault_at[0] or time.time()
         for other in cluster.clients:  # end the experiment everywhere
             if other is not client:
                 other.cancel_run()
@@ -256,21 +303,21 @@ def run_experiment(
         now = time.monotonic()
         for i, client in enumerate(cluster.clients):
             if workers[i].is_alive() and now - last_seen[i] > heartbeat_timeout and not faults:
-                fail(
-                    f"agent {client.address} silent for {now - last_seen[i]:.1f} s "
-                    f"(heartbeat timeout {heartbeat_timeout:g} s)",
-                    None,
-                )
+                silent = now - last_seen[i]
+                fail(silent_agent(client.address, silent, heartbeat_timeout, "running"), None)
     coordinator_cpu = _cpu_seconds() - cpu_started
     if faults or any(r is None for r in results):
         fault = "; ".join(faults) or "an agent ended the experiment without a result"
-        return _faulted(experiment_id, threads, duration_s, cluster, outcomes, fault)
+        return _faulted(
+            experiment_id, threads, duration_s, cluster, outcomes, fault, fault_at[0] or time.time()
+        )
 
     validations = _parallel(
-        [lambda c=c: c.validate(experiment_id) for c in cluster.clients], tolerate=True
+        [partial(c.validate, experiment_id) for c in cluster.clients], tolerate=True
     )
+    ran = [r for r in results if r is not None]
     result = _merge(
-        experiment_id, threads, duration_s, cluster, outcomes, results, validations, settings
+        experiment_id, threads, duration_s, cluster, outcomes, ran, validations, settings
     )
     result.coordinator_cpu_s, result.progress_events = coordinator_cpu, events[0]
     return result
@@ -287,25 +334,58 @@ def _share(total_ops: int, threads: int, all_threads: int) -> int:
     return -(-total_ops * threads // all_threads)
 
 
-def _faulted(experiment_id, threads, duration_s, cluster, outcomes, fault) -> ExperimentResult:
+def faulted(
+    experiment_id: str,
+    threads: int,
+    duration_s: float,
+    store: str,
+    outcomes: list[AgentOutcome],
+    fault: str,
+    at: float,
+) -> ExperimentResult:
+    """An experiment an infrastructure failure ended (or kept from starting)."""
     empty = LatencySummary.of(new_histogram())
     return ExperimentResult(
-        experiment_id, threads, duration_s, 0.0, cluster.store_description, 0, 0, 0, 0.0, 0.0,
-        0.0, 0.0, 0, 0, [], empty, outcomes, False, fault,
+        experiment_id, threads, duration_s, 0.0, store, 0, 0, 0, 0.0, 0.0,
+        0.0, 0.0, 0, 0, [], empty, outcomes, False, fault, fault_at=at,
     )  # fmt: skip
 
 
-def _merge(experiment_id, threads, duration_s, cluster, outcomes, results, validations, settings):
+def _faulted(
+    experiment_id: str,
+    threads: int,
+    duration_s: float,
+    cluster: Cluster,
+    outcomes: list[AgentOutcome],
+    fault: str,
+    at: float,
+) -> ExperimentResult:
+    store = cluster.store_description
+    return faulted(experiment_id, threads, duration_s, store, outcomes, fault, at)
+
+
+def _merge(
+    experiment_id: str,
+    threads: int,
+    duration_s: float,
+    cluster: Cluster,
+    outcomes: list[AgentOutcome],
+    results: list[pb.RunResult],
+    validations: list[pb.ValidateReply | BaseException],
+    settings: Settings,
+) -> ExperimentResult:
     bound_us = settings.sla.beta_ms * 1000
-    pooled_resp: dict[str, object] = {}
-    pooled_serv: dict[str, object] = {}
+    pooled_resp: dict[str, Any] = {}
+    pooled_serv: dict[str, Any] = {}
     counts: dict[str, list[int]] = {}
     overall = new_histogram()
-    faults = []
+    faults: list[str] = []
     # CPU over the experiment's wall time, not each agent's own: an agent whose threads all
     # ended early (or that had none) must not report its few ms of work as a busy core.
     run_elapsed = max((r.elapsed_seconds for r in results), default=0.0)
-    for out, res, val in zip(outcomes, results, validations, strict=True):
+    examples: list[dict[str, Any]] = []
+    phases = cluster.load_phases or [{} for _ in outcomes]
+    for out, res, val, load in zip(outcomes, results, validations, phases, strict=True):
         agent_hist = new_histogram()
         for stats in res.per_action:
             resp, serv = decode(stats.response_hist), decode(stats.service_hist)
@@ -327,7 +407,10 @@ def _merge(experiment_id, threads, duration_s, cluster, outcomes, results, valid
         out.response_hist = agent_hist.encode().decode()
         out.session_hist = session_hist.encode().decode()
         out.start_state = res.start_state
-        out.store_counters = json.loads(res.store_counters_json or "{}")
+        out.store_counters = dict(res.store_counters)
+        out.per_unit = dict(res.per_unit)
+        out.phase_seconds = dict(load)
+        out.run_payload = _payload(res.workload_payload)
         out.log_records_written, out.log_dir = res.log_records, res.log_dir
         out.state_uncertain, out.aborted = res.state_uncertain, res.aborted
         delays = decode(res.client_delay_hist) if res.client_delay_hist else new_histogram()
@@ -346,6 +429,11 @@ def _merge(experiment_id, threads, duration_s, cluster, outcomes, results, valid
             out.sessions_read, out.unpredictable_sessions = val.sessions, val.unpredictable_sessions
             out.log_records_read, out.validation_s = val.log_records, val.seconds
             out.never_valid, out.lag_hist = val.never_valid, decode(val.lag_hist).encode().decode()
+            out.by_item = _read_figures(val.by_item)
+            out.by_action = _read_figures(val.by_action)
+            out.validation_payload = _payload(val.workload_payload)
+            shown = json.loads(val.examples_json) if val.examples_json else []
+            examples += [{"agent": out.address, **e} for e in shown[:EXAMPLES_PER_AGENT]]
             if out.log_records_read != out.log_records_written:
                 faults.append(
                     f"{out.address} wrote {out.log_records_written} log records but "
@@ -373,11 +461,11 @@ def _merge(experiment_id, threads, duration_s, cluster, outcomes, results, valid
             name,
             counts[name][0],
             counts[name][1],
-            LatencySummary.of(pooled_resp[name]),  # type: ignore[arg-type]
-            LatencySummary.of(pooled_serv[name]),  # type: ignore[arg-type]
-            share_within(pooled_resp[name], bound_us),  # type: ignore[arg-type]
+            LatencySummary.of(pooled_resp[name]),
+            LatencySummary.of(pooled_serv[name]),
+            share_within(pooled_resp[name], bound_us),
         )
-        for name in sorted(counts, key=_action_order)
+        for name in sorted(counts, key=_action_order(settings))
     ]
     fault = "; ".join(faults)
     lags = new_histogram()
@@ -409,33 +497,91 @@ def _merge(experiment_id, threads, duration_s, cluster, outcomes, results, valid
         client_cpu_us_per_action=(
             1e6 * sum(r.cpu_seconds for r in results) / actions if actions else 0.0
         ),
+        fault_at=time.time() if fault else 0.0,
+        by_item=_sum_figures([o.by_item for o in outcomes]),
+        by_action=_sum_figures([o.by_action for o in outcomes]),
+        examples=examples,
+        store_counters=_sum_counts([o.store_counters for o in outcomes]),
+        per_unit=_sum_counts([o.per_unit for o in outcomes]),
+        phase_seconds=longest_phases([o.phase_seconds for o in outcomes]),
     )
 
 
-def _action_order(name: str) -> int:
-    from bgbench.workloads.bg.actions import Action
-
-    return Action[name].value if name in Action.__members__ else 99
+def _read_figures(rows: Any) -> dict[str, ReadFigures]:
+    return {r.name: ReadFigures(r.reads, r.unpredictable) for r in rows}
 
 
-def _parallel(calls: list[Callable], tolerate: bool = False) -> list:
-    out: list = [None] * len(calls)
+def _sum_figures(parts: list[dict[str, ReadFigures]]) -> dict[str, ReadFigures]:
+    total: dict[str, ReadFigures] = {}
+    for part in parts:
+        for name, f in part.items():
+            t = total.setdefault(name, ReadFigures())
+            t.reads += f.reads
+            t.unpredictable += f.unpredictable
+    return total
+
+
+def _sum_counts(parts: list[dict[str, int]]) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for part in parts:
+        for name, n in part.items():
+            total[name] = total.get(name, 0) + n
+    return total
+
+
+def longest_phases(parts: list[dict[str, float]]) -> dict[str, float]:
+    """Per named phase, the longest: fragments and agents load side by side."""
+    out: dict[str, float] = {}
+    for part in parts:
+        for name, seconds in part.items():
+            out[name] = max(out.get(name, 0.0), seconds)
+    return out
+
+
+def _payload(text: str) -> list[Any]:
+    """The agent's JSON array of its fragments' workload payloads ([] when none)."""
+    if not text:
+        return []
+    value = json.loads(text)
+    return value if isinstance(value, list) else [value]
+
+
+def _action_order(settings: Settings) -> Callable[[str], tuple[int, str]]:
+    """Actions in the order their workload numbers them; names it does not know last."""
+    codes = {name: code for code, name in registry.get(settings.workload.name).actions.items()}
+    return lambda name: (codes.get(name, len(codes)), name)
+
+
+def _parallel(
+    calls: Sequence[Callable[[], Any]],
+    tolerate: bool = False,
+    on_failure: Callable[[], None] | None = None,
+) -> list[Any]:
+    """Every call in a thread of its own; their results (or exceptions, with `tolerate`).
+    Without `tolerate` the first failure is raised once all have ended, and `on_failure`
+    runs as soon as it happens (to cancel the others rather than wait out their work)."""
+    out: list[Any] = [None] * len(calls)
+    first: list[BaseException] = []
+    lock = threading.Lock()
 
     def one(i: int) -> None:
         try:
             out[i] = calls[i]()
         except BaseException as exc:
             out[i] = exc
+            with lock:
+                first.append(exc)
+                is_first = len(first) == 1
+            if is_first and on_failure is not None and not tolerate:
+                on_failure()
 
     threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(len(calls))]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    if not tolerate:
-        for r in out:
-            if isinstance(r, BaseException):
-                raise r
+    if first and not tolerate:
+        raise first[0]
     return out
 
 

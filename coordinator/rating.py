@@ -8,16 +8,18 @@ it finishes, and replays recorded ones on resume.
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from bgbench.coordinator.config import Settings, final_duration, search_duration
 from bgbench.coordinator.experiment import ExperimentResult
+from bgbench.coordinator.faults import experiment_fault
 from bgbench.coordinator.results import ResultsStore, reasons_of
 from bgbench.coordinator.search.exhaustive import exhaustive
 from bgbench.coordinator.search.final import FinalResult, final
 from bgbench.coordinator.search.memo import Memo, Outcome
 from bgbench.coordinator.search.soar import soar
 from bgbench.coordinator.search.socialites import socialites
-from bgbench.errors import SystemFault, UserError
+from bgbench.errors import UserError
 
 RunFn = Callable[[int, float, str], ExperimentResult]
 
@@ -52,8 +54,17 @@ class RatingSummary:
     experiments_run_now: int = 0  # this session; the rest were replayed from the record
     notes: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RatingSummary":
+        """A summary as to_dict wrote it (recorded with a finished rating)."""
+        finals = {
+            k: FinalSummary(**data[k]) if data.get(k) else None
+            for k in ("final_soar", "final_socialites")
+        }
+        return cls(**{**data, **finals})
 
 
 class Rating:
@@ -94,10 +105,8 @@ class Rating:
         if self.on_result:
             self.on_result(phase, result)
         if result.fault:
-            raise SystemFault(
-                f"experiment at T={result.threads} hit an infrastructure failure "
-                f"({result.fault}); it is recorded as such. Fix the cause, then: bgbench rate "
-                f"--resume {self.rating_id} --results {self.settings.results_dir}"
+            raise experiment_fault(
+                result.threads, result.fault, self.rating_id, self.settings.results_dir
             )
         return result
 

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
@@ -14,7 +15,13 @@ from bgbench import __version__
 from bgbench.coordinator import preflight
 from bgbench.coordinator.agents import AgentClient, Credentials, LocalAgents, spawn_local_agents
 from bgbench.coordinator.config import Settings
-from bgbench.coordinator.experiment import Cluster, ExperimentResult, run_experiment
+from bgbench.coordinator.experiment import (
+    Cluster,
+    ExperimentResult,
+    longest_phases,
+    run_experiment,
+)
+from bgbench.coordinator.faults import should_retry
 from bgbench.coordinator.model_store import ModelStore
 from bgbench.coordinator.report import LiveProgress
 from bgbench.coordinator.sizing import resolve_local_layout
@@ -43,12 +50,7 @@ class Target:
         while True:
             exp_id = experiment_id if attempt == 0 else f"{experiment_id}-retry{attempt}"
             result = self._run_once(threads, duration_s, exp_id)
-            retry = (
-                self.settings.agents.on_failure == "retry"
-                and attempt < MAX_RETRIES
-                and CLIENT_OVERLOADED not in result.fault  # the same T would overload again
-            )
-            if not result.fault or not retry:
+            if not should_retry(self.settings.agents.on_failure, attempt, result.fault):
                 return result
             if self.record_fault:
                 self.record_fault(result)  # the failed attempt is recorded as what it was
@@ -81,7 +83,7 @@ class Target:
         listed = self.settings.agents.addresses
         present = {c.address for c in self.cluster.clients}
         missing = [a for a in listed if a not in present]
-        if missing and any(_answers(a, self.creds) for a in missing):
+        if missing and any(self._answers(a) for a in missing):
             self.console.print("an agent answers again: rejoining")
             self.recover()
 
@@ -92,7 +94,7 @@ class Target:
         self.cluster.close()
         if self.local is not None and self.local.processes:
             silent = frozenset(
-                i for i, a in enumerate(self.local.addresses) if not _answers(a, self.creds)
+                i for i, a in enumerate(self.local.addresses) if not self._answers(a)
             )
             respawned = self.local.respawn_dead(silent)
             if respawned:
@@ -101,12 +103,20 @@ class Target:
         else:
             addresses = list(self.settings.agents.addresses)
         caps = self.settings.agents.capacities or [1.0] * len(addresses)
-        alive = [(a, c) for a, c in zip(addresses, caps, strict=True) if _answers(a, self.creds)]
+        alive = [(a, c) for a, c in zip(addresses, caps, strict=True) if self._answers(a)]
         if not alive:
             raise SystemFault(f"no agent answers any more ({', '.join(addresses)})")
         self.console.print(f"continuing on {len(alive)} of {len(addresses)} agents")
-        self.cluster = Cluster.connect([a for a, _ in alive], [c for _, c in alive], self.creds)
+        self.cluster = Cluster.connect(
+            [a for a, _ in alive],
+            [c for _, c in alive],
+            self.creds,
+            heartbeat_timeout=self.settings.agents.heartbeat_timeout,
+        )
         self.cluster.prepare(self.settings)
+
+    def _answers(self, address: str) -> bool:
+        return _answers(address, self.creds, self.settings.agents.heartbeat_timeout)
 
     @property
     def store(self) -> str:
@@ -133,10 +143,10 @@ class Target:
             self.settings, [f.load_processes for f in self.cluster.facts()]
         )
 
-    def hosts(self) -> list[dict]:
+    def hosts(self) -> list[dict[str, Any]]:
         if self.cluster is None:
             return [{"host": "virtual", "note": "model store: no agents"}]
-        out = []
+        out: list[dict[str, Any]] = []
         for c, cap in zip(self.cluster.clients, self.cluster.capacities, strict=True):
             f = c.facts
             assert f is not None
@@ -156,7 +166,7 @@ class Target:
             )
         return out
 
-    def versions(self) -> dict:
+    def versions(self) -> dict[str, str]:
         return {
             "bgbench": __version__,
             "python": platform.python_version(),
@@ -170,7 +180,10 @@ def credentials(settings: Settings, local_token: str | None = None) -> Credentia
     token = a.token or os.environ.get("BGBENCH_TOKEN") or local_token
     if a.tls is None:
         return Credentials(token=token)
-    read = lambda p: Path(p).read_bytes() if p else None  # noqa: E731
+
+    def read(path: Path | None) -> bytes | None:
+        return Path(path).read_bytes() if path else None
+
     return Credentials(
         token=token,
         ca=read(a.tls.ca_file),
@@ -180,12 +193,8 @@ def credentials(settings: Settings, local_token: str | None = None) -> Credentia
     )
 
 
-MAX_RETRIES = 2
-CLIENT_OVERLOADED = "client overloaded"  # the engine's words for threads it could not stop
-
-
-def _answers(address: str, creds: Credentials | None) -> bool:
-    client = AgentClient(address, creds)
+def _answers(address: str, creds: Credentials | None, heartbeat_timeout: float) -> bool:
+    client = AgentClient(address, creds, heartbeat_timeout)
     try:
         client.handshake()
         return True
@@ -205,6 +214,7 @@ def bring_up(settings: Settings, work_dir: Path, console: Console) -> Iterator[T
     preflight.check_store(settings)
     resolve_local_layout(settings, None)  # callers that did not size the layout themselves
     a = settings.agents
+    processes = a.processes if isinstance(a.processes, int) else 1  # resolved above
     local = LocalAgents()
     if a.addresses:
         creds = credentials(settings)
@@ -212,18 +222,20 @@ def bring_up(settings: Settings, work_dir: Path, console: Console) -> Iterator[T
         console.print(f"connecting to {len(addresses)} agents; store {settings.store.name}")
     else:
         preflight.check_local_memory(settings)
-        preflight.check_fit(settings, [a.processes] * a.local)
+        preflight.check_fit(settings, [processes] * a.local)
         token = secrets.token_urlsafe(24)  # local agents too refuse calls without it
         creds = credentials(settings, token)
         console.print(
             f"starting {a.local} local agents x {a.processes} load processes; "
             f"store {settings.store.name}; work in {work_dir}"
         )
-        local = spawn_local_agents(a.local, a.processes, work_dir, a.start_timeout, creds.token)
+        local = spawn_local_agents(a.local, processes, work_dir, a.start_timeout, creds.token)
         addresses = local.addresses
     cluster = target = None
     try:
-        cluster = Cluster.connect(addresses, a.capacities, creds, a.capacity == "measure")
+        cluster = Cluster.connect(
+            addresses, a.capacities, creds, a.capacity == "measure", a.heartbeat_timeout
+        )
         if a.capacity == "measure" and not a.capacities:
             a.capacities = list(cluster.capacities)  # recorded: a resume reuses them
             console.print(f"measured agent capacities: {a.capacities}")
@@ -239,10 +251,13 @@ def bring_up(settings: Settings, work_dir: Path, console: Console) -> Iterator[T
             )
             preflight.check_fit(settings, [f.load_processes for f in facts])
         replies = cluster.prepare(settings)
-        members = sum(f.members for r in replies for f in r.fragments)
+        entities = sum(f.members for r in replies for f in r.fragments)
         load_s = max(f.load_seconds for r in replies for f in r.fragments)
+        phases = longest_phases(cluster.load_phases)
+        named = ", ".join(f"{name} {s:.1f} s" for name, s in phases.items())
         console.print(
-            f"loaded {members:,} members in {load_s:.1f} s on {cluster.store_description}"
+            f"loaded {entities:,} entities in {len(cluster.layout.capacities)} fragments in "
+            f"{load_s:.1f} s{f' ({named})' if named else ''} on {cluster.store_description}"
         )
         target = Target(
             settings,

@@ -24,15 +24,21 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x62gbench/protos/worker.proto\x12\nbgbench.v1\"5\n\x05\x45rror\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\r\n\x05\x66ield\x18\x03 \x01(\t\"U\n\x10HandshakeRequest\x12\x18\n\x10protocol_version\x18\x01 \x01(\r\x12\r\n\x05token\x18\x02 \x01(\t\x12\x18\n\x10measure_capacity\x18\x03 \x01(\x08\"\xf0\x01\n\x0eHandshakeReply\x12\x18\n\x10protocol_version\x18\x01 \x01(\r\x12\x10\n\x08\x61gent_id\x18\x02 \x01(\t\x12\x10\n\x08hostname\x18\x03 \x01(\t\x12\r\n\x05\x63ores\x18\x04 \x01(\r\x12\x14\n\x0cmemory_bytes\x18\x05 \x01(\x04\x12\x16\n\x0eload_processes\x18\x06 \x01(\r\x12\x17\n\x0f\x62gbench_version\x18\x07 \x01(\t\x12\x16\n\x0epython_version\x18\x08 \x01(\t\x12 \n\x05\x65rror\x18\t \x01(\x0b\x32\x11.bgbench.v1.Error\x12\x10\n\x08\x63\x61pacity\x18\n \x01(\x01\"\xd0\x01\n\x0ePrepareRequest\x12\x10\n\x08workload\x18\x01 \x01(\t\x12\x1c\n\x14workload_config_json\x18\x02 \x01(\t\x12\r\n\x05store\x18\x03 \x01(\t\x12\x1a\n\x12store_options_json\x18\x04 \x01(\t\x12\x12\n\ncapacities\x18\x05 \x03(\x01\x12\x11\n\tfragments\x18\x06 \x03(\r\x12\'\n\x05phase\x18\x07 \x01(\x0e\x32\x18.bgbench.v1.PreparePhase\x12\x13\n\x0bstart_state\x18\x08 \x01(\t\"G\n\x0c\x46ragmentInfo\x12\x10\n\x08\x66ragment\x18\x01 \x01(\r\x12\x0f\n\x07members\x18\x02 \x01(\x04\x12\x14\n\x0cload_seconds\x18\x03 \x01(\x01\"x\n\x0cPrepareReply\x12+\n\tfragments\x18\x01 \x03(\x0b\x32\x18.bgbench.v1.FragmentInfo\x12\x19\n\x11store_description\x18\x02 \x01(\t\x12 \n\x05\x65rror\x18\x03 \x01(\x0b\x32\x11.bgbench.v1.Error\"\x8a\x01\n\nRunRequest\x12\x15\n\rexperiment_id\x18\x01 \x01(\t\x12\x0f\n\x07threads\x18\x02 \x01(\r\x12\x18\n\x10\x64uration_seconds\x18\x03 \x01(\x01\x12\x17\n\x0foperation_count\x18\x04 \x01(\x04\x12\x0c\n\x04seed\x18\x05 \x01(\x04\x12\x13\n\x0bstart_state\x18\x06 \x01(\t\"\x9f\x01\n\x08Progress\x12\x17\n\x0f\x65lapsed_seconds\x18\x01 \x01(\x01\x12\x0f\n\x07\x61\x63tions\x18\x02 \x01(\x04\x12\x0e\n\x06\x65rrors\x18\x03 \x01(\x04\x12\x10\n\x08sessions\x18\x04 \x01(\x04\x12\x13\n\x0b\x63pu_percent\x18\x05 \x01(\x01\x12\x1b\n\x13response_hist_delta\x18\x06 \x01(\x0c\x12\x15\n\rclient_lag_ms\x18\x07 \x01(\x01\"i\n\x0b\x41\x63tionStats\x12\x0e\n\x06\x61\x63tion\x18\x01 \x01(\t\x12\r\n\x05\x63ount\x18\x02 \x01(\x04\x12\x0e\n\x06\x65rrors\x18\x03 \x01(\x04\x12\x15\n\rresponse_hist\x18\x04 \x01(\x0c\x12\x14\n\x0cservice_hist\x18\x05 \x01(\x0c\"I\n\nErrorCount\x12\x0e\n\x06\x61\x63tion\x18\x01 \x01(\t\x12\x0c\n\x04type\x18\x02 \x01(\t\x12\r\n\x05\x63ount\x18\x03 \x01(\x04\x12\x0e\n\x06sample\x18\x04 \x01(\t\"\x83\x04\n\tRunResult\x12\x17\n\x0f\x65lapsed_seconds\x18\x01 \x01(\x01\x12\x0f\n\x07\x61\x63tions\x18\x02 \x01(\x04\x12\x10\n\x08sessions\x18\x03 \x01(\x04\x12\x0e\n\x06\x65rrors\x18\x04 \x01(\x04\x12+\n\nper_action\x18\x05 \x03(\x0b\x32\x17.bgbench.v1.ActionStats\x12,\n\x0c\x65rror_counts\x18\x06 \x03(\x0b\x32\x16.bgbench.v1.ErrorCount\x12\x13\n\x0b\x63pu_seconds\x18\x07 \x01(\x01\x12\x16\n\x0eload_processes\x18\x08 \x01(\r\x12\x18\n\x10\x65ngine_saturated\x18\t \x01(\x08\x12\x16\n\x0e\x65mbedded_store\x18\n \x01(\x08\x12\x13\n\x0blog_records\x18\x0b \x01(\x04\x12\x0f\n\x07log_dir\x18\x0c \x01(\t\x12\x17\n\x0fstate_uncertain\x18\r \x01(\x08\x12\x0f\n\x07\x61\x62orted\x18\x0e \x01(\t\x12\x0f\n\x07threads\x18\x0f \x01(\r\x12\x14\n\x0csession_hist\x18\x10 \x01(\x0c\x12\x13\n\x0bstart_state\x18\x11 \x01(\t\x12\x1b\n\x13store_counters_json\x18\x12 \x01(\t\x12\x19\n\x11\x63lient_delay_hist\x18\x13 \x01(\x0c\x12\x17\n\x0floop_lag_max_ms\x18\x14 \x01(\x01\x12\x13\n\x0b\x63oncurrency\x18\x15 \x01(\t\"\x8a\x01\n\x08RunEvent\x12(\n\x08progress\x18\x01 \x01(\x0b\x32\x14.bgbench.v1.ProgressH\x00\x12\'\n\x06result\x18\x02 \x01(\x0b\x32\x15.bgbench.v1.RunResultH\x00\x12\"\n\x05\x65rror\x18\x03 \x01(\x0b\x32\x11.bgbench.v1.ErrorH\x00\x42\x07\n\x05\x65vent\"(\n\x0fValidateRequest\x12\x15\n\rexperiment_id\x18\x01 \x01(\t\"\x82\x02\n\rValidateReply\x12\r\n\x05reads\x18\x01 \x01(\x04\x12\x1b\n\x13unpredictable_reads\x18\x02 \x01(\x04\x12\x10\n\x08sessions\x18\x03 \x01(\x04\x12\x1e\n\x16unpredictable_sessions\x18\x04 \x01(\x04\x12\x0e\n\x06writes\x18\x05 \x01(\x04\x12\x13\n\x0blog_records\x18\x06 \x01(\x04\x12\x0f\n\x07seconds\x18\x07 \x01(\x01\x12\x14\n\x0c\x64\x65tails_json\x18\x08 \x01(\t\x12 \n\x05\x65rror\x18\t \x01(\x0b\x32\x11.bgbench.v1.Error\x12\x10\n\x08lag_hist\x18\n \x01(\x0c\x12\x13\n\x0bnever_valid\x18\x0b \x01(\x04\"\x11\n\x0fShutdownRequest\"\x0f\n\rShutdownReply*d\n\x0cPreparePhase\x12\x1b\n\x17PREPARE_SCHEMA_AND_LOAD\x10\x00\x12\x12\n\x0ePREPARE_SCHEMA\x10\x01\x12\x10\n\x0cPREPARE_LOAD\x10\x02\x12\x11\n\rPREPARE_READY\x10\x03\x32\xcf\x02\n\x06Worker\x12\x45\n\tHandshake\x12\x1c.bgbench.v1.HandshakeRequest\x1a\x1a.bgbench.v1.HandshakeReply\x12?\n\x07Prepare\x12\x1a.bgbench.v1.PrepareRequest\x1a\x18.bgbench.v1.PrepareReply\x12\x35\n\x03Run\x12\x16.bgbench.v1.RunRequest\x1a\x14.bgbench.v1.RunEvent0\x01\x12\x42\n\x08Validate\x12\x1b.bgbench.v1.ValidateRequest\x1a\x19.bgbench.v1.ValidateReply\x12\x42\n\x08Shutdown\x12\x1b.bgbench.v1.ShutdownRequest\x1a\x19.bgbench.v1.ShutdownReplyb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x62gbench/protos/worker.proto\x12\nbgbench.v1\"5\n\x05\x45rror\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\r\n\x05\x66ield\x18\x03 \x01(\t\"U\n\x10HandshakeRequest\x12\x18\n\x10protocol_version\x18\x01 \x01(\r\x12\r\n\x05token\x18\x02 \x01(\t\x12\x18\n\x10measure_capacity\x18\x03 \x01(\x08\"\xf0\x01\n\x0eHandshakeReply\x12\x18\n\x10protocol_version\x18\x01 \x01(\r\x12\x10\n\x08\x61gent_id\x18\x02 \x01(\t\x12\x10\n\x08hostname\x18\x03 \x01(\t\x12\r\n\x05\x63ores\x18\x04 \x01(\r\x12\x14\n\x0cmemory_bytes\x18\x05 \x01(\x04\x12\x16\n\x0eload_processes\x18\x06 \x01(\r\x12\x17\n\x0f\x62gbench_version\x18\x07 \x01(\t\x12\x16\n\x0epython_version\x18\x08 \x01(\t\x12 \n\x05\x65rror\x18\t \x01(\x0b\x32\x11.bgbench.v1.Error\x12\x10\n\x08\x63\x61pacity\x18\n \x01(\x01\"\xd0\x01\n\x0ePrepareRequest\x12\x10\n\x08workload\x18\x01 \x01(\t\x12\x1c\n\x14workload_config_json\x18\x02 \x01(\t\x12\r\n\x05store\x18\x03 \x01(\t\x12\x1a\n\x12store_options_json\x18\x04 \x01(\t\x12\x12\n\ncapacities\x18\x05 \x03(\x01\x12\x11\n\tfragments\x18\x06 \x03(\r\x12\'\n\x05phase\x18\x07 \x01(\x0e\x32\x18.bgbench.v1.PreparePhase\x12\x13\n\x0bstart_state\x18\x08 \x01(\t\"\xbf\x01\n\x0c\x46ragmentInfo\x12\x10\n\x08\x66ragment\x18\x01 \x01(\r\x12\x0f\n\x07members\x18\x02 \x01(\x04\x12\x14\n\x0cload_seconds\x18\x03 \x01(\x01\x12\x41\n\rphase_seconds\x18\x04 \x03(\x0b\x32*.bgbench.v1.FragmentInfo.PhaseSecondsEntry\x1a\x33\n\x11PhaseSecondsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"x\n\x0cPrepareReply\x12+\n\tfragments\x18\x01 \x03(\x0b\x32\x18.bgbench.v1.FragmentInfo\x12\x19\n\x11store_description\x18\x02 \x01(\t\x12 \n\x05\x65rror\x18\x03 \x01(\x0b\x32\x11.bgbench.v1.Error\"\x8a\x01\n\nRunRequest\x12\x15\n\rexperiment_id\x18\x01 \x01(\t\x12\x0f\n\x07threads\x18\x02 \x01(\r\x12\x18\n\x10\x64uration_seconds\x18\x03 \x01(\x01\x12\x17\n\x0foperation_count\x18\x04 \x01(\x04\x12\x0c\n\x04seed\x18\x05 \x01(\x04\x12\x13\n\x0bstart_state\x18\x06 \x01(\t\"\x9f\x01\n\x08Progress\x12\x17\n\x0f\x65lapsed_seconds\x18\x01 \x01(\x01\x12\x0f\n\x07\x61\x63tions\x18\x02 \x01(\x04\x12\x0e\n\x06\x65rrors\x18\x03 \x01(\x04\x12\x10\n\x08sessions\x18\x04 \x01(\x04\x12\x13\n\x0b\x63pu_percent\x18\x05 \x01(\x01\x12\x1b\n\x13response_hist_delta\x18\x06 \x01(\x0c\x12\x15\n\rclient_lag_ms\x18\x07 \x01(\x01\"i\n\x0b\x41\x63tionStats\x12\x0e\n\x06\x61\x63tion\x18\x01 \x01(\t\x12\r\n\x05\x63ount\x18\x02 \x01(\x04\x12\x0e\n\x06\x65rrors\x18\x03 \x01(\x04\x12\x15\n\rresponse_hist\x18\x04 \x01(\x0c\x12\x14\n\x0cservice_hist\x18\x05 \x01(\x0c\"I\n\nErrorCount\x12\x0e\n\x06\x61\x63tion\x18\x01 \x01(\t\x12\x0c\n\x04type\x18\x02 \x01(\t\x12\r\n\x05\x63ount\x18\x03 \x01(\x04\x12\x0e\n\x06sample\x18\x04 \x01(\t\"\xf9\x05\n\tRunResult\x12\x17\n\x0f\x65lapsed_seconds\x18\x01 \x01(\x01\x12\x0f\n\x07\x61\x63tions\x18\x02 \x01(\x04\x12\x10\n\x08sessions\x18\x03 \x01(\x04\x12\x0e\n\x06\x65rrors\x18\x04 \x01(\x04\x12+\n\nper_action\x18\x05 \x03(\x0b\x32\x17.bgbench.v1.ActionStats\x12,\n\x0c\x65rror_counts\x18\x06 \x03(\x0b\x32\x16.bgbench.v1.ErrorCount\x12\x13\n\x0b\x63pu_seconds\x18\x07 \x01(\x01\x12\x16\n\x0eload_processes\x18\x08 \x01(\r\x12\x18\n\x10\x65ngine_saturated\x18\t \x01(\x08\x12\x16\n\x0e\x65mbedded_store\x18\n \x01(\x08\x12\x13\n\x0blog_records\x18\x0b \x01(\x04\x12\x0f\n\x07log_dir\x18\x0c \x01(\t\x12\x17\n\x0fstate_uncertain\x18\r \x01(\x08\x12\x0f\n\x07\x61\x62orted\x18\x0e \x01(\t\x12\x0f\n\x07threads\x18\x0f \x01(\r\x12\x14\n\x0csession_hist\x18\x10 \x01(\x0c\x12\x13\n\x0bstart_state\x18\x11 \x01(\t\x12@\n\x0estore_counters\x18\x16 \x03(\x0b\x32(.bgbench.v1.RunResult.StoreCountersEntry\x12\x19\n\x11\x63lient_delay_hist\x18\x13 \x01(\x0c\x12\x17\n\x0floop_lag_max_ms\x18\x14 \x01(\x01\x12\x13\n\x0b\x63oncurrency\x18\x15 \x01(\t\x12\x34\n\x08per_unit\x18\x17 \x03(\x0b\x32\".bgbench.v1.RunResult.PerUnitEntry\x12\x18\n\x10workload_payload\x18\x18 \x01(\t\x1a\x34\n\x12StoreCountersEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\x1a.\n\x0cPerUnitEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x04:\x02\x38\x01J\x04\x08\x12\x10\x13R\x13store_counters_json\"\x8a\x01\n\x08RunEvent\x12(\n\x08progress\x18\x01 \x01(\x0b\x32\x14.bgbench.v1.ProgressH\x00\x12\'\n\x06result\x18\x02 \x01(\x0b\x32\x15.bgbench.v1.RunResultH\x00\x12\"\n\x05\x65rror\x18\x03 \x01(\x0b\x32\x11.bgbench.v1.ErrorH\x00\x42\x07\n\x05\x65vent\"(\n\x0fValidateRequest\x12\x15\n\rexperiment_id\x18\x01 \x01(\t\"\x83\x03\n\rValidateReply\x12\r\n\x05reads\x18\x01 \x01(\x04\x12\x1b\n\x13unpredictable_reads\x18\x02 \x01(\x04\x12\x10\n\x08sessions\x18\x03 \x01(\x04\x12\x1e\n\x16unpredictable_sessions\x18\x04 \x01(\x04\x12\x0e\n\x06writes\x18\x05 \x01(\x04\x12\x13\n\x0blog_records\x18\x06 \x01(\x04\x12\x0f\n\x07seconds\x18\x07 \x01(\x01\x12 \n\x05\x65rror\x18\t \x01(\x0b\x32\x11.bgbench.v1.Error\x12\x10\n\x08lag_hist\x18\n \x01(\x0c\x12\x13\n\x0bnever_valid\x18\x0b \x01(\x04\x12&\n\x07\x62y_item\x18\x0c \x03(\x0b\x32\x15.bgbench.v1.ReadCount\x12(\n\tby_action\x18\r \x03(\x0b\x32\x15.bgbench.v1.ReadCount\x12\x15\n\rexamples_json\x18\x0e \x01(\t\x12\x18\n\x10workload_payload\x18\x0f \x01(\tJ\x04\x08\x08\x10\tR\x0c\x64\x65tails_json\"?\n\tReadCount\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05reads\x18\x02 \x01(\x04\x12\x15\n\runpredictable\x18\x03 \x01(\x04\"\x0f\n\rStatusRequest\"\x8c\x01\n\x11LoadProcessStatus\x12\x0b\n\x03pid\x18\x01 \x01(\r\x12\r\n\x05\x61live\x18\x02 \x01(\x08\x12\x10\n\x08\x66ragment\x18\x03 \x01(\x03\x12\r\n\x05phase\x18\x04 \x01(\t\x12\r\n\x05\x62\x65\x61ts\x18\x05 \x01(\x04\x12\x14\n\x0c\x62usy_seconds\x18\x06 \x01(\x01\x12\x15\n\rquiet_seconds\x18\x07 \x01(\x01\"Q\n\x0bStatusReply\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\x12\x30\n\tprocesses\x18\x02 \x03(\x0b\x32\x1d.bgbench.v1.LoadProcessStatus\"\x11\n\x0fShutdownRequest\"\x0f\n\rShutdownReply*d\n\x0cPreparePhase\x12\x1b\n\x17PREPARE_SCHEMA_AND_LOAD\x10\x00\x12\x12\n\x0ePREPARE_SCHEMA\x10\x01\x12\x10\n\x0cPREPARE_LOAD\x10\x02\x12\x11\n\rPREPARE_READY\x10\x03\x32\x8d\x03\n\x06Worker\x12\x45\n\tHandshake\x12\x1c.bgbench.v1.HandshakeRequest\x1a\x1a.bgbench.v1.HandshakeReply\x12?\n\x07Prepare\x12\x1a.bgbench.v1.PrepareRequest\x1a\x18.bgbench.v1.PrepareReply\x12\x35\n\x03Run\x12\x16.bgbench.v1.RunRequest\x1a\x14.bgbench.v1.RunEvent0\x01\x12\x42\n\x08Validate\x12\x1b.bgbench.v1.ValidateRequest\x1a\x19.bgbench.v1.ValidateReply\x12\x42\n\x08Shutdown\x12\x1b.bgbench.v1.ShutdownRequest\x1a\x19.bgbench.v1.ShutdownReply\x12<\n\x06Status\x12\x19.bgbench.v1.StatusRequest\x1a\x17.bgbench.v1.StatusReplyb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'bgbench.protos.worker_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_PREPAREPHASE']._serialized_start=2317
-  _globals['_PREPAREPHASE']._serialized_end=2417
+  _globals['_FRAGMENTINFO_PHASESECONDSENTRY']._loaded_options = None
+  _globals['_FRAGMENTINFO_PHASESECONDSENTRY']._serialized_options = b'8\001'
+  _globals['_RUNRESULT_STORECOUNTERSENTRY']._loaded_options = None
+  _globals['_RUNRESULT_STORECOUNTERSENTRY']._serialized_options = b'8\001'
+  _globals['_RUNRESULT_PERUNITENTRY']._loaded_options = None
+  _globals['_RUNRESULT_PERUNITENTRY']._serialized_options = b'8\001'
+  _globals['_PREPAREPHASE']._serialized_start=3121
+  _globals['_PREPAREPHASE']._serialized_end=3221
   _globals['_ERROR']._serialized_start=43
   _globals['_ERROR']._serialized_end=96
   _globals['_HANDSHAKEREQUEST']._serialized_start=98
@@ -41,30 +47,44 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_HANDSHAKEREPLY']._serialized_end=426
   _globals['_PREPAREREQUEST']._serialized_start=429
   _globals['_PREPAREREQUEST']._serialized_end=637
-  _globals['_FRAGMENTINFO']._serialized_start=639
-  _globals['_FRAGMENTINFO']._serialized_end=710
-  _globals['_PREPAREREPLY']._serialized_start=712
-  _globals['_PREPAREREPLY']._serialized_end=832
-  _globals['_RUNREQUEST']._serialized_start=835
-  _globals['_RUNREQUEST']._serialized_end=973
-  _globals['_PROGRESS']._serialized_start=976
-  _globals['_PROGRESS']._serialized_end=1135
-  _globals['_ACTIONSTATS']._serialized_start=1137
-  _globals['_ACTIONSTATS']._serialized_end=1242
-  _globals['_ERRORCOUNT']._serialized_start=1244
-  _globals['_ERRORCOUNT']._serialized_end=1317
-  _globals['_RUNRESULT']._serialized_start=1320
-  _globals['_RUNRESULT']._serialized_end=1835
-  _globals['_RUNEVENT']._serialized_start=1838
-  _globals['_RUNEVENT']._serialized_end=1976
-  _globals['_VALIDATEREQUEST']._serialized_start=1978
-  _globals['_VALIDATEREQUEST']._serialized_end=2018
-  _globals['_VALIDATEREPLY']._serialized_start=2021
-  _globals['_VALIDATEREPLY']._serialized_end=2279
-  _globals['_SHUTDOWNREQUEST']._serialized_start=2281
-  _globals['_SHUTDOWNREQUEST']._serialized_end=2298
-  _globals['_SHUTDOWNREPLY']._serialized_start=2300
-  _globals['_SHUTDOWNREPLY']._serialized_end=2315
-  _globals['_WORKER']._serialized_start=2420
-  _globals['_WORKER']._serialized_end=2755
+  _globals['_FRAGMENTINFO']._serialized_start=640
+  _globals['_FRAGMENTINFO']._serialized_end=831
+  _globals['_FRAGMENTINFO_PHASESECONDSENTRY']._serialized_start=780
+  _globals['_FRAGMENTINFO_PHASESECONDSENTRY']._serialized_end=831
+  _globals['_PREPAREREPLY']._serialized_start=833
+  _globals['_PREPAREREPLY']._serialized_end=953
+  _globals['_RUNREQUEST']._serialized_start=956
+  _globals['_RUNREQUEST']._serialized_end=1094
+  _globals['_PROGRESS']._serialized_start=1097
+  _globals['_PROGRESS']._serialized_end=1256
+  _globals['_ACTIONSTATS']._serialized_start=1258
+  _globals['_ACTIONSTATS']._serialized_end=1363
+  _globals['_ERRORCOUNT']._serialized_start=1365
+  _globals['_ERRORCOUNT']._serialized_end=1438
+  _globals['_RUNRESULT']._serialized_start=1441
+  _globals['_RUNRESULT']._serialized_end=2202
+  _globals['_RUNRESULT_STORECOUNTERSENTRY']._serialized_start=2075
+  _globals['_RUNRESULT_STORECOUNTERSENTRY']._serialized_end=2127
+  _globals['_RUNRESULT_PERUNITENTRY']._serialized_start=2129
+  _globals['_RUNRESULT_PERUNITENTRY']._serialized_end=2175
+  _globals['_RUNEVENT']._serialized_start=2205
+  _globals['_RUNEVENT']._serialized_end=2343
+  _globals['_VALIDATEREQUEST']._serialized_start=2345
+  _globals['_VALIDATEREQUEST']._serialized_end=2385
+  _globals['_VALIDATEREPLY']._serialized_start=2388
+  _globals['_VALIDATEREPLY']._serialized_end=2775
+  _globals['_READCOUNT']._serialized_start=2777
+  _globals['_READCOUNT']._serialized_end=2840
+  _globals['_STATUSREQUEST']._serialized_start=2842
+  _globals['_STATUSREQUEST']._serialized_end=2857
+  _globals['_LOADPROCESSSTATUS']._serialized_start=2860
+  _globals['_LOADPROCESSSTATUS']._serialized_end=3000
+  _globals['_STATUSREPLY']._serialized_start=3002
+  _globals['_STATUSREPLY']._serialized_end=3083
+  _globals['_SHUTDOWNREQUEST']._serialized_start=3085
+  _globals['_SHUTDOWNREQUEST']._serialized_end=3102
+  _globals['_SHUTDOWNREPLY']._serialized_start=3104
+  _globals['_SHUTDOWNREPLY']._serialized_end=3119
+  _globals['_WORKER']._serialized_start=3224
+  _globals['_WORKER']._serialized_end=3621
 # @@protoc_insertion_point(module_scope)

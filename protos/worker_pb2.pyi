@@ -83,14 +83,23 @@ class PrepareRequest(_message.Message):
     def __init__(self, workload: _Optional[str] = ..., workload_config_json: _Optional[str] = ..., store: _Optional[str] = ..., store_options_json: _Optional[str] = ..., capacities: _Optional[_Iterable[float]] = ..., fragments: _Optional[_Iterable[int]] = ..., phase: _Optional[_Union[PreparePhase, str]] = ..., start_state: _Optional[str] = ...) -> None: ...
 
 class FragmentInfo(_message.Message):
-    __slots__ = ("fragment", "members", "load_seconds")
+    __slots__ = ("fragment", "members", "load_seconds", "phase_seconds")
+    class PhaseSecondsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
     FRAGMENT_FIELD_NUMBER: _ClassVar[int]
     MEMBERS_FIELD_NUMBER: _ClassVar[int]
     LOAD_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    PHASE_SECONDS_FIELD_NUMBER: _ClassVar[int]
     fragment: int
     members: int
     load_seconds: float
-    def __init__(self, fragment: _Optional[int] = ..., members: _Optional[int] = ..., load_seconds: _Optional[float] = ...) -> None: ...
+    phase_seconds: _containers.ScalarMap[str, float]
+    def __init__(self, fragment: _Optional[int] = ..., members: _Optional[int] = ..., load_seconds: _Optional[float] = ..., phase_seconds: _Optional[_Mapping[str, float]] = ...) -> None: ...
 
 class PrepareReply(_message.Message):
     __slots__ = ("fragments", "store_description", "error")
@@ -163,7 +172,21 @@ class ErrorCount(_message.Message):
     def __init__(self, action: _Optional[str] = ..., type: _Optional[str] = ..., count: _Optional[int] = ..., sample: _Optional[str] = ...) -> None: ...
 
 class RunResult(_message.Message):
-    __slots__ = ("elapsed_seconds", "actions", "sessions", "errors", "per_action", "error_counts", "cpu_seconds", "load_processes", "engine_saturated", "embedded_store", "log_records", "log_dir", "state_uncertain", "aborted", "threads", "session_hist", "start_state", "store_counters_json", "client_delay_hist", "loop_lag_max_ms", "concurrency")
+    __slots__ = ("elapsed_seconds", "actions", "sessions", "errors", "per_action", "error_counts", "cpu_seconds", "load_processes", "engine_saturated", "embedded_store", "log_records", "log_dir", "state_uncertain", "aborted", "threads", "session_hist", "start_state", "store_counters", "client_delay_hist", "loop_lag_max_ms", "concurrency", "per_unit", "workload_payload")
+    class StoreCountersEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    class PerUnitEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
     ELAPSED_SECONDS_FIELD_NUMBER: _ClassVar[int]
     ACTIONS_FIELD_NUMBER: _ClassVar[int]
     SESSIONS_FIELD_NUMBER: _ClassVar[int]
@@ -181,10 +204,12 @@ class RunResult(_message.Message):
     THREADS_FIELD_NUMBER: _ClassVar[int]
     SESSION_HIST_FIELD_NUMBER: _ClassVar[int]
     START_STATE_FIELD_NUMBER: _ClassVar[int]
-    STORE_COUNTERS_JSON_FIELD_NUMBER: _ClassVar[int]
+    STORE_COUNTERS_FIELD_NUMBER: _ClassVar[int]
     CLIENT_DELAY_HIST_FIELD_NUMBER: _ClassVar[int]
     LOOP_LAG_MAX_MS_FIELD_NUMBER: _ClassVar[int]
     CONCURRENCY_FIELD_NUMBER: _ClassVar[int]
+    PER_UNIT_FIELD_NUMBER: _ClassVar[int]
+    WORKLOAD_PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     elapsed_seconds: float
     actions: int
     sessions: int
@@ -202,11 +227,13 @@ class RunResult(_message.Message):
     threads: int
     session_hist: bytes
     start_state: str
-    store_counters_json: str
+    store_counters: _containers.ScalarMap[str, int]
     client_delay_hist: bytes
     loop_lag_max_ms: float
     concurrency: str
-    def __init__(self, elapsed_seconds: _Optional[float] = ..., actions: _Optional[int] = ..., sessions: _Optional[int] = ..., errors: _Optional[int] = ..., per_action: _Optional[_Iterable[_Union[ActionStats, _Mapping]]] = ..., error_counts: _Optional[_Iterable[_Union[ErrorCount, _Mapping]]] = ..., cpu_seconds: _Optional[float] = ..., load_processes: _Optional[int] = ..., engine_saturated: _Optional[bool] = ..., embedded_store: _Optional[bool] = ..., log_records: _Optional[int] = ..., log_dir: _Optional[str] = ..., state_uncertain: _Optional[bool] = ..., aborted: _Optional[str] = ..., threads: _Optional[int] = ..., session_hist: _Optional[bytes] = ..., start_state: _Optional[str] = ..., store_counters_json: _Optional[str] = ..., client_delay_hist: _Optional[bytes] = ..., loop_lag_max_ms: _Optional[float] = ..., concurrency: _Optional[str] = ...) -> None: ...
+    per_unit: _containers.ScalarMap[str, int]
+    workload_payload: str
+    def __init__(self, elapsed_seconds: _Optional[float] = ..., actions: _Optional[int] = ..., sessions: _Optional[int] = ..., errors: _Optional[int] = ..., per_action: _Optional[_Iterable[_Union[ActionStats, _Mapping]]] = ..., error_counts: _Optional[_Iterable[_Union[ErrorCount, _Mapping]]] = ..., cpu_seconds: _Optional[float] = ..., load_processes: _Optional[int] = ..., engine_saturated: _Optional[bool] = ..., embedded_store: _Optional[bool] = ..., log_records: _Optional[int] = ..., log_dir: _Optional[str] = ..., state_uncertain: _Optional[bool] = ..., aborted: _Optional[str] = ..., threads: _Optional[int] = ..., session_hist: _Optional[bytes] = ..., start_state: _Optional[str] = ..., store_counters: _Optional[_Mapping[str, int]] = ..., client_delay_hist: _Optional[bytes] = ..., loop_lag_max_ms: _Optional[float] = ..., concurrency: _Optional[str] = ..., per_unit: _Optional[_Mapping[str, int]] = ..., workload_payload: _Optional[str] = ...) -> None: ...
 
 class RunEvent(_message.Message):
     __slots__ = ("progress", "result", "error")
@@ -225,7 +252,7 @@ class ValidateRequest(_message.Message):
     def __init__(self, experiment_id: _Optional[str] = ...) -> None: ...
 
 class ValidateReply(_message.Message):
-    __slots__ = ("reads", "unpredictable_reads", "sessions", "unpredictable_sessions", "writes", "log_records", "seconds", "details_json", "error", "lag_hist", "never_valid")
+    __slots__ = ("reads", "unpredictable_reads", "sessions", "unpredictable_sessions", "writes", "log_records", "seconds", "error", "lag_hist", "never_valid", "by_item", "by_action", "examples_json", "workload_payload")
     READS_FIELD_NUMBER: _ClassVar[int]
     UNPREDICTABLE_READS_FIELD_NUMBER: _ClassVar[int]
     SESSIONS_FIELD_NUMBER: _ClassVar[int]
@@ -233,10 +260,13 @@ class ValidateReply(_message.Message):
     WRITES_FIELD_NUMBER: _ClassVar[int]
     LOG_RECORDS_FIELD_NUMBER: _ClassVar[int]
     SECONDS_FIELD_NUMBER: _ClassVar[int]
-    DETAILS_JSON_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     LAG_HIST_FIELD_NUMBER: _ClassVar[int]
     NEVER_VALID_FIELD_NUMBER: _ClassVar[int]
+    BY_ITEM_FIELD_NUMBER: _ClassVar[int]
+    BY_ACTION_FIELD_NUMBER: _ClassVar[int]
+    EXAMPLES_JSON_FIELD_NUMBER: _ClassVar[int]
+    WORKLOAD_PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     reads: int
     unpredictable_reads: int
     sessions: int
@@ -244,11 +274,54 @@ class ValidateReply(_message.Message):
     writes: int
     log_records: int
     seconds: float
-    details_json: str
     error: Error
     lag_hist: bytes
     never_valid: int
-    def __init__(self, reads: _Optional[int] = ..., unpredictable_reads: _Optional[int] = ..., sessions: _Optional[int] = ..., unpredictable_sessions: _Optional[int] = ..., writes: _Optional[int] = ..., log_records: _Optional[int] = ..., seconds: _Optional[float] = ..., details_json: _Optional[str] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., lag_hist: _Optional[bytes] = ..., never_valid: _Optional[int] = ...) -> None: ...
+    by_item: _containers.RepeatedCompositeFieldContainer[ReadCount]
+    by_action: _containers.RepeatedCompositeFieldContainer[ReadCount]
+    examples_json: str
+    workload_payload: str
+    def __init__(self, reads: _Optional[int] = ..., unpredictable_reads: _Optional[int] = ..., sessions: _Optional[int] = ..., unpredictable_sessions: _Optional[int] = ..., writes: _Optional[int] = ..., log_records: _Optional[int] = ..., seconds: _Optional[float] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., lag_hist: _Optional[bytes] = ..., never_valid: _Optional[int] = ..., by_item: _Optional[_Iterable[_Union[ReadCount, _Mapping]]] = ..., by_action: _Optional[_Iterable[_Union[ReadCount, _Mapping]]] = ..., examples_json: _Optional[str] = ..., workload_payload: _Optional[str] = ...) -> None: ...
+
+class ReadCount(_message.Message):
+    __slots__ = ("name", "reads", "unpredictable")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    READS_FIELD_NUMBER: _ClassVar[int]
+    UNPREDICTABLE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    reads: int
+    unpredictable: int
+    def __init__(self, name: _Optional[str] = ..., reads: _Optional[int] = ..., unpredictable: _Optional[int] = ...) -> None: ...
+
+class StatusRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class LoadProcessStatus(_message.Message):
+    __slots__ = ("pid", "alive", "fragment", "phase", "beats", "busy_seconds", "quiet_seconds")
+    PID_FIELD_NUMBER: _ClassVar[int]
+    ALIVE_FIELD_NUMBER: _ClassVar[int]
+    FRAGMENT_FIELD_NUMBER: _ClassVar[int]
+    PHASE_FIELD_NUMBER: _ClassVar[int]
+    BEATS_FIELD_NUMBER: _ClassVar[int]
+    BUSY_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    QUIET_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    pid: int
+    alive: bool
+    fragment: int
+    phase: str
+    beats: int
+    busy_seconds: float
+    quiet_seconds: float
+    def __init__(self, pid: _Optional[int] = ..., alive: _Optional[bool] = ..., fragment: _Optional[int] = ..., phase: _Optional[str] = ..., beats: _Optional[int] = ..., busy_seconds: _Optional[float] = ..., quiet_seconds: _Optional[float] = ...) -> None: ...
+
+class StatusReply(_message.Message):
+    __slots__ = ("agent_id", "processes")
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    PROCESSES_FIELD_NUMBER: _ClassVar[int]
+    agent_id: str
+    processes: _containers.RepeatedCompositeFieldContainer[LoadProcessStatus]
+    def __init__(self, agent_id: _Optional[str] = ..., processes: _Optional[_Iterable[_Union[LoadProcessStatus, _Mapping]]] = ...) -> None: ...
 
 class ShutdownRequest(_message.Message):
     __slots__ = ()

@@ -59,6 +59,11 @@ class WorkerStub:
                 request_serializer=bgbench_dot_protos_dot_worker__pb2.ShutdownRequest.SerializeToString,
                 response_deserializer=bgbench_dot_protos_dot_worker__pb2.ShutdownReply.FromString,
                 _registered_method=True)
+        self.Status = channel.unary_unary(
+                '/bgbench.v1.Worker/Status',
+                request_serializer=bgbench_dot_protos_dot_worker__pb2.StatusRequest.SerializeToString,
+                response_deserializer=bgbench_dot_protos_dot_worker__pb2.StatusReply.FromString,
+                _registered_method=True)
 
 
 class WorkerServicer:
@@ -99,6 +104,15 @@ class WorkerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Status(self, request, context):
+        """What the agent's load processes are doing, and whether each still makes progress: the
+        coordinator polls it about every second while a unary call runs, so a frozen agent or a
+        load stuck in a store call is found within the heartbeat timeout, not at the deadline.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_WorkerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -126,6 +140,11 @@ def add_WorkerServicer_to_server(servicer, server):
                     servicer.Shutdown,
                     request_deserializer=bgbench_dot_protos_dot_worker__pb2.ShutdownRequest.FromString,
                     response_serializer=bgbench_dot_protos_dot_worker__pb2.ShutdownReply.SerializeToString,
+            ),
+            'Status': grpc.unary_unary_rpc_method_handler(
+                    servicer.Status,
+                    request_deserializer=bgbench_dot_protos_dot_worker__pb2.StatusRequest.FromString,
+                    response_serializer=bgbench_dot_protos_dot_worker__pb2.StatusReply.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -263,6 +282,33 @@ class Worker:
             '/bgbench.v1.Worker/Shutdown',
             bgbench_dot_protos_dot_worker__pb2.ShutdownRequest.SerializeToString,
             bgbench_dot_protos_dot_worker__pb2.ShutdownReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Status(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/bgbench.v1.Worker/Status',
+            bgbench_dot_protos_dot_worker__pb2.StatusRequest.SerializeToString,
+            bgbench_dot_protos_dot_worker__pb2.StatusReply.FromString,
             options,
             channel_credentials,
             insecure,

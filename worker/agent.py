@@ -5,6 +5,7 @@
 """
 
 import contextlib
+import dataclasses
 import json
 import logging
 import multiprocessing as mp
@@ -16,10 +17,12 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from concurrent import futures
 from multiprocessing.connection import wait as wait_any
+from multiprocessing.context import SpawnContext
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, TypeVar
 
 import grpc
 import psutil
@@ -29,11 +32,35 @@ from hdrh.histogram import HdrHistogram
 from bgbench import __version__
 from bgbench.errors import UserError
 from bgbench.protos import AGENT_READY_LINE as READY_LINE
-from bgbench.protos import PROTOCOL_VERSION
+from bgbench.protos import PROTOCOL_VERSION, new_histogram
 from bgbench.protos import worker_pb2 as pb
 from bgbench.protos import worker_pb2_grpc as pb_grpc
 from bgbench.worker import loadproc
 from bgbench.worker.calibration import measure_capacity
+from bgbench.worker.contracts import (
+    ACTIONS,
+    BEATS,
+    COUNTERS,
+    ERRORS,
+    LAG_US,
+    SESSIONS,
+    Answer,
+    Command,
+    ErrorInfo,
+    ExitCommand,
+    LatencyDelta,
+    PrepareCommand,
+    PreparePhase,
+    PrepareResult,
+    ReadCounts,
+    ReadyCommand,
+    ReadyResult,
+    Request,
+    RunCommand,
+    RunSummary,
+    ValidateCommand,
+    ValidateSummary,
+)
 from bgbench.worker.security import (
     ALLOW_STORE_PATHS_FLAG,
     MIN_TOKEN_CHARS,
@@ -43,7 +70,7 @@ from bgbench.worker.security import (
     is_loopback,
     server_credentials,
 )
-from bgbench.workloads.bg.store import binding_class
+from bgbench.workloads import registry
 
 log = logging.getLogger("bgbench.agent")
 
@@ -60,86 +87,146 @@ SERVER_GRACE_S = 0.5  # in-flight calls this long to end,
 EXIT_DEADLINE_S = 3.0  # and past this the process exits whatever is still running (the
 # promise is an exit within 5 s of SIGTERM; a busy host delays each step).
 
+Abandoned = Callable[[], bool]  # True once the caller gave up on the call (cancelled it)
+T = TypeVar("T")
+
+
+def _never() -> bool:
+    return False
+
 
 class LoadProcess:
-    """One child process serving one fragment."""
+    """One child process serving one fragment. What it works on, and when its beats last
+    grew, are kept here for the Status call."""
 
-    def __init__(self, ctx: mp.context.SpawnContext) -> None:
+    def __init__(self, ctx: SpawnContext) -> None:
         self.conn, child_conn = ctx.Pipe()
         self.stop = ctx.Event()
-        self.counters = ctx.Array("q", loadproc.COUNTERS, lock=False)
+        self.counters = ctx.Array("q", COUNTERS, lock=False)
         self.seq = 0
+        self.fragment: int | None = None
+        self.phase = ""  # the command it works on; "" when idle
+        self._lock = threading.Lock()
+        self._since = self._beat_at = time.monotonic()
+        self._beats = 0
         self.process = ctx.Process(
             target=loadproc.serve, args=(child_conn, self.stop, self.counters), daemon=True
         )
         self.process.start()
         child_conn.close()
 
-    def send(self, msg: dict) -> None:
-        """Requests are numbered; a reply to an older one (a run that was cancelled before
+    def send(self, command: Command) -> None:
+        """Requests are numbered; an answer to an older one (a run that was cancelled before
         its answer was read) is skipped when it turns up."""
-        self.seq += 1
-        self.conn.send({**msg, "seq": self.seq})
+        with self._lock:
+            self.seq += 1
+            self.phase = _phase_of(command)
+            self._since = self._beat_at = time.monotonic()
+            self._beats = self.counters[BEATS]
+        self.conn.send(Request(self.seq, command))
 
-    def poll_reply(self, deltas: list[bytes]) -> dict | None:
+    def _quiet(self, now: float) -> float:
+        """Seconds since the beats last grew (or the command began); call with the lock."""
+        beats = self.counters[BEATS]
+        if beats != self._beats:
+            self._beats, self._beat_at = beats, now
+        return now - self._beat_at
+
+    def status(self) -> pb.LoadProcessStatus:
+        with self._lock:
+            now = time.monotonic()
+            quiet = self._quiet(now)
+            return pb.LoadProcessStatus(
+                pid=self.process.pid or 0,
+                alive=self.process.is_alive(),
+                fragment=-1 if self.fragment is None else self.fragment,
+                phase=self.phase,
+                beats=max(0, self._beats),
+                busy_seconds=now - self._since if self.phase else 0.0,
+                quiet_seconds=quiet if self.phase else 0.0,
+            )
+
+    def poll_reply(self, deltas: list[bytes]) -> Answer | None:
         """The answer to the latest request if it has arrived (older ones are dropped);
         latency deltas sent meanwhile go to `deltas`."""
         while self.conn.poll():
             try:
-                answer = self.conn.recv()
+                message = self.conn.recv()
             except EOFError:
                 return self._died()
-            if answer.get("seq") != self.seq:
+            if message.seq != self.seq:
                 continue
-            if "delta" in answer:
-                deltas.append(answer["delta"])
+            if isinstance(message, LatencyDelta):
+                deltas.append(message.hist)
                 continue
-            return self._noted(answer)
+            return self._noted(message)
         return None
 
-    def request(self, msg: dict, timeout: float) -> dict:
-        self.send(msg)
-        return self.reply(timeout)
+    def request(self, command: Command, timeout: float, abandoned: Abandoned = _never) -> Answer:
+        self.send(command)
+        return self.reply(timeout, abandoned)
 
-    def reply(self, timeout: float) -> dict:
+    def reply(self, timeout: float, abandoned: Abandoned = _never) -> Answer:
+        """The answer to the latest request; an error answer if the process dies, the
+        caller gives up (`abandoned`: the coordinator cancelled the call) or time runs out.
+        In the last two cases the process is still busy: the caller closes it."""
         deadline = time.monotonic() + timeout
         while True:
             while not self.conn.poll(0.2):
+                with self._lock:
+                    self._quiet(time.monotonic())  # a beat between two Status calls counts
                 if not self.process.is_alive():
                     return self._died()
+                if abandoned():
+                    return self._failed(f"{self.phase or 'request'} abandoned by the caller")
                 if time.monotonic() > deadline:
-                    return {
-                        "ok": False,
-                        "kind": "system",
-                        "message": f"no answer in {timeout:.0f} s",
-                    }
+                    return self._failed(f"no answer in {timeout:.0f} s")
             try:
-                answer = self.conn.recv()
+                message = self.conn.recv()
             except EOFError:
                 return self._died()
-            if answer.get("seq") == self.seq and "delta" not in answer:
-                return self._noted(answer)
+            if isinstance(message, Answer) and message.seq == self.seq:
+                return self._noted(message)
 
-    def _noted(self, answer: dict) -> dict:
+    def _noted(self, answer: Answer) -> Answer:
         """A system failure's traceback goes to the agent's log (agent.log for local agents):
         the coordinator only gets the one-line message."""
-        if answer.get("trace"):
+        with self._lock:
+            self.phase = ""
+        if answer.error is not None and answer.error.trace:
             log.error(
                 "load process %s failed: %s\n%s",
                 self.process.pid,
-                answer.get("message", ""),
-                str(answer["trace"]).rstrip(),
+                answer.error.message,
+                answer.error.trace.rstrip(),
             )
         return answer
 
-    def _died(self) -> dict:
+    def _failed(self, message: str) -> Answer:
+        return Answer(self.seq, error=ErrorInfo("system", message))
+
+    def _died(self) -> Answer:
         self.process.join(1)
         message = f"load process {self.process.pid} died (exit code {self.process.exitcode})"
         log.error("%s", message)
-        return {"ok": False, "kind": "system", "message": message}
+        with self._lock:
+            self.phase = ""
+        return self._failed(message)
 
     def close(self) -> None:
         stop_all([self], CLOSE_GRACE_S)
+
+
+def _phase_of(command: Command) -> str:
+    if isinstance(command, PrepareCommand):
+        return "schema" if command.phase == "schema" else "load"
+    if isinstance(command, ReadyCommand):
+        return "ready"
+    if isinstance(command, RunCommand):
+        return "run"
+    if isinstance(command, ValidateCommand):
+        return "validate"
+    return "exit"
 
 
 def stop_all(processes: list[LoadProcess], grace: float) -> None:
@@ -150,7 +237,7 @@ def stop_all(processes: list[LoadProcess], grace: float) -> None:
         if p.process.is_alive():
             # Sequence -1: a request waiting for its own answer is not handed this one.
             with contextlib.suppress(OSError, ValueError):
-                p.conn.send({"op": "exit", "seq": -1})
+                p.conn.send(Request(-1, ExitCommand()))
     deadline = time.monotonic() + grace
     left = [p for p in processes if p.process.is_alive()]
     while left and time.monotonic() < deadline:
@@ -167,7 +254,7 @@ def _error(kind: str, message: str, field: str = "") -> pb.Error:
     return pb.Error(kind=kind, message=message, field=field)
 
 
-class AgentService(pb_grpc.WorkerServicer):
+class AgentService(pb_grpc.WorkerServicer):  # type: ignore[misc]
     def __init__(
         self,
         work_dir: Path,
@@ -192,30 +279,41 @@ class AgentService(pb_grpc.WorkerServicer):
         while len(self.processes) < n:
             self.processes.append(LoadProcess(self._ctx))
 
-    def _all(self, msgs: list[dict], timeout: float) -> list[dict]:
+    def _all(self, commands: list[Command], timeout: float, abandoned: Abandoned) -> list[Answer]:
         try:
-            msgs = [self._confined(m) for m in msgs]
+            commands = [self._confined(c) for c in commands]
         except UserError as exc:  # answered as the load processes would have
-            return [{"ok": False, "kind": "user", "message": str(exc)} for _ in self.processes]
-        for proc, msg in zip(self.processes, msgs, strict=True):
-            proc.send(msg)
-        return [proc.reply(timeout) for proc in self.processes]
+            return [Answer(p.seq, error=ErrorInfo("user", str(exc))) for p in self.processes]
+        for proc, command in zip(self.processes, commands, strict=True):
+            proc.send(command)
+        answers = [proc.reply(timeout, abandoned) for proc in self.processes]
+        self._drop_stuck()
+        return answers
 
-    def _confined(self, msg: dict) -> dict:
+    def _drop_stuck(self) -> None:
+        """After the caller gave up (or time ran out) on a command a load process still
+        works on: it may be stuck in a store call and never read another request, so all of
+        them are stopped at once, the stuck ones killed; the next prepare starts afresh."""
+        if any(p.phase for p in self.processes):
+            stop_all(self.processes, SHUTDOWN_GRACE_S)
+            self.processes.clear()
+
+    def _confined(self, command: Command) -> Command:
         """A prepare's store options with the files they name kept inside the work dir,
         unless the agent was started with the allowance (local agents are)."""
-        if msg.get("op") != "prepare" or self.allow_store_paths:
-            return msg
+        if not isinstance(command, PrepareCommand) or self.allow_store_paths:
+            return command
         try:
-            cls = binding_class(msg["store"])
+            cls: Any = registry.binding_class(command.workload, command.store)
         except UserError:
-            return msg  # the load process names the unknown store
+            return command  # the load process names the unknown store
         fields = cls.Options.model_fields
         declared = getattr(cls, "file_options", ())
         names = {n: fields[n].default if n in fields else None for n in declared}
         if not names:
-            return msg
-        return {**msg, "options": confine_paths(msg["options"], names, self.work_dir)}
+            return command
+        confined = confine_paths(command.options, names, self.work_dir)
+        return dataclasses.replace(command, options=confined)
 
     def _log_dir(self, experiment_id: str) -> Path:
         return experiment_dir(self.work_dir, experiment_id)
@@ -225,7 +323,9 @@ class AgentService(pb_grpc.WorkerServicer):
         self.processes.clear()
 
     # -- RPCs --------------------------------------------------------------------
-    def Handshake(self, request, context):
+    def Handshake(
+        self, request: pb.HandshakeRequest, context: grpc.ServicerContext
+    ) -> pb.HandshakeReply:
         reply = pb.HandshakeReply(
             protocol_version=PROTOCOL_VERSION,
             agent_id=self.agent_id,
@@ -248,74 +348,114 @@ class AgentService(pb_grpc.WorkerServicer):
             )
         return reply
 
-    def Prepare(self, request, context):
+    def Status(self, request: pb.StatusRequest, context: grpc.ServicerContext) -> pb.StatusReply:
+        """Never waits for another call: it is how the coordinator sees a stuck one."""
+        return pb.StatusReply(
+            agent_id=self.agent_id, processes=[p.status() for p in list(self.processes)]
+        )
+
+    def Prepare(self, request: pb.PrepareRequest, context: grpc.ServicerContext) -> pb.PrepareReply:
         if not self._busy.acquire(timeout=BUSY_WAIT_S):
             return pb.PrepareReply(error=_error("user", "agent busy with another request"))
         try:
             if request.phase == pb.PREPARE_READY:
-                return self._ready(request.start_state)
-            if request.workload != "bg":
-                return pb.PrepareReply(
-                    error=_error("user", f"unknown workload {request.workload!r}", "workload")
-                )
-            fragments = list(request.fragments)
-            if request.phase != pb.PREPARE_SCHEMA and len(fragments) != self.load_processes:
-                return pb.PrepareReply(
-                    error=_error(
-                        "user",
-                        f"got {len(fragments)} fragments for {self.load_processes} load processes",
-                    )
-                )
-            self._ensure_processes(self.load_processes)
-            base = {
-                "op": "prepare",
-                "config": request.workload_config_json,
-                "store": request.store,
-                "options": json.loads(request.store_options_json or "{}"),
-                "capacities": list(request.capacities),
-            }
-            if request.phase in (pb.PREPARE_SCHEMA, pb.PREPARE_SCHEMA_AND_LOAD):
-                made = self._create_schema({**base, "phase": "schema"})
-                if not made["ok"]:
-                    self.close()
-                    return pb.PrepareReply(error=_error(made["kind"], made["message"]))
-                if request.phase == pb.PREPARE_SCHEMA:
-                    return pb.PrepareReply(store_description=made["result"]["store"])
-            self.fragments = fragments
-            msgs = [{**base, "phase": "load", "fragment": k} for k in fragments]
-            replies = self._all(msgs, PREPARE_TIMEOUT_S)
-            failed = [r for r in replies if not r["ok"]]
-            if failed:
-                self.close()
-                return pb.PrepareReply(error=_error(failed[0]["kind"], failed[0]["message"]))
-            return pb.PrepareReply(
-                fragments=_fragment_infos(replies),
-                store_description=replies[0]["result"]["store"],
-            )
+                return self._ready(request.start_state, _abandoned(context))
+            return self._prepare(request, _abandoned(context))
         finally:
             self._busy.release()
 
-    def _ready(self, start_state: str) -> pb.PrepareReply:
+    def _prepare(self, request: pb.PrepareRequest, abandoned: Abandoned) -> pb.PrepareReply:
+        if not request.workload:
+            return pb.PrepareReply(error=_error("user", "no workload named", "workload"))
+        fragments = list(request.fragments)
+        if request.phase != pb.PREPARE_SCHEMA and len(fragments) != self.load_processes:
+            return pb.PrepareReply(
+                error=_error(
+                    "user",
+                    f"got {len(fragments)} fragments for {self.load_processes} load processes",
+                )
+            )
+        try:
+            options = json.loads(request.store_options_json or "{}")
+        except json.JSONDecodeError:
+            options = None
+        if not isinstance(options, dict):
+            return pb.PrepareReply(
+                error=_error("user", "store options are not a JSON object", "store.options")
+            )
+        self._ensure_processes(self.load_processes)
+
+        def command(fragment: int, phase: PreparePhase) -> PrepareCommand:
+            return PrepareCommand(
+                workload=request.workload,
+                config_json=request.workload_config_json,
+                store=request.store,
+                options=options,
+                capacities=tuple(request.capacities),
+                fragment=fragment,
+                phase=phase,
+            )
+
+        if request.phase in (pb.PREPARE_SCHEMA, pb.PREPARE_SCHEMA_AND_LOAD):
+            made = self._create_schema(
+                command(fragments[0] if fragments else 0, "schema"), abandoned
+            )
+            if made.error is not None:
+                self.close()
+                return pb.PrepareReply(error=_error_of(made.error))
+            if request.phase == pb.PREPARE_SCHEMA:
+                return pb.PrepareReply(store_description=_result(made, PrepareResult).store)
+        self.fragments = fragments
+        for proc, k in zip(self.processes, fragments, strict=True):
+            proc.fragment = k
+        answers = self._all([command(k, "load") for k in fragments], PREPARE_TIMEOUT_S, abandoned)
+        failed = _first_error(answers)
+        if failed is not None:
+            self.close()
+            return pb.PrepareReply(error=failed)
+        loaded = [_result(a, PrepareResult) for a in answers]
+        return pb.PrepareReply(
+            fragments=[
+                pb.FragmentInfo(
+                    fragment=k if r.fragment is None else r.fragment,
+                    members=r.size,
+                    load_seconds=r.load_seconds,
+                    phase_seconds=r.phases,
+                )
+                for k, r in zip(fragments, loaded, strict=True)
+            ],
+            store_description=loaded[0].store,
+        )
+
+    def _ready(self, start_state: str, abandoned: Abandoned) -> pb.PrepareReply:
         """Every fragment's state made exact before the run (a reload, say), all at once."""
         if not self.processes:
             return pb.PrepareReply(error=_error("user", "prepare must come before ready"))
-        msg = {"op": "ready", "start_state": start_state or "carry"}
-        replies = self._all([msg] * len(self.processes), PREPARE_TIMEOUT_S)
-        failed = [r for r in replies if not r["ok"]]
-        if failed:
-            return pb.PrepareReply(error=_error(failed[0]["kind"], failed[0]["message"]))
-        return pb.PrepareReply(fragments=_fragment_infos(replies))
+        command = ReadyCommand(start_state or "carry")
+        answers = self._all([command] * len(self.processes), PREPARE_TIMEOUT_S, abandoned)
+        failed = _first_error(answers)
+        if failed is not None:
+            return pb.PrepareReply(error=failed)
+        readied = [_result(a, ReadyResult) for a in answers]
+        return pb.PrepareReply(
+            fragments=[
+                pb.FragmentInfo(fragment=r.fragment, members=r.size, load_seconds=r.load_seconds)
+                for r in readied
+            ]
+        )
 
-    def _create_schema(self, msg: dict) -> dict:
+    def _create_schema(self, command: Command, abandoned: Abandoned) -> Answer:
         """The first load process alone creates the schema; the others stay idle meanwhile:
         DDL must never run beside a load."""
         try:
-            msg = self._confined(msg)
+            command = self._confined(command)
         except UserError as exc:  # answered as the load process would have
-            return {"ok": False, "kind": "user", "message": str(exc)}
-        return self.processes[0].request(msg, PREPARE_TIMEOUT_S)
+            return Answer(self.processes[0].seq, error=ErrorInfo("user", str(exc)))
+        answer = self.processes[0].request(command, PREPARE_TIMEOUT_S, abandoned)
+        self._drop_stuck()
+        return answer
 
-    def Run(self, request, context):
+    def Run(self, request: pb.RunRequest, context: grpc.ServicerContext) -> Iterator[pb.RunEvent]:
         try:
             self._log_dir(request.experiment_id)
         except UserError as exc:
@@ -333,7 +473,7 @@ class AgentService(pb_grpc.WorkerServicer):
                 p.stop.set()
             self._busy.release()
 
-    def _run(self, request, context):
+    def _run(self, request: pb.RunRequest, context: grpc.ServicerContext) -> Iterator[pb.RunEvent]:
         if not self.processes:
             yield pb.RunEvent(error=_error("user", "prepare must come before run"))
             return
@@ -342,25 +482,24 @@ class AgentService(pb_grpc.WorkerServicer):
         log_dir = self._log_dir(request.experiment_id)
         for proc, threads in zip(self.processes, shares, strict=True):
             proc.stop.clear()
-            for i in range(loadproc.COUNTERS):
+            for i in range(COUNTERS):
                 proc.counters[i] = 0
             proc.send(
-                {
-                    "op": "run",
-                    "experiment_id": request.experiment_id,
-                    "threads": threads,
-                    "duration": request.duration_seconds,
-                    "operations": request.operation_count,
-                    "seed": request.seed,
-                    "log_dir": str(log_dir),
-                    "start_state": request.start_state,
-                }
+                RunCommand(
+                    experiment_id=request.experiment_id,
+                    threads=threads,
+                    duration_s=request.duration_seconds,
+                    operation_count=request.operation_count,
+                    seed=request.seed,
+                    log_dir=str(log_dir),
+                    start_state=request.start_state,
+                )
             )
         children = [psutil.Process(p.process.pid) for p in self.processes]
         cpu_last = sum(_cpu(c) for c in children)
         t0 = last_tick = time.monotonic()
         hard_deadline = t0 + request.duration_seconds + RUN_GRACE_S
-        replies: dict[int, dict] = {}
+        replies: dict[int, Answer] = {}
         deltas: list[bytes] = []
         while len(replies) < n:
             pending = {p.conn: i for i, p in enumerate(self.processes) if i not in replies}
@@ -383,9 +522,9 @@ class AgentService(pb_grpc.WorkerServicer):
                 yield pb.RunEvent(
                     progress=pb.Progress(
                         elapsed_seconds=now - t0,
-                        actions=sum(p.counters[loadproc.ACTIONS] for p in self.processes),
-                        errors=sum(p.counters[loadproc.ERRORS] for p in self.processes),
-                        sessions=sum(p.counters[loadproc.SESSIONS] for p in self.processes),
+                        actions=sum(p.counters[ACTIONS] for p in self.processes),
+                        errors=sum(p.counters[ERRORS] for p in self.processes),
+                        sessions=sum(p.counters[SESSIONS] for p in self.processes),
                         cpu_percent=100.0 * (cpu_now - cpu_last) / (now - last_tick),
                         response_hist_delta=_merge_deltas(deltas),
                         client_lag_ms=_take_lag(self.processes),
@@ -396,87 +535,117 @@ class AgentService(pb_grpc.WorkerServicer):
         if self._stopper.is_set():  # the agent is shutting down: what ran is not the experiment
             yield pb.RunEvent(error=_error("system", "the agent is stopping: run cut short"))
             return
-        failed = [r for r in replies.values() if not r["ok"]]
-        if failed:
-            yield pb.RunEvent(error=_error(failed[0]["kind"], failed[0]["message"]))
+        failed = _first_error([replies[i] for i in range(n)])
+        if failed is not None:
+            yield pb.RunEvent(error=failed)
             return
         if deltas:  # what ended since the last progress, so the deltas add up to the run
             yield pb.RunEvent(
                 progress=pb.Progress(
                     elapsed_seconds=time.monotonic() - t0,
-                    actions=sum(p.counters[loadproc.ACTIONS] for p in self.processes),
-                    errors=sum(p.counters[loadproc.ERRORS] for p in self.processes),
-                    sessions=sum(p.counters[loadproc.SESSIONS] for p in self.processes),
+                    actions=sum(p.counters[ACTIONS] for p in self.processes),
+                    errors=sum(p.counters[ERRORS] for p in self.processes),
+                    sessions=sum(p.counters[SESSIONS] for p in self.processes),
                     response_hist_delta=_merge_deltas(deltas),
                 )
             )
-        yield pb.RunEvent(result=_merge_runs([replies[i]["result"] for i in range(n)], log_dir))
+        summaries = [_result(replies[i], RunSummary) for i in range(n)]
+        yield pb.RunEvent(result=_merge_runs(summaries, log_dir))
 
-    def Validate(self, request, context):
+    def Validate(
+        self, request: pb.ValidateRequest, context: grpc.ServicerContext
+    ) -> pb.ValidateReply:
         try:
             log_dir = self._log_dir(request.experiment_id)
         except UserError as exc:
             return pb.ValidateReply(error=_error("user", str(exc), "experiment_id"))
-        if not self.processes:
-            return pb.ValidateReply(error=_error("user", "nothing to validate: no experiment ran"))
         with self._busy:
-            replies = self._all(
-                [{"op": "validate", "log_dir": str(log_dir)}] * len(self.processes),
+            if not self.processes:
+                return pb.ValidateReply(
+                    error=_error("user", "nothing to validate: no experiment ran")
+                )
+            answers = self._all(
+                [ValidateCommand(str(log_dir))] * len(self.processes),
                 VALIDATE_TIMEOUT_S,
+                _abandoned(context),
             )
-        failed = [r for r in replies if not r["ok"]]
-        if failed:
-            return pb.ValidateReply(error=_error(failed[0]["kind"], failed[0]["message"]))
-        results = [r["result"] for r in replies]
-        lags = HdrHistogram.decode(results[0]["lag_hist"].encode())
-        for r in results[1:]:
-            lags.add(HdrHistogram.decode(r["lag_hist"].encode()))
-        for r in results:
-            del r["lag_hist"]
-        return pb.ValidateReply(
-            lag_hist=lags.encode(),
-            never_valid=sum(r["never_valid"] for r in results),
-            reads=sum(r["reads"] for r in results),
-            unpredictable_reads=sum(r["unpredictable_reads"] for r in results),
-            sessions=sum(r["sessions"] for r in results),
-            unpredictable_sessions=sum(r["unpredictable_sessions"] for r in results),
-            writes=sum(r["writes"] for r in results),
-            log_records=sum(r["log_records"] for r in results),
-            seconds=max(r["seconds"] for r in results),
-            details_json=json.dumps(results),
-        )
+        failed = _first_error(answers)
+        if failed is not None:
+            return pb.ValidateReply(error=failed)
+        return _merge_validations([_result(a, ValidateSummary) for a in answers])
 
-    def Shutdown(self, request, context):
+    def Shutdown(
+        self, request: pb.ShutdownRequest, context: grpc.ServicerContext
+    ) -> pb.ShutdownReply:
         self._stopper.set()
         return pb.ShutdownReply()
 
 
-def _fragment_infos(replies: list[dict]) -> list[pb.FragmentInfo]:
-    return [
-        pb.FragmentInfo(
-            fragment=r["result"]["fragment"],
-            members=r["result"]["members"],
-            load_seconds=r["result"]["load_seconds"],
+def _abandoned(context: grpc.ServicerContext) -> Abandoned:
+    return lambda: not context.is_active()
+
+
+def _error_of(info: ErrorInfo) -> pb.Error:
+    return _error(info.kind, info.message)
+
+
+def _first_error(answers: list[Answer]) -> pb.Error | None:
+    for a in answers:
+        if a.error is not None:
+            return _error_of(a.error)
+    return None
+
+
+def _result(answer: Answer, kind: type[T]) -> T:
+    if not isinstance(answer.result, kind):
+        raise TypeError(
+            f"a load process answered {type(answer.result).__name__}, not {kind.__name__}"
         )
-        for r in replies
-    ]
+    return answer.result
 
 
 def _take_lag(processes: list[LoadProcess]) -> float:
     """The worst client lag of the load processes since the last progress; reset."""
     worst = 0
     for p in processes:
-        worst = max(worst, p.counters[loadproc.LAG_US])
-        p.counters[loadproc.LAG_US] = 0
+        worst = max(worst, p.counters[LAG_US])
+        p.counters[LAG_US] = 0
     return worst / 1000
 
 
-def _sum_counters(parts: list[dict[str, int]]) -> dict[str, int]:
+def _sum_counts(parts: list[dict[str, int]]) -> dict[str, int]:
     total: dict[str, int] = {}
     for part in parts:
         for k, v in part.items():
             total[k] = total.get(k, 0) + v
     return total
+
+
+def _sum_reads(parts: list[dict[str, ReadCounts]]) -> list[pb.ReadCount]:
+    total: dict[str, pb.ReadCount] = {}
+    for part in parts:
+        for name, counts in part.items():
+            row = total.setdefault(name, pb.ReadCount(name=name))
+            row.reads += counts.reads
+            row.unpredictable += counts.unpredictable
+    return list(total.values())
+
+
+def _payloads(payloads: list[str]) -> str:
+    """The fragments' workload payloads as one JSON array, in fragment order ("" if none):
+    the agent carries them and knows nothing of what they say."""
+    if not any(payloads):
+        return ""
+    return json.dumps([_json_or_text(p) for p in payloads])
+
+
+def _json_or_text(payload: str) -> Any:
+    if not payload:
+        return None
+    try:
+        return json.loads(payload)
+    except ValueError:
+        return payload
 
 
 def _merge_deltas(deltas: list[bytes]) -> bytes:
@@ -488,61 +657,87 @@ def _merge_deltas(deltas: list[bytes]) -> bytes:
     return merged.encode()  # type: ignore[no-any-return]
 
 
+def _merge_hists(parts: list[bytes]) -> bytes:
+    """Like _merge_deltas, but an empty histogram rather than nothing."""
+    present = [p for p in parts if p]
+    if present:
+        return _merge_deltas(present)
+    empty: bytes = new_histogram().encode()
+    return empty
+
+
 def _cpu(process: psutil.Process) -> float:
     try:
         t = process.cpu_times()
-        return t.user + t.system
+        return float(t.user + t.system)
     except psutil.Error:
         return 0.0
 
 
-def _merge_runs(results: list[dict], log_dir: Path) -> pb.RunResult:
+def _merge_runs(results: list[RunSummary], log_dir: Path) -> pb.RunResult:
     per_action: dict[str, pb.ActionStats] = {}
-    hists: dict[str, tuple[HdrHistogram, HdrHistogram]] = {}
+    hists: dict[str, tuple[list[bytes], list[bytes]]] = {}
     for r in results:
-        for name, s in r["per_action"].items():
+        for name, s in r.per_action.items():
             stats = per_action.setdefault(name, pb.ActionStats(action=name))
-            stats.count += s["count"]
-            stats.errors += s["errors"]
-            resp = HdrHistogram.decode(s["response"].encode())
-            serv = HdrHistogram.decode(s["service"].encode())
-            if name in hists:
-                hists[name][0].add(resp)
-                hists[name][1].add(serv)
-            else:
-                hists[name] = (resp, serv)
+            stats.count += s.count
+            stats.errors += s.errors
+            resp, serv = hists.setdefault(name, ([], []))
+            resp.append(s.response_hist)
+            serv.append(s.service_hist)
     for name, (resp, serv) in hists.items():
-        per_action[name].response_hist = resp.encode()
-        per_action[name].service_hist = serv.encode()
-    embedded = all(r["embedded"] for r in results)
-    sessions_hist = HdrHistogram.decode(results[0]["session_hist"].encode())
-    for r in results[1:]:
-        sessions_hist.add(HdrHistogram.decode(r["session_hist"].encode()))
-    start_states = sorted({r["start_state"] for r in results})
+        per_action[name].response_hist = _merge_hists(resp)
+        per_action[name].service_hist = _merge_hists(serv)
+    start_states = sorted({r.start_state for r in results})
     return pb.RunResult(
-        elapsed_seconds=max(r["elapsed"] for r in results),
-        actions=sum(r["actions"] for r in results),
-        sessions=sum(r["sessions"] for r in results),
-        errors=sum(r["errors"] for r in results),
+        elapsed_seconds=max(r.elapsed for r in results),
+        actions=sum(r.actions for r in results),
+        sessions=sum(r.sessions for r in results),
+        errors=sum(r.errors for r in results),
         per_action=list(per_action.values()),
-        error_counts=[pb.ErrorCount(**e) for r in results for e in r["error_counts"]],
-        cpu_seconds=sum(r["cpu_seconds"] for r in results),
+        error_counts=[
+            pb.ErrorCount(action=e.action, type=e.type, count=e.count, sample=e.sample)
+            for r in results
+            for e in r.error_counts
+        ],
+        cpu_seconds=sum(r.cpu_seconds for r in results),
         load_processes=len(results),
-        engine_saturated=any(r["saturated"] for r in results if r["threads"]),
-        embedded_store=embedded,
-        log_records=sum(r["log_records"] for r in results),
+        engine_saturated=any(r.saturated for r in results if r.threads),
+        embedded_store=all(r.embedded for r in results),
+        log_records=sum(r.log_records for r in results),
         log_dir=str(log_dir),
-        state_uncertain=any(r["state_uncertain"] for r in results),
-        aborted="; ".join(r["aborted"] for r in results if r["aborted"]),
-        threads=sum(r["threads"] for r in results),
-        session_hist=sessions_hist.encode(),
-        store_counters_json=json.dumps(_sum_counters([r["store_counters"] for r in results])),
+        state_uncertain=any(r.state_uncertain for r in results),
+        aborted="; ".join(r.aborted for r in results if r.aborted),
+        threads=sum(r.threads for r in results),
+        session_hist=_merge_hists([r.session_hist for r in results]),
+        store_counters=_sum_counts([r.store_counters for r in results]),
+        per_unit=_sum_counts([r.per_unit for r in results]),
+        workload_payload=_payloads([r.workload_payload for r in results]),
         client_delay_hist=_merge_deltas(
-            [r["client_delay_hist"].encode() for r in results if r["client_delay_hist"]]
+            [r.client_delay_hist for r in results if r.client_delay_hist]
         ),
-        loop_lag_max_ms=max(r["loop_lag_max_ms"] for r in results),
-        concurrency=results[0]["concurrency"],
+        loop_lag_max_ms=max(r.loop_lag_max_ms for r in results),
+        concurrency=results[0].concurrency,
         start_state="; ".join(start_states),
+    )
+
+
+def _merge_validations(results: list[ValidateSummary]) -> pb.ValidateReply:
+    examples = [e for r in results for e in r.examples]
+    return pb.ValidateReply(
+        lag_hist=_merge_hists([r.lag_hist for r in results]),
+        never_valid=sum(r.never_valid for r in results),
+        reads=sum(r.reads for r in results),
+        unpredictable_reads=sum(r.unpredictable_reads for r in results),
+        sessions=sum(r.sessions for r in results),
+        unpredictable_sessions=sum(r.unpredictable_sessions for r in results),
+        writes=sum(r.writes for r in results),
+        log_records=sum(r.log_records for r in results),
+        seconds=max(r.seconds for r in results),
+        by_item=_sum_reads([r.by_item for r in results]),
+        by_action=_sum_reads([r.by_action for r in results]),
+        examples_json=json.dumps(examples) if examples else "",
+        workload_payload=_payloads([r.workload_payload for r in results]),
     )
 
 
@@ -592,7 +787,7 @@ def serve(
     if parent_pid:
         threading.Thread(target=_watch_parent, args=(parent_pid, stopper), daemon=True).start()
     service = AgentService(work_dir, stopper, processes, allow_store_paths)
-    interceptors = [TokenInterceptor(token)] if token else []
+    interceptors: list[grpc.ServerInterceptor] = [TokenInterceptor(token)] if token else []
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=8), interceptors=interceptors)
     pb_grpc.add_WorkerServicer_to_server(service, server)
     try:

@@ -5,7 +5,9 @@ import hmac
 import ipaddress
 import re
 import socket
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, NoReturn, TypeVar
 
 import grpc
 
@@ -20,12 +22,17 @@ MIN_TOKEN_CHARS = 16
 EXPERIMENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,127}")
 ALLOW_STORE_PATHS_FLAG = "--allow-store-paths"
 
+# grpc's handler classes are generic only in its stubs: annotations naming their
+# parameters are quoted, so they are never evaluated at run time.
+_Request = TypeVar("_Request")
+_Response = TypeVar("_Response")
 
-def _deny(message: str, streaming: bool) -> grpc.RpcMethodHandler:
-    def abort_unary(request, context):
+
+def _deny(message: str, streaming: bool) -> "grpc.RpcMethodHandler[Any, Any]":
+    def abort_unary(request: object, context: grpc.ServicerContext) -> NoReturn:
         context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
 
-    def abort_stream(request, context):
+    def abort_stream(request: object, context: grpc.ServicerContext) -> Iterator[None]:
         context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
         yield  # pragma: no cover - abort raises
 
@@ -40,7 +47,13 @@ class TokenInterceptor(grpc.ServerInterceptor):
     def __init__(self, token: str) -> None:
         self._expected = f"Bearer {token}".encode()
 
-    def intercept_service(self, continuation, handler_call_details):
+    def intercept_service(
+        self,
+        continuation: Callable[
+            [grpc.HandlerCallDetails], "grpc.RpcMethodHandler[_Request, _Response] | None"
+        ],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> "grpc.RpcMethodHandler[_Request, _Response] | None":
         metadata = dict(handler_call_details.invocation_metadata or ())
         given = str(metadata.get(AUTH_METADATA_KEY, "")).encode()
         if hmac.compare_digest(given, self._expected):
@@ -89,7 +102,9 @@ def experiment_dir(work_dir: Path, experiment_id: str) -> Path:
     return path
 
 
-def confine_paths(options: dict, names: dict[str, object], work_dir: Path) -> dict:
+def confine_paths(
+    options: dict[str, Any], names: dict[str, object], work_dir: Path
+) -> dict[str, Any]:
     """The store options with each file option in `names` (name: default) made absolute
     inside work_dir; a relative one resolves against it, one that lands elsewhere is refused."""
     root = work_dir.resolve()
