@@ -9,8 +9,8 @@ from pathlib import Path
 
 from bgbench.worker.engine import FragmentEngine, RunSpec
 from bgbench.workloads.bg.config import BGConfig
-from bgbench.workloads.bg.generator import FragmentPlan
 from bgbench.workloads.bg.stores.sqlite import SQLiteOptions
+from bgbench.workloads.bg.workload import WORKLOAD
 from tests.integration.test_engine import StaleBinding
 
 BGBENCH = [sys.executable, "-m", "bgbench"]
@@ -23,7 +23,7 @@ def bgbench(*args: str) -> subprocess.CompletedProcess:
 def stale_run(tmp: Path) -> dict:
     cfg = BGConfig.model_validate({"database": {"usercount": 100}, "workload": {"mix": "high"}})
     binding = StaleBinding(SQLiteOptions(path=str(tmp / "db.sqlite")))
-    engine = FragmentEngine(cfg, "sqlite", {}, FragmentPlan((1.0,), 0.27), 0, binding=binding)
+    engine = FragmentEngine(WORKLOAD, cfg, "sqlite", {}, (1.0,), 0, binding=binding)
     engine.prepare()
     engine.run(RunSpec("stale", 4, 2, 0, 1, tmp / "exp" / "stale"), threading.Event(), lambda *_: 0)
     return engine.validate(tmp / "exp" / "stale")
@@ -31,15 +31,15 @@ def stale_run(tmp: Path) -> dict:
 
 def test_validate_rereads_stored_logs_and_lists_every_bad_read(tmp_path):
     online = stale_run(tmp_path)
-    assert online["unpredictable_reads"] > 0
+    assert online.unpredictable_reads > 0
     per_read = tmp_path / "bad.csv"
     proc = bgbench("validate", str(tmp_path / "exp"), "--json", "--per-read", str(per_read))
     assert proc.returncode == 0, proc.stderr
     d = json.loads(proc.stdout)
     assert d["source"] == "bgbench" and d["engine"] == "memory"
-    assert d["reads"] == online["reads"]
-    assert d["unpredictable_reads"] == online["unpredictable_reads"]
-    assert d["unpredictable_sessions"] == online["unpredictable_sessions"]
+    assert d["reads"] == online.reads
+    assert d["unpredictable_reads"] == online.unpredictable_reads
+    assert d["unpredictable_sessions"] == online.unpredictable_sessions
     assert d["by_action"]["VP"]["unpredictable"] == d["unpredictable_reads"]
     assert d["lag"]["max_ms"] is not None and d["lag"]["p50_ms"] <= d["lag"]["max_ms"]
     with open(per_read) as f:
