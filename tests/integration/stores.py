@@ -16,13 +16,13 @@ from pymemcache.client.base import Client
 
 from bgbench.workloads.bg.config import BGDatabaseConfig
 from bgbench.workloads.bg.generator import CONFIRMED, PENDING, Fragment, FragmentPlan
-from bgbench.workloads.bg.store import make_binding
+from bgbench.workloads.registry import make_binding
 from tests.conftest import fresh_database
 
 
 def loaded(name: str, options: dict, db: BGDatabaseConfig, plan: FragmentPlan):  # type: ignore[no-untyped-def]
     """A binding with its schema and fragment 0 loaded; the binding and the fragment."""
-    binding = make_binding(name, options)
+    binding = make_binding("bg", name, options)
     binding.create_schema(db)
     fragment = Fragment(db, plan, 0)
     binding.load_fragment(fragment)

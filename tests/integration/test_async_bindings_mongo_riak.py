@@ -17,10 +17,13 @@ import pytest
 import uvloop
 
 from bgbench.errors import StoreError
+from bgbench.worker.blocking import LoopBridge
 from bgbench.worker.engine import FragmentEngine, RunSpec
 from bgbench.workloads.bg.config import BGConfig, BGDatabaseConfig
 from bgbench.workloads.bg.generator import Fragment, FragmentPlan
-from bgbench.workloads.bg.store import LoopBridge, Profile, make_binding
+from bgbench.workloads.bg.store import Profile
+from bgbench.workloads.bg.workload import WORKLOAD
+from bgbench.workloads.registry import make_binding
 from tests.conftest import ROOT, servers
 from tests.integration import stores
 
@@ -169,7 +172,7 @@ def test_the_async_connection_answers_and_fails_as_the_blocking_one(store):
           "timeout_ms": 1500, "pool_max": 7}],
 )  # fmt: skip
 def test_the_async_client_has_the_blocking_clients_concerns_and_limits(extra):
-    binding = make_binding("mongodb", {"uri": "mongodb://127.0.0.1:9", **extra})
+    binding = make_binding("bg", "mongodb", {"uri": "mongodb://127.0.0.1:9", **extra})
     binding.use_schema(DB)
     loop = uvloop.new_event_loop()
     try:
@@ -367,16 +370,16 @@ def test_a_server_killed_mid_run_ends_the_experiment(name, tmp_path, riak_to_kil
         options = riak_options(f"http://127.0.0.1:{port}", timeout_s=2)
         kill = proc.kill
     try:
-        engine = FragmentEngine(FAULT_CONFIG, name, options, PLAN, 0)
+        engine = FragmentEngine(WORKLOAD, FAULT_CONFIG, name, options, PLAN.capacities, 0)
         runner = engine.binding
         try:
             engine.prepare()
             if name == "mongodb":
                 # loaded with patient timeouts; run with short ones, so that after the kill
                 # each call's wait for a server ends soon (100 in a row end the run)
-                runner = make_binding(name, {**options, "timeout_ms": 300})
+                runner = make_binding("bg", name, {**options, "timeout_ms": 300})
                 runner.use_schema(FAULT_CONFIG.database)
-                engine.binding = runner
+                engine.binding = engine.fragment.binding = runner
             killed = threading.Event()
 
             def publish(actions: int, *_: object) -> None:
@@ -390,12 +393,12 @@ def test_a_server_killed_mid_run_ends_the_experiment(name, tmp_path, riak_to_kil
             engine.close()
             runner.close()
         assert killed.is_set()
-        assert summary["concurrency"] == "asyncio"
-        assert "store failing" in summary["aborted"], summary["aborted"]
+        assert summary.concurrency == "asyncio"
+        assert "store failing" in summary.aborted, summary.aborted
         # ended by the failures, not by the clock (after the kill a MongoDB call waits
         # 0.3 s for a server: 100 in a row take about 30-50 s)
-        assert summary["elapsed"] < 120
-        assert summary["actions"] >= 300
+        assert summary.elapsed < 120
+        assert summary.actions >= 300
     finally:
         if name == "mongodb":
             servers.stop(tmp_path / "mongo")

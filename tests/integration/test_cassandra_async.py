@@ -13,15 +13,17 @@ import pytest
 import uvloop
 
 from bgbench.errors import StoreError
+from bgbench.worker.blocking import LoopBridge
 from bgbench.worker.engine import FragmentEngine, RunSpec
 from bgbench.workloads.bg.actions import Action
 from bgbench.workloads.bg.config import BGConfig, BGDatabaseConfig
 from bgbench.workloads.bg.generator import CONFIRMED, Fragment, FragmentPlan
-from bgbench.workloads.bg.store import LoopBridge, make_binding
 from bgbench.workloads.bg.stores.cassandra import (
     CassandraAsyncConnection,
     CassandraConnection,
 )
+from bgbench.workloads.bg.workload import WORKLOAD
+from bgbench.workloads.registry import make_binding
 
 DB = BGDatabaseConfig(usercount=120, friendcountperuser=6, confperc=0.5,
                       resourcecountperuser=3, commentcountperresource=2)  # fmt: skip
@@ -35,7 +37,7 @@ def options(server: dict, **extra) -> dict:
 
 @pytest.fixture(scope="module")
 def loaded(cassandra_server):
-    binding = make_binding("cassandra", options(cassandra_server))
+    binding = make_binding("bg", "cassandra", options(cassandra_server))
     fragment = Fragment(DB, PLAN, 0)
     try:
         binding.create_schema(DB)
@@ -60,19 +62,19 @@ def test_the_engine_runs_sessions_either_way_and_they_validate_clean(
 ):
     config = BGConfig.model_validate({"database": DB.model_dump(), "workload": {"mix": "sessions"}})
     store = options(cassandra_server, concurrency=concurrency)
-    engine = FragmentEngine(config, "cassandra", store, PLAN, 0)
+    engine = FragmentEngine(WORKLOAD, config, "cassandra", store, PLAN.capacities, 0)
     try:
         engine.prepare()
         # 200 actions per socialite, however long a busy machine takes (up to a minute)
         spec = RunSpec("e1", 8, 60.0, 1600, 7, tmp_path / "e1")
         summary = engine.run(spec, threading.Event(), lambda *_: None)
-        assert summary["concurrency"] == concurrency
-        assert summary["errors"] == 0 and not summary["aborted"]
-        assert summary["actions"] >= 1600
-        assert set(summary["per_action"]) == {a.name for a in Action}
+        assert summary.concurrency == concurrency
+        assert summary.errors == 0 and not summary.aborted
+        assert summary.actions >= 1600
+        assert set(summary.per_action) == {a.name for a in Action}
         result = engine.validate(tmp_path / "e1")
-        assert result["reads"] > 100 and result["writes"] > 5
-        assert result["unpredictable_reads"] == 0
+        assert result.reads > 100 and result.writes > 5
+        assert result.unpredictable_reads == 0
     finally:
         engine.close()
 
@@ -165,8 +167,8 @@ def test_the_drivers_errors_and_missing_rows_reach_the_task(cassandra_server):
     its retry policy wraps in NoHostAvailable once no other host is left) exactly as when
     blocking; writes that match nothing are StoreErrors."""
     opts = options(cassandra_server, replication_factor=3)
-    reads_all = make_binding("cassandra", {**opts, "read_consistency": "ALL"})
-    writes_all = make_binding("cassandra", {**opts, "write_consistency": "ALL"})
+    reads_all = make_binding("bg", "cassandra", {**opts, "read_consistency": "ALL"})
+    writes_all = make_binding("bg", "cassandra", {**opts, "write_consistency": "ALL"})
     fragment = Fragment(DB, PLAN, 0)
     try:
         reads_all.create_schema(DB)

@@ -9,7 +9,7 @@ from cassandra.policies import WhiteListRoundRobinPolicy
 
 from bgbench.workloads.bg.config import BGDatabaseConfig
 from bgbench.workloads.bg.generator import Fragment, FragmentPlan
-from bgbench.workloads.bg.store import make_binding
+from bgbench.workloads.registry import make_binding
 from tests.conftest import servers
 
 DB = BGDatabaseConfig(usercount=60, friendcountperuser=4, resourcecountperuser=2,
@@ -27,7 +27,7 @@ def cluster(tmp_path_factory):
 
 
 def binding(cluster: dict, keyspace: str, level: str):
-    return make_binding("cassandra", {
+    return make_binding("bg", "cassandra", {
         "hosts": cluster["hosts"], "port": cluster["port"], "keyspace": keyspace,
         "replication_factor": 3, "read_consistency": level, "write_consistency": level,
     })  # fmt: skip

@@ -8,13 +8,16 @@ import pytest
 
 from bgbench.errors import UserError
 from bgbench.validation.logformat import NEVER, WRITE, read_log
+from bgbench.worker.contracts import RunSummary
 from bgbench.worker.engine import FragmentEngine, RunSpec, log_path
 from bgbench.workloads.bg.actions import Action, Item
 from bgbench.workloads.bg.config import BGConfig
 from bgbench.workloads.bg.generator import FragmentPlan
 from bgbench.workloads.bg.stores.sqlite import SQLiteBinding, SQLiteOptions
+from bgbench.workloads.bg.workload import WORKLOAD
 
 PLAN = FragmentPlan((1.0,), 0.27)
+CAPACITIES = PLAN.capacities
 
 
 def config(mix="sessions", users=300, **workload) -> BGConfig:
@@ -26,29 +29,27 @@ def config(mix="sessions", users=300, **workload) -> BGConfig:
     )
 
 
-def run(engine: FragmentEngine, tmp: Path, name: str, threads=4, duration=1.5) -> dict:
+def run(engine: FragmentEngine, tmp: Path, name: str, threads=4, duration=1.5) -> RunSummary:
     spec = RunSpec(name, threads, duration, 0, 7, tmp / name)
     return engine.run(spec, threading.Event(), lambda *_: None)
 
 
 def test_sessions_on_sqlite_validate_clean(tmp_path):
-    engine = FragmentEngine(config(), "sqlite", {"path": str(tmp_path / "db.sqlite")}, PLAN, 0)
+    engine = FragmentEngine(
+        WORKLOAD, config(), "sqlite", {"path": str(tmp_path / "db.sqlite")}, CAPACITIES, 0
+    )
     engine.prepare()
     summary = run(engine, tmp_path, "e1")
-    assert summary["errors"] == 0 and not summary["aborted"]
-    assert set(summary["per_action"]) == {a.name for a in Action}  # all 11 actions ran
-    assert summary["actions"] > summary["sessions"] > 0
+    assert summary.errors == 0 and not summary.aborted
+    assert set(summary.per_action) == {a.name for a in Action}  # all 11 actions ran
+    assert summary.actions > summary.sessions > 0
     result = engine.validate(tmp_path / "e1")
-    assert (
-        result["log_records"]
-        == summary["log_records"]
-        == len(read_log(log_path(tmp_path / "e1", 0)))
-    )
-    assert result["reads"] > 1000 and result["writes"] > 50
-    assert result["unpredictable_reads"] == 0
+    assert result.log_records == summary.log_records == len(read_log(log_path(tmp_path / "e1", 0)))
+    assert result.reads > 1000 and result.writes > 50
+    assert result.unpredictable_reads == 0
     # a second experiment starts from where the first left off, and still validates
     run(engine, tmp_path, "e2")
-    assert engine.validate(tmp_path / "e2")["unpredictable_reads"] == 0
+    assert engine.validate(tmp_path / "e2").unpredictable_reads == 0
 
 
 class StaleBinding(SQLiteBinding):
@@ -72,13 +73,13 @@ class StaleBinding(SQLiteBinding):
 def test_the_validator_catches_a_stale_store(tmp_path):
     cfg = config(mix="high", users=100)
     binding = StaleBinding(SQLiteOptions(path=str(tmp_path / "db.sqlite")))
-    engine = FragmentEngine(cfg, "sqlite", {}, PLAN, 0, binding=binding)
+    engine = FragmentEngine(WORKLOAD, cfg, "sqlite", {}, CAPACITIES, 0, binding=binding)
     engine.prepare()
     run(engine, tmp_path, "stale", threads=4, duration=2)
     result = engine.validate(tmp_path / "stale")
-    assert result["unpredictable_reads"] > 0
-    assert result["by_action"]["VP"][1] == result["unpredictable_reads"]  # only VP was cached
-    example = result["examples"][0]
+    assert result.unpredictable_reads > 0
+    assert result.by_action["VP"].unpredictable == result.unpredictable_reads  # only VP was cached
+    example = result.examples[0]
     assert example["action"] == Action.VP
     assert example["item"] in (Item.FRIEND_COUNT, Item.PENDING_COUNT)
 
@@ -96,20 +97,22 @@ class FailingWrites(SQLiteBinding):
 
 def test_failed_writes_are_logged_as_unknown_and_force_a_reload(tmp_path):
     binding = FailingWrites(SQLiteOptions(path=str(tmp_path / "db.sqlite")))
-    engine = FragmentEngine(config(mix={"TF": 1, "VP": 1}), "sqlite", {}, PLAN, 0, binding=binding)
+    engine = FragmentEngine(
+        WORKLOAD, config(mix={"TF": 1, "VP": 1}), "sqlite", {}, CAPACITIES, 0, binding=binding
+    )
     engine.prepare()
     summary = run(engine, tmp_path, "f1", threads=2, duration=1)
-    assert summary["errors"] > 0
-    assert summary["state_uncertain"]
-    assert summary["error_counts"][0]["type"] == "RuntimeError"
+    assert summary.errors > 0
+    assert summary.state_uncertain
+    assert summary.error_counts[0].type == "RuntimeError"
     records = read_log(log_path(tmp_path / "f1", 0))
     writes = records[records["kind"] == WRITE]
     assert len(writes) > 0 and np.all(writes["end"] == NEVER)
     # unknown outcomes are not counted against the store
-    assert engine.validate(tmp_path / "f1")["unpredictable_reads"] == 0
+    assert engine.validate(tmp_path / "f1").unpredictable_reads == 0
     second = run(engine, tmp_path, "f2", threads=2, duration=0.5)
-    assert second["start_state"].startswith("reload")
-    assert run(engine, tmp_path, "f3", threads=0, duration=0.1)["start_state"].startswith("reload")
+    assert second.start_state.startswith("reload")
+    assert run(engine, tmp_path, "f3", threads=0, duration=0.1).start_state.startswith("reload")
 
 
 class DeadStore(SQLiteBinding):
@@ -121,25 +124,27 @@ class DeadStore(SQLiteBinding):
 
 def test_a_dead_store_ends_the_experiment_early(tmp_path):
     binding = DeadStore(SQLiteOptions(path=str(tmp_path / "db.sqlite")))
-    engine = FragmentEngine(config(mix="low"), "sqlite", {}, PLAN, 0, binding=binding)
+    engine = FragmentEngine(
+        WORKLOAD, config(mix="low"), "sqlite", {}, CAPACITIES, 0, binding=binding
+    )
     engine.prepare()
     summary = run(engine, tmp_path, "dead", threads=2, duration=30)
-    assert "store failing" in summary["aborted"]
-    assert summary["elapsed"] < 25  # ended by the failures, not by the clock
+    assert "store failing" in summary.aborted
+    assert summary.elapsed < 25  # ended by the failures, not by the clock
 
 
 def test_interarrival_time_paces_each_thread(tmp_path):
     cfg = config(mix={"VP": 1}, interarrivaltime=100)
-    engine = FragmentEngine(cfg, "null", {}, PLAN, 0)
+    engine = FragmentEngine(WORKLOAD, cfg, "null", {}, CAPACITIES, 0)
     engine.prepare()
     summary = run(engine, tmp_path, "paced", threads=2, duration=1)
     # 2 threads, one socialite every 100 ms each, for 1 s: at most 2 * 10 arrivals
-    assert 2 <= summary["sessions"] <= 22
+    assert 2 <= summary.sessions <= 22
 
 
 def test_think_time_spaces_the_actions_of_a_session(tmp_path):
     cfg = config(mix={"ViewSelfProfileSession": 1}, thinktime=50)
-    engine = FragmentEngine(cfg, "null", {}, PLAN, 0)
+    engine = FragmentEngine(WORKLOAD, cfg, "null", {}, CAPACITIES, 0)
     engine.prepare()
     run(engine, tmp_path, "think", threads=1, duration=1)
     actions = np.load(tmp_path / "think" / "actions-f0.npy")
@@ -155,35 +160,47 @@ def test_think_time_spaces_the_actions_of_a_session(tmp_path):
 @pytest.mark.parametrize("policy", ["carry", "reload", "readback"])
 def test_every_start_state_policy_validates_clean(tmp_path, policy):
     engine = FragmentEngine(
-        config(mix="high", users=200), "sqlite", {"path": str(tmp_path / "db.sqlite")}, PLAN, 0
+        WORKLOAD,
+        config(mix="high", users=200),
+        "sqlite",
+        {"path": str(tmp_path / "db.sqlite")},
+        CAPACITIES,
+        0,
     )
     engine.prepare()
     for i in range(3):
         name = f"{policy}{i}"
         spec = RunSpec(name, 4, 0.7, 0, i, tmp_path / name, start_state=policy)
         summary = engine.run(spec, threading.Event(), lambda *_: None)
-        assert summary["start_state"] == policy
+        assert summary.start_state == policy
         result = engine.validate(tmp_path / name)
-        assert result["writes"] > 0
-        assert result["unpredictable_reads"] == 0, (policy, i, result["examples"][:2])
+        assert result.writes > 0
+        assert result.unpredictable_reads == 0, (policy, i, result.examples[:2])
 
 
 def test_readback_sees_what_the_store_holds(tmp_path):
     engine = FragmentEngine(
-        config(mix="high", users=200), "sqlite", {"path": str(tmp_path / "db.sqlite")}, PLAN, 0
+        WORKLOAD,
+        config(mix="high", users=200),
+        "sqlite",
+        {"path": str(tmp_path / "db.sqlite")},
+        CAPACITIES,
+        0,
     )
     engine.prepare()
     run(engine, tmp_path, "r0", threads=4, duration=0.7)
-    carried = (engine.state.friend_counts(), engine.state.pending_counts())
+    state = engine.fragment.state
+    carried = (state.friend_counts(), state.pending_counts())
     spec = RunSpec("r1", 0, 0.1, 0, 1, tmp_path / "r1", start_state="readback")
     engine.run(spec, threading.Event(), lambda *_: None)
-    assert np.array_equal(engine.state.friend_counts(), carried[0])
-    assert np.array_equal(engine.state.pending_counts(), carried[1])
-    assert not np.array_equal(carried[0], engine.fragment.initial_friend_count)
+    state = engine.fragment.state
+    assert np.array_equal(state.friend_counts(), carried[0])
+    assert np.array_equal(state.pending_counts(), carried[1])
+    assert not np.array_equal(carried[0], engine.fragment.fragment.initial_friend_count)
 
 
 def test_the_null_store_cannot_read_back(tmp_path):
-    engine = FragmentEngine(config(), "null", {}, PLAN, 0)
+    engine = FragmentEngine(WORKLOAD, config(), "null", {}, CAPACITIES, 0)
     engine.prepare()
     with pytest.raises(UserError, match="carry or reload"):
         engine.run(

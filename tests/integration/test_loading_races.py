@@ -102,7 +102,7 @@ def test_a_prepare_without_a_phase_makes_the_schema_first_then_loads(agents, tmp
             path = tmp_path / f"bg{i}.sqlite"
             request = pb.PrepareRequest(
                 workload="bg",
-                workload_config_json=settings.bg.model_dump_json(),
+                workload_config_json=settings.workload_config.model_dump_json(),
                 store="sqlite",
                 store_options_json=json.dumps({"path": str(path)}),
                 capacities=cluster.layout.capacities,

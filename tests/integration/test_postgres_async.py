@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from bgbench.errors import StoreError
+from bgbench.worker.blocking import LoopBridge
 from bgbench.workloads.bg.config import BGDatabaseConfig
 from bgbench.workloads.bg.generator import Fragment, FragmentPlan
-from bgbench.workloads.bg.store import LoopBridge, make_binding
+from bgbench.workloads.registry import make_binding
 from tests.conftest import fresh_database, servers
 from tests.integration import stores
 
@@ -34,7 +35,9 @@ def test_every_statement_runs_at_the_isolation_level_set_even_on_a_reused_connec
     postgres_server, isolation
 ):
     binding = make_binding(
-        "postgres", {"dsn": fresh_database(postgres_server), "isolation": isolation, "pool_max": 1}
+        "bg",
+        "postgres",
+        {"dsn": fresh_database(postgres_server), "isolation": isolation, "pool_max": 1},
     )
     binding.create_schema(DB)
     try:
@@ -64,6 +67,7 @@ def test_every_statement_runs_at_the_isolation_level_set_even_on_a_reused_connec
 
 def test_a_connect_beyond_pool_max_is_a_store_error_naming_pool_max(postgres_server):
     binding = make_binding(
+        "bg",
         "postgres",
         {"dsn": fresh_database(postgres_server), "pool_max": 1, "connect_timeout_s": 0.5},
     )

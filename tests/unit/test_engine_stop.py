@@ -8,12 +8,15 @@ import time
 
 from bgbench.validation.logformat import LogWriter
 from bgbench.worker import runner as runner_module
+from bgbench.worker.blocking import run_blocking
 from bgbench.worker.engine import FragmentEngine, RunSpec
 from bgbench.worker.measurement import Recorder
 from bgbench.workloads.bg.config import BGConfig
 from bgbench.workloads.bg.generator import Fragment, FragmentPlan
-from bgbench.workloads.bg.store import Blocking, make_binding, run_blocking
+from bgbench.workloads.bg.store import Blocking
 from bgbench.workloads.bg.timed import TimedConnection
+from bgbench.workloads.bg.workload import WORKLOAD
+from bgbench.workloads.registry import make_binding
 
 PLAN = FragmentPlan((1.0,), 0.27)
 
@@ -31,7 +34,9 @@ def test_threads_the_client_cannot_schedule_are_a_client_fault(tmp_path, monkeyp
     # The null store never blocks; with thousands of threads and a grace too short for them
     # all to get the interpreter once, they are still alive at the deadline, outside calls.
     monkeypatch.setattr(runner_module, "STOP_GRACE_S", 0.05)
-    engine = FragmentEngine(config(2000, {"VP": 1}), "null", {"concurrency": "threads"}, PLAN, 0)
+    engine = FragmentEngine(
+        WORKLOAD, config(2000, {"VP": 1}), "null", {"concurrency": "threads"}, PLAN.capacities, 0
+    )
     engine.prepare()
     stop = threading.Event()
     try:
@@ -39,19 +44,19 @@ def test_threads_the_client_cannot_schedule_are_a_client_fault(tmp_path, monkeyp
     finally:
         stop.set()
         for th in threading.enumerate():
-            if th.name.startswith("bg-f0-t"):
+            if th.name.startswith("socialite-f0-t"):
                 th.join(60)
-    assert summary["aborted"].startswith("client overloaded: "), summary["aborted"]
-    assert "of 1500 threads could not stop" in summary["aborted"]
-    assert "use more load processes or agents" in summary["aborted"]
-    assert "store stopped answering" not in summary["aborted"]
+    assert summary.aborted.startswith("client overloaded: "), summary.aborted
+    assert "of 1500 threads could not stop" in summary.aborted
+    assert "use more load processes or agents" in summary.aborted
+    assert "store stopped answering" not in summary.aborted
 
 
 def test_threads_waiting_inside_store_calls_mean_the_store_stopped_answering(tmp_path, monkeypatch):
     monkeypatch.setattr(runner_module, "STOP_GRACE_S", 1.0)
     path = tmp_path / "db.sqlite"
     options = {"path": str(path), "busy_timeout_ms": 60_000}
-    engine = FragmentEngine(config(200, "low"), "sqlite", options, PLAN, 0)
+    engine = FragmentEngine(WORKLOAD, config(200, "low"), "sqlite", options, PLAN.capacities, 0)
     engine.prepare()
     holder = sqlite3.connect(path, isolation_level=None, timeout=30, check_same_thread=False)
     holder.execute("PRAGMA journal_mode=DELETE")  # in WAL mode readers would go on
@@ -69,14 +74,14 @@ def test_threads_waiting_inside_store_calls_mean_the_store_stopped_answering(tmp
         stop.set()
         holder.rollback()
         holder.close()
-    assert summary["aborted"] == (
+    assert summary.aborted == (
         "4 threads still inside store calls 1 s after the end: the store stopped answering"
     )
 
 
 def test_a_recorder_says_when_its_thread_is_inside_a_store_call(tmp_path):
     fragment = Fragment(config(50, "low").database, PLAN, 0)
-    binding = make_binding("null", {})
+    binding = make_binding("bg", "null", {})
     binding.load_fragment(fragment)
     recorder = Recorder(LogWriter(tmp_path / "log.bglog"), threading.Lock())
     seen: list[int] = []

@@ -60,6 +60,7 @@ from bgbench.workloads.bg.store import (
     Profile,
     ResourceRow,
 )
+from bgbench.workloads.bg.stores import beating
 
 Level = Literal["ONE", "TWO", "THREE", "QUORUM", "LOCAL_QUORUM", "EACH_QUORUM", "ALL", "LOCAL_ONE"]
 FRIEND, INVITER = 0, 1  # clustering kinds in a member's partition
@@ -222,8 +223,12 @@ class CassandraBinding:
             batches += self._batches(now, (st.wipe_comments, rid), st.put_comment, rows)
         concurrency = self.options.load_concurrency
         for _attempt in range(LOAD_ATTEMPTS):
+            # The driver takes the batches one by one as earlier ones are answered: a beat each.
             results = execute_concurrent(
-                self.session, batches, concurrency=concurrency, raise_on_first_error=False
+                self.session,
+                beating(batches, fragment.progress),
+                concurrency=concurrency,
+                raise_on_first_error=False,
             )
             errors = [r.result_or_exc for r in results if not r.success]
             # A busy cluster times writes out; each batch is idempotent (its delete has a
@@ -255,7 +260,7 @@ class CassandraBinding:
     def read_back(self, fragment: Fragment) -> FragmentContents:
         st = self._ready()
         friendships: list[tuple[int, int, int]] = []
-        for m in fragment.members.tolist():
+        for m in beating(fragment.members.tolist(), fragment.progress):
             for kind, other in self.session.execute(st.relations, (m,)):
                 if kind == FRIEND and m < other:
                     friendships.append((m, other, CONFIRMED))
@@ -263,7 +268,7 @@ class CassandraBinding:
                     friendships.append((other, m, PENDING))
         comments = [
             (rid, mid)
-            for rid in fragment.resources[:, 0].tolist()
+            for rid in beating(fragment.resources[:, 0].tolist(), fragment.progress)
             for mid, *_ in self.session.execute(st.comments, (rid,))
         ]
         return FragmentContents(friendships, comments)

@@ -32,6 +32,7 @@ from bgbench.workloads.bg.store import (
     Profile,
     ResourceRow,
 )
+from bgbench.workloads.bg.stores import beating
 
 NEWEST_FIRST = 2**63
 ATTRS, PIC, TPIC, RESOURCES = b"p:attrs", b"p:pic", b"p:tpic", b"p:resources"
@@ -149,27 +150,28 @@ class HBaseBinding:
             member, resource, comment = (conn.table(t) for t in ("member", "resource", "comment"))
             old_resources = [
                 key
-                for m in members
+                for m in beating(members, fragment.progress)
                 for key, _ in resource.scan(row_prefix=struct.pack(">Q", m), columns=[b"r"])
             ]
+            # A beat per batch: happybase sends one every `size` mutations.
             with member.batch(batch_size=size) as b:
-                for m in members:
+                for m in beating(members, fragment.progress, size):
                     b.delete(member_key(m))
             with resource.batch(batch_size=size) as b:
-                for key in old_resources:
+                for key in beating(old_resources, fragment.progress, size):
                     b.delete(key)
             with comment.batch(batch_size=size) as b:
-                for rid, _creator, _wall in resources:
+                for rid, _creator, _wall in beating(resources, fragment.progress, size):
                     b.delete(member_key(rid))
             with member.batch(batch_size=size) as b:
-                for m, data in rows.items():
+                for m, data in beating(rows.items(), fragment.progress, size):
                     b.put(member_key(m), data)
             with resource.batch(batch_size=size) as b:
-                for rid, creator, wall in resources:
+                for rid, creator, wall in beating(resources, fragment.progress, size):
                     b.put(resource_key(wall, rid), {b"r:creator": b"%d" % creator,
                                                     b"r:rid": b"%d" % rid})  # fmt: skip
             with comment.batch(batch_size=size) as b:
-                for rid, data in comments.items():
+                for rid, data in beating(comments.items(), fragment.progress, size):
                     b.put(member_key(rid), data)
         except TException as exc:
             raise StoreError(f"loading into HBase: {exc}") from None

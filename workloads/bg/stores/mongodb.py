@@ -35,6 +35,7 @@ from bgbench.workloads.bg.store import (
     Profile,
     ResourceRow,
 )
+from bgbench.workloads.bg.stores import ROWS_PER_BEAT, beating
 
 READ_PREFERENCES = {
     "primary": ReadPreference.PRIMARY,
@@ -158,6 +159,7 @@ class MongoBinding:
         ]  # fmt: skip
         for collection, docs in ((db.users, users), (db.resources, resources)):
             for lo in range(0, len(docs), BATCH):
+                fragment.progress()
                 collection.insert_many(docs[lo : lo + BATCH], ordered=False)
         if not embedded:
             docs = [
@@ -166,14 +168,16 @@ class MongoBinding:
                 for c in cs
             ]
             for lo in range(0, len(docs), BATCH):
+                fragment.progress()
                 db.manipulations.insert_many(docs[lo : lo + BATCH], ordered=False)
 
     def read_back(self, fragment: Fragment) -> FragmentContents:
         members = fragment.members.tolist()
         rows: list[tuple[int, int, int]] = []
-        for doc in self.db.users.find(
+        users = self.db.users.find(
             {"_id": {"$in": members}}, {"confirmedFriends": 1, "pendingFriends": 1}
-        ):
+        )
+        for doc in beating(users, fragment.progress, ROWS_PER_BEAT):
             m = doc["_id"]
             rows += [(m, f, CONFIRMED) for f in doc["confirmedFriends"] if m < f]
             rows += [(inviter, m, PENDING) for inviter in doc["pendingFriends"]]
@@ -181,13 +185,21 @@ class MongoBinding:
         if self.options.comments == "embedded":
             comments = [
                 (doc["_id"], c["mid"])
-                for doc in self.db.resources.find({"_id": {"$in": rids}}, {"manipulations": 1})
+                for doc in beating(
+                    self.db.resources.find({"_id": {"$in": rids}}, {"manipulations": 1}),
+                    fragment.progress,
+                    ROWS_PER_BEAT,
+                )
                 for c in doc.get("manipulations", [])
             ]
         else:
             comments = [
                 (d["rid"], d["mid"])
-                for d in self.db.manipulations.find({"rid": {"$in": rids}}, {"rid": 1, "mid": 1})
+                for d in beating(
+                    self.db.manipulations.find({"rid": {"$in": rids}}, {"rid": 1, "mid": 1}),
+                    fragment.progress,
+                    ROWS_PER_BEAT,
+                )
             ]
         return FragmentContents(rows, comments)
 

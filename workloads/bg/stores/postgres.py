@@ -41,6 +41,7 @@ from bgbench.workloads.bg.store import (
     Profile,
     ResourceRow,
 )
+from bgbench.workloads.bg.stores import ROWS_PER_BEAT, beating
 
 ISOLATION = {
     "read committed": psycopg.IsolationLevel.READ_COMMITTED,
@@ -291,8 +292,9 @@ class PostgresBinding:
         n_attr = fragment.db.attrcount
         with self._connect() as conn, conn.transaction():
             conn.execute("CREATE TEMP TABLE frag (userid BIGINT PRIMARY KEY) ON COMMIT DROP")
+            # COPY sends its buffer as it fills: a beat every ROWS_PER_BEAT rows.
             with conn.cursor().copy("COPY frag FROM STDIN") as copy:
-                for m in members:
+                for m in beating(members, fragment.progress, ROWS_PER_BEAT):
                     copy.write_row((m,))
             conn.execute(
                 "DELETE FROM manipulation WHERE rid IN (SELECT rid FROM resources "
@@ -307,12 +309,13 @@ class PostgresBinding:
                 for m in members:
                     copy.write_row((m, *fragment.attributes(m), pic, thumb))
             with conn.cursor().copy("COPY friendship FROM STDIN") as copy:
-                for row in fragment.friendships.tolist():
+                for row in beating(fragment.friendships.tolist(), fragment.progress, ROWS_PER_BEAT):
                     copy.write_row(row)
             with conn.cursor().copy(
                 "COPY resources (rid, creatorid, walluserid, type, body, doc) FROM STDIN"
             ) as copy:
-                for rid, creator, wall in fragment.resources.tolist():
+                rows = beating(fragment.resources.tolist(), fragment.progress, ROWS_PER_BEAT)
+                for rid, creator, wall in rows:
                     copy.write_row((rid, creator, wall, "post", "body", "doc"))
             with conn.cursor().copy("COPY manipulation FROM STDIN") as copy:
                 for rid, mid, who, text in fragment.comments():

@@ -360,15 +360,18 @@ class RiakBinding:
         tpic = _b64(fragment.thumbnail)
         put = self.riak.put
         for m in members:  # plain overwrites replace whatever the fragment held
+            fragment.progress()
             put("member", str(m), docs[m])
             put("card", str(m), {"attrs": docs[m]["attrs"], "tpic": tpic})
             put("wall", str(m), sorted(walls[m], reverse=True))
         for rid, cs in comments.items():
+            fragment.progress()
             put("comments", str(rid), cs)
 
     def read_back(self, fragment: Fragment) -> FragmentContents:
         friendships: list[tuple[int, int, int]] = []
         for m in fragment.members.tolist():
+            fragment.progress()
             doc, _ = self.riak.get("member", str(m))
             if doc is None:
                 raise StoreError(f"member {m} not found")
@@ -376,6 +379,7 @@ class RiakBinding:
             friendships += [(i, m, PENDING) for i in doc["pending"]]
         comments = []
         for rid in fragment.resources[:, 0].tolist():
+            fragment.progress()
             cs, _ = self.riak.get("comments", str(rid))
             comments += [(rid, int(mid)) for mid in cs or {}]
         return FragmentContents(friendships, comments)

@@ -9,7 +9,7 @@ Schema changes and loads take a file lock beside the database, one process at a 
 import fcntl
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, ClassVar
@@ -27,6 +27,13 @@ from bgbench.workloads.bg.store import (
     Profile,
     ResourceRow,
 )
+from bgbench.workloads.bg.stores import ROWS_PER_BEAT, beating
+
+LOCK_POLL_S = 0.05  # how often a process waiting for the write lock tries again
+
+
+def _no_beat() -> None:
+    pass
 
 
 class SQLiteOptions(BaseModel):
@@ -117,13 +124,20 @@ class SQLiteBinding:
         )
 
     @contextmanager
-    def _exclusive(self) -> Iterator[None]:
+    def _exclusive(self, waiting: Callable[[], None] = _no_beat) -> Iterator[None]:
         """One process at a time. SQLite has one writer, and a statement that reads before it
         writes (a journal-mode switch, PRAGMA optimize) fails at once, busy timeout or not,
-        when another connection wrote meanwhile."""
+        when another connection wrote meanwhile. `waiting` is called while another process
+        holds the lock (a load waiting its turn is alive, not hung)."""
         lock = self.path.with_name(self.path.name + ".lock")
         with open(lock, "a") as f:
-            fcntl.flock(f, fcntl.LOCK_EX)  # released when the file closes, or the process dies
+            while True:  # released when the file closes, or the process dies
+                try:
+                    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    waiting()
+                    time.sleep(LOCK_POLL_S)
             yield
 
     def _check_columns(self, conn: sqlite3.Connection, db: BGDatabaseConfig) -> None:
@@ -169,13 +183,18 @@ class SQLiteBinding:
         users = [(m, *fragment.attributes(m), pic, thumb) for m in members]
         now = time.time_ns()
         comments = [(rid, mid, who, now, text) for rid, mid, who, text in fragment.comments()]
-        with self._exclusive():
+        with self._exclusive(fragment.progress):
             conn = self._open()
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 conn.execute("CREATE TEMP TABLE IF NOT EXISTS frag (userid INTEGER PRIMARY KEY)")
                 conn.execute("DELETE FROM temp.frag")
-                conn.executemany("INSERT INTO temp.frag VALUES (?)", ((m,) for m in members))
+                # executemany takes its rows one by one: a beat every ROWS_PER_BEAT.
+                beat = fragment.progress
+                conn.executemany(
+                    "INSERT INTO temp.frag VALUES (?)",
+                    beating(((m,) for m in members), beat, ROWS_PER_BEAT),
+                )
                 in_frag = "IN (SELECT userid FROM temp.frag)"
                 conn.execute(f"DELETE FROM users WHERE userid {in_frag}")
                 conn.execute(f"DELETE FROM friendship WHERE inviterid {in_frag}")
@@ -184,16 +203,20 @@ class SQLiteBinding:
                     f"(SELECT rid FROM resources WHERE creatorid {in_frag})"
                 )
                 conn.execute(f"DELETE FROM resources WHERE creatorid {in_frag}")
-                conn.executemany(f"INSERT INTO users VALUES ({marks})", users)
                 conn.executemany(
-                    "INSERT INTO friendship VALUES (?, ?, ?)", fragment.friendships.tolist()
+                    f"INSERT INTO users VALUES ({marks})", beating(users, beat, ROWS_PER_BEAT)
+                )
+                conn.executemany(
+                    "INSERT INTO friendship VALUES (?, ?, ?)",
+                    beating(fragment.friendships.tolist(), beat, ROWS_PER_BEAT),
                 )
                 conn.executemany(
                     "INSERT INTO resources VALUES (?, ?, ?, 'post', 'body', 'doc')",
-                    fragment.resources.tolist(),
+                    beating(fragment.resources.tolist(), beat, ROWS_PER_BEAT),
                 )
                 conn.executemany(
-                    "INSERT INTO manipulation VALUES (?, ?, ?, ?, 'comment', ?)", comments
+                    "INSERT INTO manipulation VALUES (?, ?, ?, ?, 'comment', ?)",
+                    beating(comments, beat, ROWS_PER_BEAT),
                 )
                 # Inside the write transaction: on its own it would read, then find another
                 # connection's commit in the way of its write and fail without waiting.
@@ -213,7 +236,10 @@ class SQLiteBinding:
             conn.execute("CREATE TEMP TABLE IF NOT EXISTS frag (userid INTEGER PRIMARY KEY)")
             conn.execute("DELETE FROM temp.frag")
             conn.executemany(
-                "INSERT INTO temp.frag VALUES (?)", ((m,) for m in fragment.members.tolist())
+                "INSERT INTO temp.frag VALUES (?)",
+                beating(
+                    ((m,) for m in fragment.members.tolist()), fragment.progress, ROWS_PER_BEAT
+                ),
             )
             friendships = conn.execute(
                 "SELECT inviterid, inviteeid, status FROM friendship "
