@@ -28,7 +28,8 @@ def absolute_mask(
     if not which.any():
         return np.zeros(len(observed), dtype=bool)
     if len(ix.w_item) == 0:
-        return which & (observed != init)
+        unchanged: np.ndarray = which & (observed != init)
+        return unchanged
     bits = ix.bits
     mask = (1 << bits) - 1
     values_by_end = ix.values_by_end
@@ -42,7 +43,7 @@ def absolute_mask(
     second = ix.ended - 2
     two = (second >= ix.group_lo) & ((ix.end_key[np.maximum(second, 0)] & mask) >= latest_start)
     quick = ~ix.overlaps & ~(has_before & two)
-    bad = which & quick & (observed != prior)
+    bad: np.ndarray = which & quick & (observed != prior)
     sel = np.flatnonzero(which & ~quick)
     if len(sel):
         first = np.searchsorted(ix.end_key, (ix.r_item[sel] << bits) | latest_start[sel])
@@ -51,11 +52,19 @@ def absolute_mask(
     return bad
 
 
-def _seen(ix: WriteIndex, sel, observed, init, has_before, first) -> np.ndarray:
+def _seen(
+    ix: WriteIndex,
+    sel: np.ndarray,
+    observed: np.ndarray,
+    init: np.ndarray,
+    has_before: np.ndarray,
+    first: np.ndarray,
+) -> np.ndarray:
     """Did each read of sel observe a value of O, of F's last candidates, or (F empty) init?"""
     n = len(sel)
     k, w = ix.overlapping_pairs(sel)
     seen = np.bincount(k[ix.w_value[w] == observed[k]], minlength=n) > 0
     k, p = expand(np.where(has_before, first, 0), np.where(has_before, ix.ended[sel], 0))
     seen |= np.bincount(k[ix.values_by_end[p] == observed[k]], minlength=n) > 0
-    return seen | (~has_before & (init == observed))
+    valid: np.ndarray = seen | (~has_before & (init == observed))
+    return valid

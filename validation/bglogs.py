@@ -46,7 +46,7 @@ def is_bg_log_dir(directory: Path) -> bool:
 
 def read_bg_logs(directory: Path) -> BGLogs:
     out = BGLogs(np.empty(0, dtype=RECORD_DTYPE))
-    rows: list[tuple] = []
+    rows: list[tuple[int, ...]] = []
     sessions: dict[tuple[str, int, int], int] = {}
     for path in sorted(directory.iterdir()):
         m_read, m_update = READ_FILE.match(path.name), UPDATE_FILE.match(path.name)
@@ -101,7 +101,9 @@ def _int64(text: str, name: str) -> int:
     return value
 
 
-def _parse(line: str, expect: str, machine: str, out: BGLogs, sessions: dict) -> tuple:
+def _parse(
+    line: str, expect: str, machine: str, out: BGLogs, sessions: dict[tuple[str, int, int], int]
+) -> tuple[int, ...]:
     f = line.split(",")
     n = 9 if expect == "READ" else 10
     if len(f) != n:

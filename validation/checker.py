@@ -10,6 +10,7 @@ read whose overlapping delta writes are not all +1/-1 (subset sums).
 """
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -36,11 +37,11 @@ class ValidationResult:
     unpredictable_by_action: dict[int, int] = field(default_factory=dict)
     lags_ms: list[float] = field(default_factory=list)  # one per unpredictable read with a lag
     never_valid: int = 0  # unpredictable reads of a value the item never held
-    examples: list[dict] = field(default_factory=list)  # a few unpredictable reads
+    examples: list[dict[str, Any]] = field(default_factory=list)  # a few unpredictable reads
     # Filled on request, for merging parts and for per-read output:
     session_ids: np.ndarray | None = None  # distinct sessions that read
     bad_session_ids: np.ndarray | None = None
-    unpredictable: list[dict] = field(default_factory=list)  # every unpredictable read
+    unpredictable: list[dict[str, Any]] = field(default_factory=list)  # every unpredictable read
 
     @property
     def unpredictable_percent(self) -> float:
@@ -150,7 +151,9 @@ def _initial_per_read(ix: WriteIndex, initial: InitialValues) -> np.ndarray:
         return initial.lookup(ix.records["item"][ix.read_pos], ix.records["item_id"][ix.read_pos])
 
     if ix.items.kind is None:  # items numbered by sorting their keys: look up every read
-        return every_read()[ix.read_order]
+        in_order: np.ndarray = every_read()[ix.read_order]
+        return in_order
+    assert ix.items.item_id is not None  # set together with ix.items.kind
     read = np.flatnonzero(np.bincount(ix.r_item, minlength=ix.items.count))
     try:
         values = initial.lookup(ix.items.kind[read], ix.items.item_id[read])
@@ -159,7 +162,8 @@ def _initial_per_read(ix: WriteIndex, initial: InitialValues) -> np.ndarray:
         raise
     per_item = np.zeros(ix.items.count, dtype=np.int64)
     per_item[read] = values
-    return per_item[ix.r_item]
+    per_read: np.ndarray = per_item[ix.r_item]
+    return per_read
 
 
 def _absolute_items(ix: WriteIndex) -> np.ndarray:
@@ -176,7 +180,7 @@ def _absolute_items(ix: WriteIndex) -> np.ndarray:
     return absolute
 
 
-def describe_read(r: np.void, initial: int, lag: int | None) -> dict:
+def describe_read(r: np.void, initial: int, lag: int | None) -> dict[str, Any]:
     return {
         "item": int(r["item"]),
         "item_id": int(r["item_id"]),

@@ -73,14 +73,16 @@ def delta_mask(
         return np.zeros(len(observed), dtype=bool)
     cum = np.concatenate([[0], np.cumsum(ix.values_by_end)])
     base = init + cum[ix.ended] - cum[ix.group_lo]
-    bad = which & (observed != base)
+    bad: np.ndarray = which & (observed != base)
     sel = np.flatnonzero(bad & ix.overlaps)
     if len(sel):
         bad[sel] = ~_reachable(ix, sel, observed[sel], base[sel])
     return bad
 
 
-def _reachable(ix: WriteIndex, sel: np.ndarray, observed: np.ndarray, base: np.ndarray):
+def _reachable(
+    ix: WriteIndex, sel: np.ndarray, observed: np.ndarray, base: np.ndarray
+) -> np.ndarray:
     """For reads sel (observed != base): does some possible prefix of O give `observed`?"""
     n = len(sel)
     k, w = ix.overlapping_pairs(sel)
@@ -105,7 +107,8 @@ def _reachable(ix: WriteIndex, sel: np.ndarray, observed: np.ndarray, base: np.n
     def among(x: np.ndarray, order: np.ndarray, upto: np.ndarray) -> np.ndarray:
         """Per pair (read, b): sum of x over the read's writes before `upto` in `order`."""
         c = np.concatenate([[0], np.cumsum(x[order])])
-        return c[upto] - c[lo]
+        sums: np.ndarray = c[upto] - c[lo]
+        return sums
 
     plus, minus = (d == 1).astype(np.int64), (d == -1).astype(np.int64)
     other = 1 - plus - minus
@@ -115,7 +118,7 @@ def _reachable(ix: WriteIndex, sel: np.ndarray, observed: np.ndarray, base: np.n
     odd = among(other, by_s, started) - among(other, by_e, ended) - other
     need = observed[k] - (base[k] + before + d)
     ok = (odd == 0) & (need >= -neg) & (need <= pos)
-    reached = np.bincount(k[ok], minlength=n) > 0
+    reached: np.ndarray = np.bincount(k[ok], minlength=n) > 0
     unsure = np.flatnonzero(~reached & (np.bincount(k[odd > 0], minlength=n) > 0))
     if len(unsure):
         reached[unsure] = _in_python(unsure, seg, s, e, d, observed, base)
@@ -130,7 +133,15 @@ def _may_wrap(d: np.ndarray, size: np.ndarray, observed: np.ndarray, base: np.nd
     return bound >= _EXACT
 
 
-def _in_python(reads, seg, s, e, d, observed, base) -> np.ndarray:
+def _in_python(
+    reads: np.ndarray,
+    seg: np.ndarray,
+    s: np.ndarray,
+    e: np.ndarray,
+    d: np.ndarray,
+    observed: np.ndarray,
+    base: np.ndarray,
+) -> np.ndarray:
     """valid_values_contain for each of `reads`; writes grouped per read by `seg`. Time codes
     stand for times: the check only compares them."""
     out = np.zeros(len(reads), dtype=bool)

@@ -83,6 +83,7 @@ class TimeCodes:
     def code(self, t: np.ndarray) -> np.ndarray:
         """Codes of times of the log; NEVER codes above every other time."""
         if self.t0 is None:
+            assert self.sorted_times is not None  # choose() sets one of t0 and sorted_times
             return np.searchsorted(self.sorted_times, t).astype(np.int64)
         return np.where(t == NEVER, (1 << self.bits) - 1, t - self.t0)
 
@@ -185,7 +186,8 @@ class WriteIndex:
 
     @cached_property
     def values_by_end(self) -> np.ndarray:
-        return self.w_value[self.by_end]
+        values: np.ndarray = self.w_value[self.by_end]
+        return values
 
     @cached_property
     def known_count(self) -> np.ndarray:

@@ -3,6 +3,7 @@
 import zipfile
 import zlib
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -41,23 +42,24 @@ class InitialValues:
         return out
 
 
-def save_initial(path, initial: InitialValues) -> None:
+def save_initial(path: Path, initial: InitialValues) -> None:
     """Write initial values next to a log (npz: ids_<kind> and values_<kind> per item kind)."""
-    arrays = {}
+    arrays: dict[str, np.ndarray] = {}
     for kind, (ids, values) in initial.by_kind.items():
         order = np.argsort(ids, kind="stable")
         arrays[f"ids_{kind}"] = np.asarray(ids, dtype=np.int64)[order]
         arrays[f"values_{kind}"] = np.asarray(values, dtype=np.int64)[order]
     if initial.default is not None:
         arrays["default"] = np.array([initial.default], dtype=np.int64)
-    np.savez(path, **arrays)
+    # allow_pickle is numpy's default, named so that mypy does not match **arrays against it
+    np.savez(path, allow_pickle=True, **arrays)
 
 
 class InitialFormatError(ValueError):
     """An initial-values file that cannot be read; the message names the file."""
 
 
-def load_initial(path) -> InitialValues:
+def load_initial(path: Path) -> InitialValues:
     try:
         with np.load(path, allow_pickle=False) as z:
             kinds = sorted(int(name[4:]) for name in z.files if name.startswith("ids_"))

@@ -62,7 +62,9 @@ def _states(init: int, absolute: bool, values: np.ndarray) -> np.ndarray:
     return init + np.concatenate([[0], np.cumsum(values)])
 
 
-def _one(rs: int, re_: int, current: int, observed: int, states, ends) -> int | None:
+def _one(
+    rs: int, re_: int, current: int, observed: int, states: np.ndarray, ends: np.ndarray
+) -> int | None:
     """One read's lag with Python's integers (times of any range)."""
     hits = np.flatnonzero(states == observed)
     back, ahead = hits[hits <= current], hits[hits > current]
@@ -77,8 +79,10 @@ def _one(rs: int, re_: int, current: int, observed: int, states, ends) -> int | 
 
 
 def _vectorised(
-    item_lo, item_known, item_init, item_absolute,
-    local, current, observed, rs, re_, lo, known, ends, values,
+    item_lo: np.ndarray, item_known: np.ndarray, item_init: np.ndarray,
+    item_absolute: np.ndarray, local: np.ndarray, current: np.ndarray, observed: np.ndarray,
+    rs: np.ndarray, re_: np.ndarray, lo: np.ndarray, known: np.ndarray, ends: np.ndarray,
+    values: np.ndarray,
 ) -> list[int | None] | None:  # fmt: skip
     """Every read's lag at once; None when the keys would not fit (then one at a time)."""
     il, p = expand(np.zeros(len(item_lo), np.int64), item_known + 1)

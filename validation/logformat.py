@@ -17,13 +17,13 @@ A write whose outcome is unknown (the store raised) is logged with end = NEVER: 
 effect at any time after its start, or not at all.
 """
 
+import io
 import os
 import struct
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
 
 import numpy as np
 
@@ -80,7 +80,7 @@ class LogWriter:
             records = records.astype(RECORD_DTYPE)
         records = np.ascontiguousarray(records)
         for lo in range(0, len(records), BLOCK_RECORDS):
-            payload = memoryview(records[lo : lo + BLOCK_RECORDS].view(np.uint8))
+            payload = records[lo : lo + BLOCK_RECORDS].view(np.uint8).data  # a memoryview
             n = len(payload) // RECORD_BYTES
             crc = zlib.crc32(payload, zlib.crc32(n.to_bytes(4, "little")))
             self._file.write(BLOCK_HEADER.pack(BLOCK_MAGIC, n, crc))
@@ -88,7 +88,7 @@ class LogWriter:
             self.count += n
             self.blocks += 1
 
-    def append_rows(self, rows: list[tuple]) -> None:
+    def append_rows(self, rows: list[tuple[int, ...]]) -> None:
         if rows:
             self.append(np.array(rows, dtype=RECORD_DTYPE))
 
@@ -117,7 +117,7 @@ class LogInfo:
         return self.size - (TRAILER.size if self.version == 2 else TRAILER_V1.size)
 
 
-def _open(path: Path) -> BinaryIO:
+def _open(path: Path) -> io.BufferedReader:
     if path.is_dir():
         raise LogFormatError(f"{path}: is a directory, not a log file")
     try:
@@ -224,7 +224,12 @@ def _iter_v2(info: LogInfo, out: np.ndarray | None = None) -> Iterator[np.ndarra
 
 
 def _read_block(
-    f: BinaryIO, path: Path, offset: int, body_end: int, seen: int, out: np.ndarray | None = None
+    f: io.BufferedReader,
+    path: Path,
+    offset: int,
+    body_end: int,
+    seen: int,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
     """The verified block at `offset`; read straight into out[seen:] when given."""
     header = f.read(BLOCK_HEADER.size)
@@ -245,7 +250,7 @@ def _read_block(
         block = out[seen : seen + n]
         if len(block) != n:
             raise LogFormatError(f"{path}, byte {offset}: more records than the trailer says")
-    payload = memoryview(block.view(np.uint8))
+    payload = block.view(np.uint8).data  # a memoryview
     if f.readinto(payload) != len(payload):
         raise LogFormatError(f"{path}, byte {start}: the file ends inside a block")
     if zlib.crc32(payload, zlib.crc32(header[4:8])) != crc:

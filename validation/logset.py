@@ -15,6 +15,7 @@ import multiprocessing as mp
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bgbench.validation.checker import ValidationResult
 from bgbench.validation.initial import InitialFormatError, load_initial
@@ -101,7 +102,7 @@ def validate_one(
     return LogOutcome(log, result, info)
 
 
-_JOBS: dict = {}
+_JOBS: dict[str, Any] = {}
 
 
 def _pooled(index: int) -> LogOutcome | str:
@@ -163,9 +164,9 @@ def total(outcomes: list[LogOutcome], workers: int) -> tuple[ValidationResult, R
     return result, info
 
 
-def per_experiment(outcomes: list[LogOutcome]) -> list[dict]:
+def per_experiment(outcomes: list[LogOutcome]) -> list[dict[str, Any]]:
     """Counts per experiment (its logs on every agent), in the order first met."""
-    experiments: dict[str, dict] = {}
+    experiments: dict[str, dict[str, Any]] = {}
     for o in outcomes:
         e = experiments.setdefault(
             o.log.experiment,

@@ -19,6 +19,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -77,14 +78,15 @@ def _union_size(parts: list[np.ndarray]) -> int:
 
 # -- in memory ------------------------------------------------------------------------------
 
-_SHARED: dict = {}
+_SHARED: dict[str, Any] = {}
 PART_RECORDS = 500_000  # records per part: small parts keep the sorts and searches in cache
 
 
 def _part(index: int) -> np.ndarray:
     records, order, bounds = _SHARED["records"], _SHARED["order"], _SHARED["bounds"]
     # np.take copies whole records; indexing a structured array goes field by field (10x slower)
-    return np.take(records, order[bounds[index] : bounds[index + 1]])
+    part: np.ndarray = np.take(records, order[bounds[index] : bounds[index + 1]])
+    return part
 
 
 def _validate_part(index: int) -> ValidationResult:
@@ -178,7 +180,9 @@ def validate_out_of_core(
         db.execute(f"SET memory_limit = '{max(budget_bytes // 2, 64 << 20)}B'")
         db.execute(f"SET temp_directory = '{tmp}'")
         db.execute("SET preserve_insertion_order = false")
-        names = list(RECORD_DTYPE.names)
+        fields = RECORD_DTYPE.names
+        assert fields is not None  # a structured dtype
+        names = list(fields)
         columns = ", ".join(f'"{n}" {_sql_type(RECORD_DTYPE[n])}' for n in names)
         db.execute(f"CREATE TABLE logs ({columns}, key BIGINT)")
         for chunk in _chunks_of(paths, chunk_records):
@@ -202,7 +206,9 @@ def validate_out_of_core(
             " ORDER BY c.chunk"
         )
         db.execute("DROP TABLE logs")
-        n_chunks = db.execute("SELECT coalesce(max(chunk), -1) + 1 FROM key_chunk").fetchone()[0]
+        counted = db.execute("SELECT coalesce(max(chunk), -1) + 1 FROM key_chunk").fetchone()
+        assert counted is not None  # an aggregate: always one row
+        n_chunks = counted[0]
         db.execute("CREATE TABLE sessions (session BIGINT, bad BOOLEAN)")
         result = ValidationResult()
         select = ", ".join(f'"{n}"' for n in names)
@@ -213,6 +219,7 @@ def validate_out_of_core(
                 records[n] = cols[n]
             del cols
             part = validate(records, initial, keep_sessions=True, keep_reads=keep_reads)
+            assert part.session_ids is not None and part.bad_session_ids is not None
             seen = pa.table(
                 {
                     "session": np.concatenate([part.session_ids, part.bad_session_ids]),
@@ -228,10 +235,12 @@ def validate_out_of_core(
             db.execute("INSERT INTO sessions SELECT * FROM seen")
             db.unregister("seen")
             result.merge(part)
-        total, bad = db.execute(
+        counts = db.execute(
             "SELECT count(DISTINCT session) FILTER (WHERE NOT bad), "
             "count(DISTINCT session) FILTER (WHERE bad) FROM sessions"
         ).fetchone()
+        assert counts is not None  # an aggregate: always one row
+        total, bad = counts
         result.sessions, result.unpredictable_sessions = int(total), int(bad)
         db.close()
     return result, n_chunks
