@@ -1,10 +1,14 @@
 """The settings of the Cassandra and Riak bindings: what reaches the server, and the
 one-line errors a bad value gets."""
 
+from functools import partial
+
 import pytest
 
 from bgbench.errors import UserError
-from bgbench.workloads.bg.store import make_options
+from bgbench.workloads import registry
+
+make_options = partial(registry.make_options, "bg")
 
 
 def test_riak_presets_follow_klein_and_each_quorum_option_overrides_alone():

@@ -12,12 +12,10 @@ serves both. Loading, schema and read-back stay blocking for every binding.
 """
 
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
-from bgbench.errors import UserError
 from bgbench.worker.blocking import LoopBridge as LoopBridge  # re-exported for bindings
 from bgbench.worker.blocking import blocking_connection as blocking_connection
 from bgbench.worker.blocking import run_blocking as run_blocking
@@ -222,43 +220,3 @@ class Blocking:
 
     async def close(self) -> None:
         self.c.close()
-
-
-def store_names() -> list[str]:
-    return sorted(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))
-
-
-def binding_class(name: str) -> type:
-    eps = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
-    if name not in eps:
-        known = ", ".join(sorted(eps)) or "none installed"
-        raise UserError(f"unknown store {name!r}: use one of {known}")
-    return eps[name].load()  # type: ignore[no-any-return]
-
-
-def make_binding(name: str, options: dict) -> "BGBinding":
-    """Build a binding from its name and raw options, validating them with its model."""
-    cls = binding_class(name)
-    try:
-        parsed = cls.Options.model_validate(options)
-    except ValueError as exc:  # pydantic.ValidationError is a ValueError
-        raise UserError(f"store {name!r}: {_first_error(exc)}") from None
-    return cls(parsed)  # type: ignore[no-any-return]
-
-
-def make_options(name: str, options: dict) -> BaseModel:
-    cls = binding_class(name)
-    try:
-        return cls.Options.model_validate(options)  # type: ignore[no-any-return]
-    except ValueError as exc:
-        raise UserError(f"store {name!r}: {_first_error(exc)}") from None
-
-
-def _first_error(exc: Exception) -> str:
-    errors = getattr(exc, "errors", None)
-    if callable(errors):
-        first = errors()[0]
-        field = ".".join(str(p) for p in first.get("loc", ()))
-        msg = str(first.get("msg", "")).removeprefix("Value error, ")
-        return f"store.options.{field}: {msg}" if field else f"store.options: {msg}"
-    return str(exc)
