@@ -3,17 +3,14 @@ AbstractDBTestCases idea). Parametrised over every registered binding."""
 
 import threading
 from collections import Counter
+from typing import Any
 
 import pytest
 
+from bgbench.worker.blocking import blocking_connection
+from bgbench.workloads import registry
 from bgbench.workloads.bg.config import BGDatabaseConfig
 from bgbench.workloads.bg.generator import Fragment, FragmentPlan
-from bgbench.workloads.bg.store import (
-    binding_class,
-    blocking_connection,
-    make_binding,
-    store_names,
-)
 from tests.integration.stores import SERVERS, relations
 
 DB = BGDatabaseConfig(
@@ -21,6 +18,18 @@ DB = BGDatabaseConfig(
     commentcountperresource=2, insertimage=True, imagesize=4, attrcount=3, attrlength=16,
 )  # fmt: skip
 PLAN = FragmentPlan((1.0, 1.0), 0.27)
+
+
+def store_names() -> list[str]:
+    return registry.store_names("bg")
+
+
+def binding_class(name: str) -> type:
+    return registry.binding_class("bg", name)
+
+
+def make_binding(name: str, options: dict) -> Any:
+    return registry.make_binding("bg", name, options)
 
 
 FULL_ANSWER_STORES = [n for n in store_names() if binding_class(n).full_answers]
