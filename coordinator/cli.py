@@ -47,7 +47,7 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    help="Rate data stores for interactive social-networking actions (the BG benchmark).",
+    help="Rate data stores against an SLA under a workload (BG's social network by default).",
 )
 # Wide enough for the tables when output goes to a file or a CI log.
 out = Console(width=None if sys.stdout.isatty() else 160)
@@ -61,8 +61,8 @@ ParamOption = Annotated[
     typer.Option(
         "--param",
         "-p",
-        help="override a setting: NAME=VALUE, NAME a dotted path (run.seed) or a BG name "
-        "(usercount, threadcount, ...)",
+        help="override a setting: NAME=VALUE, NAME a dotted path (run.seed) or a "
+        "paper's parameter name the workload accepts (usercount, threadcount, ...)",
     ),
 ]
 

@@ -212,8 +212,8 @@ class RatingConfig(BaseModel):
     state: Literal["carry", "reload", "readback"] = Field(
         "carry",
         description="how each experiment learns the initial value of every tracked item: "
-        "carry BG's exact picture over (reload when a write failed), reload every fragment, "
-        "or read the values back from the quiescent store",
+        "carry the workload's exact picture over (reload when a write failed), reload every "
+        "fragment, or read the values back from the quiescent store",
     )
 
     @field_validator("sweep_threads", mode="before")
@@ -323,11 +323,7 @@ def settings_model(name: str) -> type[Settings]:
     return model
 
 
-def default_settings() -> Settings:
-    return Settings.model_validate({})
-
-
-# The run section's parameters by BG's names (paper Table 2 and the BG client).
+# The run section's parameters by the BG client's names (paper Table 2), for every workload.
 RUN_PARAMETERS = {
     "threadcount": "run.threadcount",
     "maxexecutiontime": "run.maxexecutiontime",

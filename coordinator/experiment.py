@@ -18,6 +18,7 @@ from bgbench.coordinator.plan import AgentSlot, FragmentLayout, layout, split_th
 from bgbench.errors import BGBenchError, SystemFault, UserError
 from bgbench.protos import START_READIED, new_histogram
 from bgbench.protos import worker_pb2 as pb
+from bgbench.worker.contracts import sum_counts
 from bgbench.workloads import registry
 
 EXAMPLES_PER_AGENT = 10  # unpredictable reads kept with a result, as the validator shows them
@@ -501,8 +502,8 @@ def _merge(
         by_item=_sum_figures([o.by_item for o in outcomes]),
         by_action=_sum_figures([o.by_action for o in outcomes]),
         examples=examples,
-        store_counters=_sum_counts([o.store_counters for o in outcomes]),
-        per_unit=_sum_counts([o.per_unit for o in outcomes]),
+        store_counters=sum_counts([o.store_counters for o in outcomes]),
+        per_unit=sum_counts([o.per_unit for o in outcomes]),
         phase_seconds=longest_phases([o.phase_seconds for o in outcomes]),
     )
 
@@ -518,14 +519,6 @@ def _sum_figures(parts: list[dict[str, ReadFigures]]) -> dict[str, ReadFigures]:
             t = total.setdefault(name, ReadFigures())
             t.reads += f.reads
             t.unpredictable += f.unpredictable
-    return total
-
-
-def _sum_counts(parts: list[dict[str, int]]) -> dict[str, int]:
-    total: dict[str, int] = {}
-    for part in parts:
-        for name, n in part.items():
-            total[name] = total.get(name, 0) + n
     return total
 
 

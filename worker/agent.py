@@ -60,6 +60,7 @@ from bgbench.worker.contracts import (
     RunSummary,
     ValidateCommand,
     ValidateSummary,
+    sum_counts,
 )
 from bgbench.worker.security import (
     ALLOW_STORE_PATHS_FLAG,
@@ -613,14 +614,6 @@ def _take_lag(processes: list[LoadProcess]) -> float:
     return worst / 1000
 
 
-def _sum_counts(parts: list[dict[str, int]]) -> dict[str, int]:
-    total: dict[str, int] = {}
-    for part in parts:
-        for k, v in part.items():
-            total[k] = total.get(k, 0) + v
-    return total
-
-
 def _sum_reads(parts: list[dict[str, ReadCounts]]) -> list[pb.ReadCount]:
     total: dict[str, pb.ReadCount] = {}
     for part in parts:
@@ -710,8 +703,8 @@ def _merge_runs(results: list[RunSummary], log_dir: Path) -> pb.RunResult:
         aborted="; ".join(r.aborted for r in results if r.aborted),
         threads=sum(r.threads for r in results),
         session_hist=_merge_hists([r.session_hist for r in results]),
-        store_counters=_sum_counts([r.store_counters for r in results]),
-        per_unit=_sum_counts([r.per_unit for r in results]),
+        store_counters=sum_counts([r.store_counters for r in results]),
+        per_unit=sum_counts([r.per_unit for r in results]),
         workload_payload=_payloads([r.workload_payload for r in results]),
         client_delay_hist=_merge_deltas(
             [r.client_delay_hist for r in results if r.client_delay_hist]

@@ -181,6 +181,15 @@ class LatencyDelta:
     hist: bytes = field(repr=False)
 
 
+def sum_counts(parts: list[dict[str, int]]) -> dict[str, int]:
+    """Named counts of several fragments or agents added up (store counters, units played)."""
+    total: dict[str, int] = {}
+    for part in parts:
+        for name, n in part.items():
+            total[name] = total.get(name, 0) + n
+    return total
+
+
 # Indexes into a load process's shared counters. LAG_US is the worst client lag since
 # the agent last reset it; BEATS grows while the process makes progress outside a run
 # (rows loaded, phases done, validation chunks): an agent sees a hung load by it.

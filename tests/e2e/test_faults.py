@@ -21,9 +21,10 @@ def settings(tmp_path, *extra: str):
     return load_settings(None, [parse_override(p) for p in pairs])
 
 
-def run_with_fault(target, s, act, duration=30.0):
+def run_with_fault(target, s, act, duration=30.0, heartbeat_timeout=None):
     """Run an experiment; after the first progress from every agent, call act(); return the
     result and how long the coordinator took to end the experiment after act()."""
+    timeout = heartbeat_timeout or s.agents.heartbeat_timeout
     seen: set[int] = set()
     ready = threading.Event()
 
@@ -37,7 +38,7 @@ def run_with_fault(target, s, act, duration=30.0):
     def experiment():
         out["result"] = run_experiment(
             target.cluster, s, 4, duration, f"fault-{time.time()}", progress,
-            heartbeat_timeout=s.agents.heartbeat_timeout,
+            heartbeat_timeout=timeout,
         )  # fmt: skip
 
     runner = threading.Thread(target=experiment)
@@ -78,12 +79,14 @@ def test_a_killed_agent_is_detected_at_once(tmp_path):
 
 
 def test_a_frozen_agent_is_caught_by_the_heartbeat(tmp_path):
-    s = settings(tmp_path, "agents.heartbeat_timeout=2")
+    # Loading keeps the default timeout (a 2 s one also judges the load's progress, which
+    # two CPU hogs beside it can stall that long); the run's stream is judged at 2 s.
+    s = settings(tmp_path)
     with bring_up(s, tmp_path / "w", Console(stderr=True)) as target:
         frozen = target.local.processes[0]
         try:
             result, detected = run_with_fault(
-                target, s, lambda: os.kill(frozen.pid, signal.SIGSTOP)
+                target, s, lambda: os.kill(frozen.pid, signal.SIGSTOP), heartbeat_timeout=2.0
             )
         finally:
             os.kill(frozen.pid, signal.SIGCONT)

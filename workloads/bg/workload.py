@@ -50,11 +50,9 @@ class BGPlayer(Actor):
         super().__init__(*actor_args)
         self.timer = self.conn
         self.units = [partial(table[name], self) for name in unit_names]
-        self._acquire = self.state.acquire_socialite
+        # Bound once: the engine calls these for every unit, with no frame of ours between.
+        self.acquire = partial(self.state.acquire_socialite, self.draw)
         self.release = self.state.release_socialite
-
-    def acquire(self) -> int | None:
-        return self._acquire(self.draw)
 
 
 def _drawer(fragment: Fragment, seed: Sequence[int]) -> Callable[[], int]:
