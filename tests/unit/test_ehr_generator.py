@@ -6,7 +6,6 @@ import pytest
 from pydantic import ValidationError
 
 from bgbench.errors import UserError
-from bgbench.workloads.bg.zipf import zipf_weights
 from bgbench.workloads.ehr.config import EHRConfig, EHRDatabaseConfig, resolve_mix
 from bgbench.workloads.ehr.generator import (
     FragmentData,
@@ -16,6 +15,7 @@ from bgbench.workloads.ehr.generator import (
     result_counts,
 )
 from bgbench.workloads.ehr.workload import WORKLOAD
+from bgbench.workloads.zipf import zipf_weights
 
 
 def db(**fields) -> EHRDatabaseConfig:

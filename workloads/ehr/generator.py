@@ -17,7 +17,7 @@ follows without asking a store.
   [0, 2^63) (so hashed keys cannot collide either). Test type, value and unit come from a
   table of LOINC codes; loaded results are dated 2015-2024, inserted ones now.
 - Fragments: D-Zipfian (each fragment's share of the requests tracks its capacity share,
-  bgbench.workloads.bg.zipf) or contiguous id ranges sized by capacity.
+  bgbench.workloads.zipf) or contiguous id ranges sized by capacity.
 """
 
 import itertools
@@ -27,9 +27,9 @@ from functools import cache
 
 import numpy as np
 
-from bgbench.workloads.bg.zipf import LocalZipf, assign_fragments, capacity_shares
 from bgbench.workloads.ehr.config import EHRDatabaseConfig
 from bgbench.workloads.ehr.store import LabResult, Patient
+from bgbench.workloads.zipf import LocalZipf, assign_fragments, capacity_shares
 
 BATCH = 1000  # rows per batch handed to a binding: one liveness beat each
 
