@@ -28,6 +28,13 @@ EACH_QUORUM waits for a quorum in every data centre of the keyspace's replicatio
 centres), `replication_factor` alone SimpleStrategy, under which Cassandra takes
 EACH_QUORUM as QUORUM.
 
+Coordinators (`coordinators`): `local_dc` (the default) sends every request, token-aware,
+to a node of the first contact point's data centre, as the paper's clients were spread
+over "the three nodes in one of the sub-clusters"; `every_dc` spreads them round robin
+over every node of every data centre, so that a ONE read may be coordinated by a replica
+a ONE write has not reached yet (with one replica per data centre, `local_dc` reads and
+writes the same replica, and ONE/ONE cannot be seen stale).
+
 Socialites are tasks on the load process's event loop: each call goes out through the
 driver's execute_async and its answer comes back from the driver's I/O thread through
 call_soon_threadsafe (as BG's binding, whose notes measure the cost). Schema, loading
@@ -51,6 +58,7 @@ from cassandra.cluster import (
 from cassandra.concurrent import execute_concurrent
 from cassandra.policies import (
     DCAwareRoundRobinPolicy,
+    RoundRobinPolicy,
     TokenAwarePolicy,
     WhiteListRoundRobinPolicy,
 )
@@ -58,9 +66,9 @@ from cassandra.query import BatchStatement, BatchType, PreparedStatement, tuple_
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from bgbench.errors import StoreError
-from bgbench.workloads.bg.stores import beating
 from bgbench.workloads.ehr.config import EHRDatabaseConfig
 from bgbench.workloads.ehr.store import Concurrency, FragmentRows, LabResult
+from bgbench.workloads.loading import beating
 
 Level = Literal["ONE", "TWO", "THREE", "QUORUM", "LOCAL_QUORUM", "EACH_QUORUM", "ALL", "LOCAL_ONE"]
 PRESETS: dict[str, tuple[Level, Level]] = {  # (read, write)
@@ -90,12 +98,16 @@ class CassandraEHROptions(BaseModel):
     keyspace: str = Field("bgbench_ehr", pattern=r"^[A-Za-z][A-Za-z0-9_]{0,47}$")
     replication_factor: Annotated[int, Field(ge=1)] = 1
     datacenters: dict[str, Annotated[int, Field(ge=1)]] | None = Field(
-        None, description="replicas per data centre (NetworkTopologyStrategy); replaces "
-        "replication_factor",
+        None, description="replicas per data centre (NetworkTopologyStrategy), as a map or "
+        "dc1:1,dc2:1; replaces replication_factor",
     )  # fmt: skip
     consistency: Literal["strong", "eventual"] = Field(
         "strong", description="strong (EACH_QUORUM / LOCAL_QUORUM) or eventual (ONE / ONE)"
     )
+    coordinators: Literal["local_dc", "every_dc"] = Field(
+        "local_dc", description="local_dc: nodes of the first contact point's data centre "
+        "coordinate (the paper's clients); every_dc: every node, round robin",
+    )  # fmt: skip
     read_consistency: Level | None = Field(None, description="default: the preset's")
     write_consistency: Level | None = Field(None, description="default: the preset's")
     load_concurrency: Annotated[int, Field(ge=1, le=2048)] = 128
@@ -112,6 +124,17 @@ class CassandraEHROptions(BaseModel):
     @classmethod
     def _fold(cls, value: str) -> str:
         return value.lower()  # as CQL folds an unquoted name
+
+    @field_validator("datacenters", mode="before")
+    @classmethod
+    def _pairs(cls, value: object) -> object:
+        """Also "dc1:1,dc2:1,dc3:1", as one -p value."""
+        if not isinstance(value, str):
+            return value
+        pairs = [p.partition(":") for p in value.split(",") if p.strip()]
+        if any(not sep or not n.strip().isdigit() for _, sep, n in pairs):
+            raise ValueError(f"{value!r}: write replicas per data centre as dc1:1,dc2:1")
+        return {dc.strip(): int(n) for dc, _, n in pairs}
 
     @field_validator("datacenters")
     @classmethod
@@ -208,7 +231,11 @@ class CassandraEHRBinding:
 
     def __init__(self, options: CassandraEHROptions) -> None:
         self.options = options
-        self.cluster = self._cluster(TokenAwarePolicy(DCAwareRoundRobinPolicy()))
+        self.cluster = self._cluster(
+            TokenAwarePolicy(DCAwareRoundRobinPolicy())
+            if options.coordinators == "local_dc"
+            else RoundRobinPolicy()
+        )
         self._session: Session | None = None
         self.statements: Statements | None = None
 
@@ -385,9 +412,10 @@ class CassandraEHRBinding:
             replicas = f"RF {o.replication_factor}"
         else:
             replicas = "RF " + ", ".join(f"{dc} {n}" for dc, n in o.datacenters.items())
+        spread = ", every node coordinates" * (o.coordinators == "every_dc")
         return (
             f"Cassandra {version} ({nodes} node{'s' * (nodes != 1)}, {replicas}, "
-            f"reads {read}, writes {write})"
+            f"reads {read}, writes {write}{spread})"
         )
 
     def counters(self) -> dict[str, int]:
