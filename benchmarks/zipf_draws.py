@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from bgbench.workloads.bg.zipf import LocalZipf, assign_fragments, fragment_members
+from bgbench.workloads.zipf import LocalZipf, assign_fragments, fragment_members
 
 
 def main() -> None:

@@ -27,9 +27,11 @@ from bgbench.coordinator.rating import Rating, RatingSummary
 from bgbench.coordinator.redaction import REDACTED, redact_config, redacted_paths
 from bgbench.coordinator.report import experiment_line
 from bgbench.coordinator.results import ResultsStore
-from bgbench.coordinator.session import bring_up
+from bgbench.coordinator.session import Target, bring_up
 from bgbench.coordinator.sizing import resolve_local_layout
+from bgbench.coordinator.sweep import Limits, SweepTable, clip
 from bgbench.errors import BGBenchError, SystemFault, UserError
+from bgbench.workloads import registry
 
 RUN_OBJECTIVE = "run"  # what a `bgbench run` is recorded as in the results store
 
@@ -40,7 +42,7 @@ class ExperimentRecord:
     the store's result_json)."""
 
     seq: int
-    phase: str  # warmup | search | final | retried
+    phase: str  # warmup | search | final | sweep | retried
     threads: int
     duration_s: float
     status: str  # passed | failed | fault
@@ -156,7 +158,45 @@ def _execute(
             store,
             lambda phase, r: console.print(experiment_line(phase, r, settings)),
         )
+        if settings.rating.objective == "sweep":
+            plan = clip(settings.rating.sweep_threads, sweep_limits(settings, target))
+            for line in plan.clipped:
+                console.print(line)
+            return rating.sweep(plan, target.min_threads())
         return rating.execute(target.max_threads(), target.min_threads())
+
+
+def sweep_limits(settings: Settings, target: Target) -> Limits:
+    """What bounds a sweep's T on this target (the model store fits any T)."""
+    fit = None
+    if target.cluster is not None:
+        processes = [f.load_processes for f in target.cluster.facts()]
+        fit = preflight.max_threads(settings, processes)
+    workload = registry.get(settings.workload.name)
+    return Limits(
+        floor=target.min_threads(),
+        fit=fit,
+        setting=settings.rating.max_threads,
+        scale=f"{workload.name}.{workload.scale_parameter}",
+    )
+
+
+def sweep_table(results: ResultsStore | Path, rating_id: str) -> SweepTable:
+    """The table of a finished sweep (`rating.objective = "sweep"`)."""
+    store = results if isinstance(results, ResultsStore) else _existing(results)
+    row = store.rating(rating_id)
+    summary = json.loads(row["summary_json"]) if row["summary_json"] else None
+    if summary and summary.get("sweep"):
+        return SweepTable.from_dict(summary["sweep"])
+    if row["objective"] != "sweep":
+        raise UserError(
+            f"rating {rating_id} is not a sweep (objective {row['objective']}): see "
+            f"bgbench results show {rating_id}"
+        )
+    raise UserError(
+        f"sweep {rating_id} has no table yet ({row['status']}): finish it with "
+        f"bgbench rate --resume {rating_id} --results {store.path.parent}"
+    )
 
 
 def rating_record(results: ResultsStore | Path, rating_id: str) -> RatingRecord:

@@ -31,10 +31,12 @@ from bgbench.coordinator.report import (
     render_rating,
     render_ratings,
     render_record,
+    render_sweep,
     render_validation,
 )
 from bgbench.coordinator.results import ResultsStore
 from bgbench.coordinator.sizing import resolve_local_layout
+from bgbench.coordinator.sweep import write_csv
 from bgbench.errors import BGBenchError, SystemFault, UserError
 from bgbench.workloads import registry
 
@@ -147,7 +149,11 @@ def rate(
     workload: WorkloadFlag = None,
     store: StoreFlag = None,
     objective: Annotated[
-        str | None, typer.Option(help="both, soar, socialites or exhaustive")
+        str | None,
+        typer.Option(
+            help="both, soar, socialites, exhaustive, or sweep (no search: a list "
+            "of thread counts, each run rating.sweep_repeats times, averaged)"
+        ),
     ] = None,
     delta: Annotated[float | None, typer.Option(help="Delta: final duration, s")] = None,
     delta_search: Annotated[
@@ -170,7 +176,8 @@ def rate(
     as_json: JsonFlag = False,
     param: ParamOption = None,
 ) -> None:
-    """Rate a store: SoAR and Socialites against the SLA (search, then a final experiment)."""
+    """Rate a store: SoAR and Socialites against the SLA (search, then a final experiment),
+    or sweep a list of thread counts (--objective sweep)."""
     if resume:
         if workload is not None:
             raise UserError("--workload: a resumed rating keeps its recorded workload")
@@ -257,6 +264,34 @@ def results_export(
     except OSError as exc:
         raise UserError(f"cannot write {target}: {exc.strerror}; choose another --output") from None
     out.print(f"wrote {n} experiments to {target}")
+
+
+@results_app.command("sweep")
+def results_sweep(
+    rating_id: Annotated[str, typer.Argument(help="rating id of a sweep")],
+    csv_file: Annotated[
+        Path | None, typer.Option("--csv", help="also write the table to this CSV file")
+    ] = None,
+    results: ResultsFlag = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """A thread sweep's table (rate --objective sweep): per T and action."""
+    db = ResultsStore.existing(results_path(results or Path("results")))
+    table = api.sweep_table(db, rating_id)
+    if as_json:
+        print(json.dumps(table.to_dict(), indent=2))
+    else:
+        record = db.rating(rating_id)
+        title = f"Thread sweep {rating_id} of {record['store']}"
+        out.print(render_sweep(table, recorded_settings(record), title))
+    if csv_file is not None:
+        try:
+            n = write_csv(table, csv_file)
+        except OSError as exc:
+            raise UserError(
+                f"--csv: cannot write {csv_file}: {exc.strerror}; choose another file"
+            ) from None
+        err.print(f"wrote {n} rows to {csv_file}")
 
 
 @app.command()

@@ -178,11 +178,17 @@ class SLAConfig(BaseModel):
     )
 
 
+# Klein et al.'s thread counts (their section 4): the default sweep.
+SWEEP_THREADS = (1, 2, 5, 10, 25, 50, 100, 200, 500, 1000)
+
+
 class RatingConfig(BaseModel):
     model_config = STRICT
 
-    objective: Literal["both", "soar", "socialites", "exhaustive"] = Field(
-        "both", description="what to search for (exhaustive: T = T0, T0+1, ... for both)"
+    objective: Literal["both", "soar", "socialites", "exhaustive", "sweep"] = Field(
+        "both",
+        description="what to search for (exhaustive: T = T0, T0+1, ... for both); sweep: "
+        "no search, run each of sweep_threads sweep_repeats times and average (Klein et al.)",
     )
     t0: Annotated[int, Field(ge=1, description="first thread count")] = 1
     warmup_s: Annotated[
@@ -194,12 +200,42 @@ class RatingConfig(BaseModel):
     max_threads: Annotated[
         int | None, Field(ge=1, description="highest T tried (default: usercount)")
     ] = None
+    sweep_threads: list[Annotated[int, Field(ge=1, le=100_000)]] = Field(
+        default_factory=lambda: list(SWEEP_THREADS),
+        min_length=1,
+        description="sweep: the thread counts to run, in this order (those that cannot run "
+        "here are skipped, each with its reason)",
+    )
+    sweep_repeats: Annotated[
+        int, Field(ge=1, le=100, description="sweep: runs of each thread count, averaged")
+    ] = 3
     state: Literal["carry", "reload", "readback"] = Field(
         "carry",
         description="how each experiment learns the initial value of every tracked item: "
         "carry the workload's exact picture over (reload when a write failed), reload every "
         "fragment, or read the values back from the quiescent store",
     )
+
+    @field_validator("sweep_threads", mode="before")
+    @classmethod
+    def _comma_list(cls, value: Any) -> Any:
+        """`-p rating.sweep_threads=1,2,5` (or =5) as well as the JSON list [1,2,5]."""
+        if isinstance(value, int) and not isinstance(value, bool):
+            return [value]
+        if isinstance(value, str):
+            try:
+                return [int(v) for v in value.replace(" ", "").strip("[]").split(",") if v]
+            except ValueError:
+                raise ValueError("give thread counts as a list, e.g. [1, 2, 5]") from None
+        return value
+
+    @field_validator("sweep_threads")
+    @classmethod
+    def _distinct(cls, threads: list[int]) -> list[int]:
+        twice = sorted({t for t in threads if threads.count(t) > 1})
+        if twice:
+            raise ValueError(f"T={twice[0]} is listed twice: list each thread count once")
+        return threads
 
 
 class ModelConfig(BaseModel):

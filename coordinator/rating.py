@@ -1,9 +1,11 @@
-"""A rating: search at the short duration, then the final experiment at the full one.
+"""A rating: search at the short duration, then the final experiment at the full one;
+or, for the `sweep` objective, a fixed list of thread counts each run several times.
 
 The strategies are pure; this module feeds them experiments through memos keyed
 by duration (a final at Delta is a different experiment from a search run at
 Delta_s, and the same one when the two are equal), records every experiment as
-it finishes, and replays recorded ones on resume.
+it finishes, and replays recorded ones on resume. A sweep runs through one memo per
+repeat, so a resume replays each recorded repeat the same way.
 """
 
 from collections.abc import Callable
@@ -19,6 +21,7 @@ from bgbench.coordinator.search.final import FinalResult, final
 from bgbench.coordinator.search.memo import Memo, Outcome
 from bgbench.coordinator.search.soar import soar
 from bgbench.coordinator.search.socialites import socialites
+from bgbench.coordinator.sweep import PHASE, Plan, Sample, SweepTable, recorded, sample_of, tabulate
 from bgbench.errors import UserError
 
 RunFn = Callable[[int, float, str], ExperimentResult]
@@ -53,6 +56,7 @@ class RatingSummary:
     experiments_unique: int = 0
     experiments_run_now: int = 0  # this session; the rest were replayed from the record
     notes: list[str] = field(default_factory=list)
+    sweep: SweepTable | None = None  # the sweep objective's table
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -64,7 +68,8 @@ class RatingSummary:
             k: FinalSummary(**data[k]) if data.get(k) else None
             for k in ("final_soar", "final_socialites")
         }
-        return cls(**{**data, **finals})
+        sweep = SweepTable.from_dict(data["sweep"]) if data.get("sweep") else None
+        return cls(**{**data, **finals, "sweep": sweep})
 
 
 class Rating:
@@ -120,6 +125,8 @@ class Rating:
         """Search T in [t_min, t_max]; t_min is the number of fragments, so that every
         fragment has a thread in every experiment."""
         s = self.settings
+        if s.rating.objective == "sweep":
+            raise ValueError("a sweep searches nothing: run it with Rating.sweep")
         if t_min > t_max:
             raise UserError(
                 f"invalid config: rating.max_threads: {t_max} threads cannot cover {t_min} "
@@ -179,6 +186,62 @@ class Rating:
                 f"resumed: {self.replayed} finished experiments were replayed from the record"
             )
         return summary
+
+    def sweep(self, plan: Plan, t_min: int = 1) -> RatingSummary:
+        """Klein et al.'s measurement: each T of `plan` run rating.sweep_repeats times in a
+        row, in the order listed, at the final duration Delta; nothing is searched (each
+        experiment still records its SLA verdict). Repeat k has a memo of its own, seeded
+        with the k-th recorded experiment at each T, so a resume runs only the rest."""
+        s = self.settings
+        duration, repeats = final_duration(s), s.rating.sweep_repeats
+        summary = RatingSummary(self.rating_id, "sweep", s.store.name, duration, duration)
+        summary.notes += plan.clipped
+        if s.rating.warmup_s > 0:
+            warm = max(min(s.rating.warmup_threads, max(plan.threads)), t_min)
+            summary.notes.append(self._warm_up(warm, s.rating.warmup_s))
+        done = recorded(self.store.experiments(self.rating_id), duration)
+        samples: dict[tuple[int, int], Sample] = {}
+        memos = [self._repeat(k, duration, done, samples, t_min) for k in range(repeats)]
+        replayed = sum(m.unique for m in memos)
+        for t in plan.threads:
+            for memo in memos:
+                memo(t)
+        ran = {
+            t: [samples[t, k] for k in range(repeats) if (t, k) in samples] for t in plan.threads
+        }
+        requested = s.rating.sweep_threads
+        summary.sweep = tabulate(plan, requested, repeats, duration, ran)
+        summary.experiments_requested = sum(m.total for m in memos)
+        summary.experiments_unique = sum(m.unique for m in memos)
+        summary.experiments_run_now = sum(len(m.ran) for m in memos)
+        if replayed:
+            summary.notes.append(
+                f"resumed: {replayed} finished experiments were replayed from the record"
+            )
+        return summary
+
+    def _repeat(
+        self,
+        k: int,
+        duration: float,
+        done: dict[int, list[Sample]],
+        samples: dict[tuple[int, int], Sample],
+        floor: int,
+    ) -> Memo:
+        """The memo of repeat k of every T (its figures land in `samples`)."""
+        known: dict[int, Outcome] = {}
+        for t, runs in done.items():
+            if k < len(runs):
+                samples[t, k] = runs[k]
+                known[t] = Outcome(runs[k].passed, runs[k].actions_per_s)
+
+        def experiment(threads: int) -> Outcome:
+            exp_id = f"{self.rating_id}-T{threads}-r{k + 1}-{duration:g}s"
+            result = self._record(PHASE, self.run(threads, duration, exp_id))
+            samples[threads, k] = sample_of(asdict(result))
+            return Outcome(result.passed, result.actions_per_s, reasons_of(result))
+
+        return Memo(experiment, known=known, floor=floor)
 
     @staticmethod
     def _final(memo: Memo, chosen: int) -> FinalSummary:

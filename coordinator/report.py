@@ -1,5 +1,6 @@
 """Human-readable output of experiments (rich), and the live progress view."""
 
+import json
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +13,7 @@ from rich.text import Text
 from bgbench.coordinator.config import Settings
 from bgbench.coordinator.experiment import ExperimentResult
 from bgbench.coordinator.metrics import decode, percentile
+from bgbench.coordinator.sweep import ALL_ACTIONS, SweepTable
 from bgbench.protos import new_histogram
 from bgbench.protos import worker_pb2 as pb
 from bgbench.workloads import registry
@@ -233,10 +235,79 @@ def _experiments_table(experiments: list[dict[str, Any]], settings: Settings) ->
     return t
 
 
+def sweep_table(table: SweepTable, settings: Settings) -> Table:
+    """One block of rows per thread count: its throughput over the repeats (mean, spread)
+    and pooled unpredictable reads, then per action the mean of the repeats' average and
+    95th-percentile latency (response time), the last row all actions together."""
+    t = Table(
+        title=f"thread sweep: each T run {table.repeats} times for {table.duration_s:g} s, "
+        "averaged",
+        title_justify="left",
+    )
+    for col in ("T", "actions/s", "min", "max", "stdev", "unpredictable %", "action", "count",
+                "avg ms", "p95 ms"):  # fmt: skip
+        t.add_column(col, justify="left" if col == "action" else "right")
+    titles = action_titles(settings)
+    for row in table.rows:
+        head = [
+            str(row.threads),
+            f"{row.actions_per_s:,.1f}",
+            f"{row.actions_per_s_min:,.1f}",
+            f"{row.actions_per_s_max:,.1f}",
+            f"{row.actions_per_s_stdev:,.1f}",
+            f"{row.unpredictable_percent:.3f}",
+        ]
+        for i, a in enumerate(row.actions):
+            name = a.action if a.action == ALL_ACTIONS else f"{a.action} {titles.get(a.action, '')}"
+            t.add_row(
+                *(head if i == 0 else [""] * len(head)),
+                name.rstrip(),
+                f"{a.count:,}",
+                _ms(a.mean_ms),
+                _ms(a.p95_ms),
+                end_section=i == len(row.actions) - 1,
+            )
+    return t
+
+
+def _sweep_head(summary: "RatingSummary", table: SweepTable) -> Text:
+    head = Text()
+    head.append(f"Thread sweep {summary.rating_id}", style="bold")
+    head.append(f" of {summary.store}\n")
+    ran = ", ".join(str(r.threads) for r in table.rows)
+    head.append(
+        f"T = {ran}, each {table.repeats} times for {table.duration_s:g} s (Klein et al.: "
+        "averaged over the repeats; unpredictable reads pooled); no SLA search, each "
+        "experiment's verdict is recorded\n"
+    )
+    head.append(
+        f"experiments: {summary.experiments_unique} unique of {summary.experiments_requested} "
+        f"requested; {summary.experiments_run_now} run in this session\n"
+    )
+    for note in summary.notes:
+        head.append(note + "\n")
+    return head
+
+
+def render_sweep(table: SweepTable, settings: Settings, title: str = "") -> Group:
+    """A recorded sweep's table alone (bgbench results sweep)."""
+    head = Text(title + "\n" if title else "")
+    for line in table.clipped:
+        head.append(line + "\n")
+    return Group(head, sweep_table(table, settings))
+
+
 def render_rating(
     summary: "RatingSummary", experiments: list[dict[str, Any]], settings: Settings
 ) -> Group:
     sla = settings.sla
+    if summary.sweep is not None:
+        table = summary.sweep
+        return Group(
+            _sweep_head(summary, table),
+            sweep_table(table, settings),
+            _experiments_table(experiments, settings),
+        )
     head = Text()
     head.append(f"Rating {summary.rating_id}", style="bold")
     head.append(f" of {summary.store} ({summary.objective})\n")
@@ -295,6 +366,10 @@ def render_record(
         head.append(f"Socialites {record['socialites']}\n")
     if record["message"]:
         head.append(f"{record['message']}\n", style="red")
+    summary = json.loads(record["summary_json"] or "null")
+    if summary and summary.get("sweep"):
+        table = sweep_table(SweepTable.from_dict(summary["sweep"]), settings)
+        return Group(head, table, _experiments_table(experiments, settings))
     return Group(head, _experiments_table(experiments, settings))
 
 

@@ -2,7 +2,14 @@
 127.0.0.1, 127.0.0.2, 127.0.0.3 ... (every 127/8 address is local, as ccm uses them).
 
 Each node has its own directory (yaml, data, log). Ready means every node answers CQL and
-sees all the others as peers. About 1 GB RSS per node; SIGTERM stops a node in ~6 s.
+sees all the others as peers.
+
+`datacenters=True` makes each node its own data centre, dc1, dc2, dc3 ... (one rack each,
+GossipingPropertyFileSnitch reading the node's cassandra-rackdc.properties): Klein et al.'s
+three data centres, one node each, so NetworkTopologyStrategy and EACH_QUORUM have several
+data centres to span. Otherwise one data centre (SimpleSnitch's datacenter1).
+
+About 1 GB RSS per node; SIGTERM stops a node in ~6 s.
 """
 
 import logging
@@ -43,10 +50,10 @@ JVM17 = """
 """
 
 
-def _yaml(host: str, seeds: str, storage_port: int, cql_port: int) -> str:
+def _yaml(host: str, seeds: str, storage_port: int, cql_port: int, snitch: str, rf: int) -> str:
     return f"""cluster_name: bgbench
 num_tokens: 16
-allocate_tokens_for_local_replication_factor: 3
+allocate_tokens_for_local_replication_factor: {rf}
 partitioner: org.apache.cassandra.dht.Murmur3Partitioner
 auto_bootstrap: false
 commitlog_sync: periodic
@@ -61,13 +68,13 @@ storage_port: {storage_port}
 ssl_storage_port: {storage_port + 1}
 start_native_transport: true
 native_transport_port: {cql_port}
-endpoint_snitch: SimpleSnitch
+endpoint_snitch: {snitch}
 authenticator: AllowAllAuthenticator
 authorizer: AllowAllAuthorizer
 """
 
 
-def start(directory: Path, nodes: int = 1, heap: str = "1g") -> dict:
+def start(directory: Path, nodes: int = 1, heap: str = "1g", datacenters: bool = False) -> dict:
     lib = fetch_jars("cassandra", VERSION)
     hosts = [f"127.0.0.{i + 1}" for i in range(nodes)]
     storage_port = free_port(*hosts)
@@ -84,12 +91,19 @@ def start(directory: Path, nodes: int = 1, heap: str = "1g") -> dict:
     def launch(i: int, host: str) -> None:
         node = directory / f"node{i + 1}"
         node.mkdir(parents=True, exist_ok=True)
-        (node / "cassandra.yaml").write_text(_yaml(host, seeds, storage_port, cql_port))
+        if datacenters:
+            snitch, rf = "GossipingPropertyFileSnitch", 1  # one replica per data centre
+            (node / "cassandra-rackdc.properties").write_text(f"dc=dc{i + 1}\nrack=rack1\n")
+        else:
+            snitch, rf = "SimpleSnitch", 3
+        yaml = _yaml(host, seeds, storage_port, cql_port, snitch, rf)
+        (node / "cassandra.yaml").write_text(yaml)
         (node / "jvm.options").write_text(JVM17)
         cmd = [
             java(), "@jvm.options", f"-javaagent:{jamm}", f"-Xmx{heap}", f"-Xms{heap}",
             "-XX:+UseG1GC", "-Xss512k",
             f"-Dcassandra.config=file://{node / 'cassandra.yaml'}",
+            f"-Dcassandra-rackdc.properties=file://{node / 'cassandra-rackdc.properties'}",
             f"-Dcassandra.storagedir={node / 'data'}", f"-Dcassandra.logdir={node}",
             "-Dcassandra-foreground=yes", "-Dcassandra.skip_wait_for_gossip_to_settle=0",
             "-Dcassandra.ring_delay_ms=1000", "-Dcassandra.consistent.rangemovement=false",
@@ -121,6 +135,7 @@ def start(directory: Path, nodes: int = 1, heap: str = "1g") -> dict:
     return {
         "server": "cassandra", "name": f"Cassandra {VERSION}", "hosts": hosts,
         "port": cql_port, "pids": pids, "dir": str(directory),
+        "datacenters": [f"dc{i + 1}" for i in range(nodes)] if datacenters else ["datacenter1"],
     }  # fmt: skip
 
 

@@ -6,6 +6,7 @@ of its own, for tests, CI and users. Only processes recorded here are ever stopp
     python deploy/local/servers.py start mongo-wire DIR  # SecantusDB (pip), no mongod here
     python deploy/local/servers.py start cassandra DIR   # one node (Maven Central jars)
     python deploy/local/servers.py start cassandra-cluster DIR  # 127.0.0.1, .2 and .3
+    python deploy/local/servers.py start cassandra-dcs DIR  # the same, 3 data centres
     python deploy/local/servers.py start hbase DIR       # standalone + Thrift (happybase)
     python deploy/local/servers.py stop DIR
     python deploy/local/servers.py fetch cassandra hbase  # only fetch (and cache) the jars
@@ -131,6 +132,7 @@ def start(kind: str, directory: Path) -> dict:
         "mongo-wire": start_mongo_wire,
         "cassandra": cassandra_server.start,
         "cassandra-cluster": lambda d: cassandra_server.start(d, nodes=3),
+        "cassandra-dcs": lambda d: cassandra_server.start(d, nodes=3, datacenters=True),
         "hbase": hbase_server.start,
     }
     if kind not in starters:

@@ -112,7 +112,7 @@ def test_live_latency_deltas_add_up_to_the_run_exactly(two_agents, tmp_path):
 def test_measured_capacity_sizes_the_fragments(tmp_path):
     import numpy as np
 
-    from bgbench.workloads.bg.zipf import assign_fragments, zipf_weights
+    from bgbench.workloads.zipf import assign_fragments, zipf_weights
 
     one = spawn_local_agents(1, 1, tmp_path / "one", timeout=60)
     try:

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from bgbench.workloads.bg.zipf import (
+from bgbench.workloads.zipf import (
     LocalZipf,
     assign_fragments,
     fragment_members,

@@ -21,7 +21,7 @@ from functools import cached_property
 import numpy as np
 
 from bgbench.workloads.bg.config import BGDatabaseConfig
-from bgbench.workloads.bg.zipf import LocalZipf, assign_fragments, fragment_members
+from bgbench.workloads.zipf import LocalZipf, assign_fragments, fragment_members
 
 PENDING = 1
 CONFIRMED = 2

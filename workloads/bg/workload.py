@@ -25,7 +25,7 @@ from bgbench.workloads.bg.mixes import resolve_mix
 from bgbench.workloads.bg.sessions import Actor, unit_table
 from bgbench.workloads.bg.store import ENTRY_POINT_GROUP, BGBinding, Blocking
 from bgbench.workloads.bg.timed import TimedConnection
-from bgbench.workloads.bg.zipf import assign_fragments
+from bgbench.workloads.zipf import assign_fragments
 
 DRAW_BATCH = 1024
 

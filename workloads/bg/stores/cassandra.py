@@ -60,7 +60,7 @@ from bgbench.workloads.bg.store import (
     Profile,
     ResourceRow,
 )
-from bgbench.workloads.bg.stores import beating
+from bgbench.workloads.loading import beating
 
 Level = Literal["ONE", "TWO", "THREE", "QUORUM", "LOCAL_QUORUM", "EACH_QUORUM", "ALL", "LOCAL_ONE"]
 FRIEND, INVITER = 0, 1  # clustering kinds in a member's partition

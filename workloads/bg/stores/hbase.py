@@ -32,7 +32,7 @@ from bgbench.workloads.bg.store import (
     Profile,
     ResourceRow,
 )
-from bgbench.workloads.bg.stores import beating
+from bgbench.workloads.loading import beating
 
 NEWEST_FIRST = 2**63
 ATTRS, PIC, TPIC, RESOURCES = b"p:attrs", b"p:pic", b"p:tpic", b"p:resources"

@@ -35,7 +35,7 @@ from bgbench.workloads.bg.store import (
     Profile,
     ResourceRow,
 )
-from bgbench.workloads.bg.stores import ROWS_PER_BEAT, beating
+from bgbench.workloads.loading import ROWS_PER_BEAT, beating
 
 READ_PREFERENCES = {
     "primary": ReadPreference.PRIMARY,

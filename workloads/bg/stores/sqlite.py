@@ -27,7 +27,7 @@ from bgbench.workloads.bg.store import (
     Profile,
     ResourceRow,
 )
-from bgbench.workloads.bg.stores import ROWS_PER_BEAT, beating
+from bgbench.workloads.loading import ROWS_PER_BEAT, beating
 
 LOCK_POLL_S = 0.05  # how often a process waiting for the write lock tries again
 

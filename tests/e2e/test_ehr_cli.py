@@ -1,0 +1,88 @@
+"""`bgbench run --workload ehr` end to end: real agent processes over gRPC on loopback,
+SQLite underneath, the logs validated."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bgbench.coordinator.results import ResultsStore
+
+BGBENCH = [sys.executable, "-m", "bgbench"]
+
+
+def bgbench(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*BGBENCH, *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+@pytest.fixture(scope="module")
+def ehr_run(tmp_path_factory) -> dict:
+    tmp = tmp_path_factory.mktemp("ehr")
+    proc = bgbench(
+        "run", "--workload", "ehr", "--store", "sqlite", "--threads", "8", "--duration", "10",
+        "--results", str(tmp), "--json", "-p", f"store.options.path={tmp / 'ehr.sqlite'}",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    return {"result": json.loads(proc.stdout), "dir": tmp}
+
+
+def test_run_prints_throughput_latency_per_operation_and_no_unpredictable_read(ehr_run):
+    r = ehr_run["result"]
+    assert r["threads"] == 8 and r["fault"] == "" and r["errors"] == 0
+    assert r["actions"] > 0 and r["actions_per_s"] > 0
+    per_action = {a["action"]: a for a in r["per_action"]}
+    assert set(per_action) == {"READ", "WRITE"}
+    for a in per_action.values():
+        resp = a["response"]
+        assert resp["count"] == a["count"] > 0
+        assert 0 < resp["p50_ms"] <= resp["p95_ms"] <= resp["p99_ms"] <= resp["max_ms"]
+        assert resp["mean_ms"] > 0
+    assert 0.1 < per_action["WRITE"]["count"] / r["actions"] < 0.3  # readwrite: 80/20
+    assert r["reads"] == per_action["READ"]["count"]  # every READ logged the count it saw
+    assert r["unpredictable_reads"] == 0 and r["unpredictable_percent"] == 0
+    assert r["by_item"] == {"patient result count": {"reads": r["reads"], "unpredictable": 0}}
+    for agent in r["agents"]:
+        assert agent["log_records_written"] == agent["log_records_read"] > 0
+
+
+def test_the_run_is_recorded_as_the_ehr_workload(ehr_run):
+    [rating] = ResultsStore(ehr_run["dir"]).ratings()
+    assert rating["workload"] == "ehr"
+    settings = json.loads(rating["workload_config_json"])
+    assert settings["database"]["patients"] == 10_000  # the documented default
+    assert settings["workload"]["mix"] == "readwrite"
+
+
+def test_human_output_names_the_operations(tmp_path):
+    proc = bgbench(
+        "run", "--workload", "ehr", "--store", "sqlite", "--threads", "2", "--duration", "1",
+        "--mix", "readonly", "--users", "2000", "--results", str(tmp_path),
+        "-p", f"store.options.path={tmp_path / 'ehr.sqlite'}",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "Read a patient's most recent lab results" in proc.stdout
+    assert "Insert a lab result" not in proc.stdout  # readonly
+    assert "unpredictable reads 0.000%" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--mix", "mostlyreads"], "ehr.workload.mix"),
+        (["-p", "recordcount=0"], "ehr.database.patients"),
+        (["-p", "ehr.database.meanresults=25"], "meanresults"),
+        (["-p", "ehr.workload.requestdistribution=latest"], "ehr.workload.requestdistribution"),
+        (["--users", "1"], "ehr.database.patients"),  # two agents, one patient
+        (["-p", "store.options.journal=WAL"], "store.options.journal"),
+    ],
+)
+def test_bad_input_is_one_clear_line(args, needle, tmp_path):
+    proc = bgbench("run", "--workload", "ehr", *args, "--results", str(tmp_path / "r"))
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], proc.stderr
+    assert not Path(tmp_path / "r").exists()  # nothing started

@@ -1,0 +1,265 @@
+"""MongoDB (pymongo) for the EHR workload: a patients collection and a results collection.
+
+    patients {_id: patient, family, given, address, telephone, birth_date}
+    results  {_id: result key, patient, code, value, unit, effective_ms}
+             index (patient, effective_ms -1, _id -1)
+
+Results are documents of their own, keyed by the result's key, rather than an array in
+the patient's document: the paper's writes inserted a new record under an increasing key,
+which is what put every insert on one shard of MongoDB's range sharding; keyed so, the
+`hashed_keys` setting decides where a sharded cluster's inserts go, as in the paper. A
+taken key fails the insert (DuplicateKeyError on _id).
+
+A READ is one aggregate command: $match the patient's results through the index, then
+$facet hands every matched document to both the k newest (sort, limit) and the count. Both
+come from the one stream of documents the command read, so the count is that of the rows'
+read (results are only ever inserted, so no document a write committed before the read
+began can escape the scan; one inserted meanwhile is in both answers or in neither).
+
+Consistency (`consistency`, after the paper's Tables 1 and 2; each part may be set alone):
+
+    strong    writes acknowledged by the primary (w 1), reads primaryPreferred (Table 1)
+    majority  writes acknowledged by a majority, journaled; reads from the primary
+    eventual  w 1, reads from the nearest member (the paper's Table 2 has no MongoDB row)
+
+Socialites are tasks on the load process's event loop, over one AsyncMongoClient per loop;
+schema, loading, read-back and describe use the blocking MongoClient. Results name the
+server (`server_name`): MongoDB-wire servers such as SecantusDB report a MongoDB version.
+"""
+
+import asyncio
+from collections.abc import Callable
+from typing import Annotated, Any, ClassVar, Literal
+
+import pymongo
+from pydantic import BaseModel, ConfigDict, Field
+from pymongo import AsyncMongoClient, WriteConcern
+from pymongo.asynchronous.collection import AsyncCollection
+from pymongo.errors import PyMongoError
+
+from bgbench.errors import StoreError
+from bgbench.workloads.bg.stores.mongodb import READ_PREFERENCES
+from bgbench.workloads.ehr.config import EHRDatabaseConfig
+from bgbench.workloads.ehr.store import Concurrency, FragmentRows, LabResult
+
+ReadPreferenceName = Literal[
+    "primary", "primaryPreferred", "secondary", "secondaryPreferred", "nearest"
+]
+PRESETS: dict[str, tuple[str | int, bool, ReadPreferenceName]] = {
+    "strong": (1, False, "primaryPreferred"),
+    "majority": ("majority", True, "primary"),
+    "eventual": (1, False, "nearest"),
+}
+Document = dict[str, Any]
+IDS_PER_BEAT = 1000
+NEWEST_FIRST = {"effective_ms": -1, "_id": -1}
+RECENT_INDEX = [("patient", 1), ("effective_ms", -1), ("_id", -1)]
+
+
+class MongoEHROptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    uri: str = "mongodb://127.0.0.1:27017"
+    database: str = "bgbench_ehr"
+    server_name: str = Field(
+        "MongoDB", description="what the server is (SecantusDB, FerretDB 1.24, MongoDB 7.0...)"
+    )
+    consistency: Literal["strong", "majority", "eventual"] = Field(
+        "strong", description="strong (the paper's Table 1), majority, or eventual"
+    )
+    write_concern: str | int | None = Field(
+        None, description='w: 0, 1, 2, ... or "majority" (default: the preset\'s)'
+    )
+    journal: bool | None = Field(None, description="j (default: the preset's)")
+    read_preference: ReadPreferenceName | None = Field(None, description="default: the preset's")
+    timeout_ms: Annotated[int, Field(ge=100)] = 10_000
+    pool_max: Annotated[int, Field(ge=1)] = 512
+
+    def settings(self) -> tuple[str | int, bool, ReadPreferenceName]:
+        """w, j and the read preference: the preset's, each overridden when set."""
+        w, j, read = PRESETS[self.consistency]
+        return (
+            w if self.write_concern is None else self.write_concern,
+            j if self.journal is None else self.journal,
+            read if self.read_preference is None else self.read_preference,
+        )
+
+
+def _client_options(o: MongoEHROptions) -> dict[str, Any]:
+    return {
+        "serverSelectionTimeoutMS": o.timeout_ms,
+        "socketTimeoutMS": o.timeout_ms,
+        "maxPoolSize": o.pool_max,
+    }
+
+
+def _database_options(o: MongoEHROptions) -> dict[str, Any]:
+    w, j, read = o.settings()
+    return {
+        "write_concern": WriteConcern(w=w, j=j or None),
+        "read_preference": READ_PREFERENCES[read],
+    }
+
+
+def recent_pipeline(patient: int, k: int) -> list[dict[str, Any]]:
+    return [
+        {"$match": {"patient": patient}},
+        {"$facet": {"rows": [{"$sort": NEWEST_FIRST}, {"$limit": k}], "count": [{"$count": "n"}]}},
+    ]
+
+
+def _answer(docs: list[dict[str, Any]]) -> tuple[list[LabResult], int]:
+    if not docs:
+        return [], 0
+    facets = docs[0]
+    rows = [
+        LabResult(d["_id"], d["patient"], d["code"], d["value"], d["unit"], d["effective_ms"])
+        for d in facets["rows"]
+    ]
+    # MongoDB's $count gives no document for no input; some wire servers give n = 0
+    count = facets["count"][0]["n"] if facets["count"] else 0
+    return rows, int(count)
+
+
+def _document(row: LabResult) -> dict[str, Any]:
+    return {"_id": row.id, "patient": row.patient, "code": row.code, "value": row.value,
+            "unit": row.unit, "effective_ms": row.effective_ms}  # fmt: skip
+
+
+class _LoopDatabase:
+    """One event loop's client and the results collection its connections share."""
+
+    __slots__ = ("client", "results")
+
+    def __init__(self, options: MongoEHROptions) -> None:
+        self.client: AsyncMongoClient[Document] = AsyncMongoClient(
+            options.uri, **_client_options(options)
+        )
+        db = self.client.get_database(options.database, **_database_options(options))
+        self.results: AsyncCollection[Document] = db.results
+
+
+class MongoEHRBinding:
+    name: ClassVar[str] = "mongodb"
+    concurrency: ClassVar[Concurrency] = "asyncio"
+    suspends: ClassVar[bool] = True
+    embedded: ClassVar[bool] = False
+    can_read_back: ClassVar[bool] = True
+    Options: ClassVar[type[BaseModel]] = MongoEHROptions
+    file_options: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, options: MongoEHROptions) -> None:
+        self.options = options
+        self.client: pymongo.MongoClient[Document] = pymongo.MongoClient(
+            options.uri, **_client_options(options)
+        )
+        self.db = self.client.get_database(options.database, **_database_options(options))
+        self.ready = False
+        # AsyncMongoClient binds itself to the loop it first runs on: one per loop.
+        self.loop_dbs: dict[asyncio.AbstractEventLoop, _LoopDatabase] = {}
+
+    def _unreachable(self, exc: PyMongoError) -> StoreError:
+        return StoreError(f"cannot reach {self.options.server_name} at {self.options.uri}: {exc}")
+
+    # -- schema and load -------------------------------------------------------------------
+    def create_schema(self, db: EHRDatabaseConfig) -> None:
+        try:
+            self.db.results.create_index(RECENT_INDEX, name="results_recent")
+            # A larger database loaded here before left patients whose results hold keys
+            # this one's inserts will take.
+            self.db.results.delete_many({"patient": {"$gte": db.patients}})
+            self.db.patients.delete_many({"_id": {"$gte": db.patients}})
+        except PyMongoError as exc:
+            raise self._unreachable(exc) from None
+        self.ready = True
+
+    def use_schema(self, db: EHRDatabaseConfig) -> None:
+        try:
+            self.client.admin.command("ping")
+        except PyMongoError as exc:
+            raise self._unreachable(exc) from None
+        self.ready = True
+
+    def load_fragment(self, fragment: FragmentRows, progress: Callable[[], None]) -> None:
+        patients, results = self.db.patients, self.db.results
+        # Every old row of the fragment's patients goes before any new one comes in.
+        for patient_rows in fragment.patient_batches():
+            progress()
+            ids = [p.id for p in patient_rows]
+            results.delete_many({"patient": {"$in": ids}})
+            patients.delete_many({"_id": {"$in": ids}})
+            patients.insert_many(
+                [{"_id": p.id, "family": p.family, "given": p.given, "address": p.address,
+                  "telephone": p.telephone, "birth_date": p.birth_date}
+                 for p in patient_rows],
+                ordered=False,
+            )  # fmt: skip
+        for result_rows in fragment.result_batches():
+            progress()
+            results.insert_many([_document(r) for r in result_rows], ordered=False)
+
+    def read_back(self, fragment: FragmentRows, progress: Callable[[], None]) -> dict[int, int]:
+        ids = fragment.patients.tolist()
+        counts: dict[int, int] = {}
+        for lo in range(0, len(ids), IDS_PER_BEAT):
+            progress()
+            for doc in self.db.results.aggregate(
+                [
+                    {"$match": {"patient": {"$in": ids[lo : lo + IDS_PER_BEAT]}}},
+                    {"$group": {"_id": "$patient", "n": {"$sum": 1}}},
+                ]
+            ):
+                counts[int(doc["_id"])] = int(doc["n"])
+        return counts
+
+    # -- running ---------------------------------------------------------------------------
+    def connect(self) -> "MongoEHRConnection":
+        raise NotImplementedError("the MongoDB binding runs socialites as asyncio tasks")
+
+    async def connect_async(self) -> "MongoEHRConnection":
+        if not self.ready:
+            raise StoreError("create_schema or use_schema must run before connect")
+        loop = asyncio.get_running_loop()
+        db = self.loop_dbs.get(loop)
+        if db is None:
+            db = self.loop_dbs[loop] = _LoopDatabase(self.options)
+        return MongoEHRConnection(db.results)
+
+    async def aclose(self) -> None:
+        db = self.loop_dbs.pop(asyncio.get_running_loop(), None)
+        if db is not None:
+            await db.client.close()
+
+    def describe(self) -> str:
+        version = self.client.admin.command("buildinfo").get("version", "?")
+        w, j, read = self.options.settings()
+        return (
+            f"{self.options.server_name} (reports MongoDB {version}; {self.options.consistency}: "
+            f"w={w}, j={str(j).lower()}, reads {read})"
+        )
+
+    def counters(self) -> dict[str, int]:
+        return {}
+
+    def close(self) -> None:
+        self.loop_dbs.clear()  # a loop's client is closed by aclose() on that loop
+        self.client.close()
+
+
+class MongoEHRConnection:
+    """One socialite task's commands, over its loop's shared client."""
+
+    __slots__ = ("results",)
+
+    def __init__(self, results: AsyncCollection[Document]) -> None:
+        self.results = results
+
+    async def recent_results(self, patient: int, k: int) -> tuple[list[LabResult], int]:
+        cursor = await self.results.aggregate(recent_pipeline(patient, k))
+        return _answer(await cursor.to_list())
+
+    async def insert_result(self, row: LabResult) -> None:
+        await self.results.insert_one(_document(row))
+
+    async def close(self) -> None:
+        pass  # the loop's client is shared; the binding's aclose() closes it

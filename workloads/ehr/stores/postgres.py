@@ -1,0 +1,256 @@
+"""PostgreSQL for the EHR workload: two tables and the index that serves a READ.
+
+    patients (id PK, family, given, address, telephone, birth_date)
+    results  (id PK, patient, code, value, unit, effective_ms)
+             index results_recent (patient, effective_ms DESC, id DESC)
+
+A READ is one statement: the patient's `k` newest results from the index, and their
+count as a scalar subquery of the same statement. Every statement of PostgreSQL reads
+one snapshot (at any isolation level, read committed included), so the rows and the
+count are one picture of the patient. A WRITE is one INSERT; a taken key fails on the
+primary key. The isolation level (an option) is the connections' default, as in BG's
+binding: each statement is its own transaction at that level.
+
+Socialites are tasks on the load process's event loop, each holding one connection of
+its loop's asyncpg pool; statements have $n parameters, so asyncpg prepares each once per
+connection. Schema, loading, read-back and describe are blocking, on psycopg: loading
+streams the generated rows with COPY inside the transaction that deleted the fragment's
+old ones (BG's binding says why not asyncpg's COPY).
+"""
+
+import asyncio
+from collections.abc import Callable
+from typing import ClassVar
+
+import asyncpg  # type: ignore[import-untyped]
+import psycopg
+
+from bgbench.errors import StoreError, UserError
+from bgbench.workloads.bg.stores.postgres import (
+    PostgresOptions,
+    asyncpg_dsn,
+    server_of,
+)
+from bgbench.workloads.ehr.config import EHRDatabaseConfig
+from bgbench.workloads.ehr.store import Concurrency, FragmentRows, LabResult
+
+IDS_PER_BEAT = 10_000
+ADVISORY_LOCK = 7014  # two coordinators creating the schema of one database at once
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS patients (
+    id BIGINT PRIMARY KEY, family TEXT NOT NULL, given TEXT NOT NULL, address TEXT NOT NULL,
+    telephone TEXT NOT NULL, birth_date DATE NOT NULL);
+CREATE TABLE IF NOT EXISTS results (
+    id BIGINT PRIMARY KEY, patient BIGINT NOT NULL, code TEXT NOT NULL,
+    value DOUBLE PRECISION NOT NULL, unit TEXT NOT NULL, effective_ms BIGINT NOT NULL);
+CREATE INDEX IF NOT EXISTS results_recent ON results (patient, effective_ms DESC, id DESC);
+"""
+
+# One statement, one snapshot: a patient without results gives no row, and then its count
+# in that snapshot is 0.
+RECENT = (
+    "SELECT id, patient, code, value, unit, effective_ms, "
+    "(SELECT count(*) FROM results WHERE patient = $1) "
+    "FROM results WHERE patient = $1 ORDER BY effective_ms DESC, id DESC LIMIT $2"
+)
+INSERT = "INSERT INTO results VALUES ($1, $2, $3, $4, $5, $6)"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+class PostgresEHRBinding:
+    name: ClassVar[str] = "postgres"
+    concurrency: ClassVar[Concurrency] = "asyncio"
+    suspends: ClassVar[bool] = True
+    embedded: ClassVar[bool] = False
+    can_read_back: ClassVar[bool] = True
+    Options: ClassVar[type[PostgresOptions]] = PostgresOptions
+    file_options: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, options: PostgresOptions) -> None:
+        self.options = options
+        self._adsn = asyncpg_dsn(options.dsn)
+        self._ready = False
+        # One asyncpg pool per event loop (a pool is bound to its loop); the first task of a
+        # loop to ask makes it, the others await the same future.
+        self._loop_pools: dict[asyncio.AbstractEventLoop, asyncio.Future[asyncpg.Pool]] = {}
+
+    def _connect(self, first_contact: bool = False) -> psycopg.Connection:
+        """On first contact (preparing), a server that cannot be reached is the user's to fix;
+        later it is a fault of the store."""
+        try:
+            return psycopg.connect(
+                self.options.dsn,
+                autocommit=True,
+                connect_timeout=max(1, round(self.options.connect_timeout_s)),  # whole seconds
+            )
+        except psycopg.OperationalError as exc:
+            where = server_of(self.options.dsn)
+            if first_contact:
+                raise UserError(
+                    f"store.options.dsn: cannot reach PostgreSQL at {where} ({_first_line(exc)}): "
+                    "correct the dsn, or start the server"
+                ) from None
+            raise StoreError(f"cannot reach PostgreSQL at {where}: {_first_line(exc)}") from None
+
+    # -- schema and load -------------------------------------------------------------------
+    def create_schema(self, db: EHRDatabaseConfig) -> None:
+        with self._connect(first_contact=True) as conn:
+            conn.execute("SELECT pg_advisory_lock(%s)", (ADVISORY_LOCK,))
+            try:
+                conn.execute(SCHEMA)
+                # A larger database loaded here before left patients whose results hold keys
+                # this one's inserts will take.
+                with conn.transaction():
+                    conn.execute("DELETE FROM results WHERE patient >= %s", (db.patients,))
+                    conn.execute("DELETE FROM patients WHERE id >= %s", (db.patients,))
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (ADVISORY_LOCK,))
+        self._ready = True
+
+    def use_schema(self, db: EHRDatabaseConfig) -> None:
+        with self._connect(first_contact=True) as conn:
+            have = conn.execute(
+                "SELECT count(*) FROM information_schema.tables WHERE table_schema = "
+                "current_schema() AND table_name IN ('patients', 'results')"
+            ).fetchone()
+        if have is None or have[0] < 2:
+            raise StoreError(
+                f"no EHR schema in {server_of(self.options.dsn)}: create_schema must run first"
+            )
+        self._ready = True
+
+    def load_fragment(self, fragment: FragmentRows, progress: Callable[[], None]) -> None:
+        ids = fragment.patients.tolist()
+        with self._connect() as conn, conn.transaction():
+            conn.execute("CREATE TEMP TABLE frag (id BIGINT PRIMARY KEY) ON COMMIT DROP")
+            with conn.cursor().copy("COPY frag FROM STDIN") as copy:
+                for lo in range(0, len(ids), IDS_PER_BEAT):
+                    progress()
+                    for p in ids[lo : lo + IDS_PER_BEAT]:
+                        copy.write_row((p,))
+            conn.execute("DELETE FROM results WHERE patient IN (SELECT id FROM frag)")
+            conn.execute("DELETE FROM patients WHERE id IN (SELECT id FROM frag)")
+            # COPY sends its buffer as it fills: a beat per generated batch.
+            with conn.cursor().copy("COPY patients FROM STDIN") as copy:
+                for patients in fragment.patient_batches():
+                    progress()
+                    for patient in patients:
+                        copy.write_row(patient)
+            with conn.cursor().copy("COPY results FROM STDIN") as copy:
+                for results in fragment.result_batches():
+                    progress()
+                    for row in results:
+                        copy.write_row(row)
+        with self._connect() as conn:
+            conn.execute("ANALYZE patients, results")
+
+    def read_back(self, fragment: FragmentRows, progress: Callable[[], None]) -> dict[int, int]:
+        progress()
+        with self._connect() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            rows = conn.execute(
+                "SELECT patient, count(*) FROM results WHERE patient = ANY(%s) GROUP BY patient",
+                (fragment.patients.tolist(),),
+            ).fetchall()
+        return {int(p): int(n) for p, n in rows}
+
+    # -- running ---------------------------------------------------------------------------
+    def connect(self) -> "PostgresEHRConnection":
+        raise NotImplementedError("the PostgreSQL binding runs socialites as asyncio tasks")
+
+    async def connect_async(self) -> "PostgresEHRConnection":
+        if not self._ready:
+            raise StoreError("create_schema or use_schema must run before connect")
+        pool = await self._loop_pool()
+        timeout = self.options.connect_timeout_s
+        try:
+            con = await pool.acquire(timeout=timeout)
+        except TimeoutError:
+            raise StoreError(
+                f"no PostgreSQL connection within {timeout:g} s: the pool's "
+                f"{self.options.pool_max} (pool_max) are all taken, or "
+                f"{server_of(self.options.dsn)} does not answer"
+            ) from None
+        except Exception as exc:
+            raise StoreError(f"no PostgreSQL connection: {_first_line(exc)}") from None
+        return PostgresEHRConnection(con, pool, timeout)
+
+    async def _loop_pool(self) -> asyncpg.Pool:
+        loop = asyncio.get_running_loop()
+        made = self._loop_pools.get(loop)
+        if made is not None:
+            return await made
+        made = self._loop_pools[loop] = loop.create_future()
+        o = self.options
+        try:
+            pool = await asyncpg.create_pool(
+                self._adsn,
+                min_size=0,
+                max_size=o.pool_max,
+                timeout=o.connect_timeout_s,
+                max_cached_statement_lifetime=0,  # the two statements stay prepared
+                server_settings={"default_transaction_isolation": o.isolation},
+            )
+        except Exception as exc:
+            del self._loop_pools[loop]
+            error = StoreError(f"no PostgreSQL pool: {_first_line(exc)}")
+            made.set_exception(error)  # for the tasks that wait on it, if any
+            made.exception()  # retrieved: asyncio logs nothing when none waits
+            raise error from None
+        except BaseException:
+            del self._loop_pools[loop]
+            made.cancel()
+            raise
+        made.set_result(pool)
+        return pool
+
+    async def aclose(self) -> None:
+        """Close the running loop's pool; if its server stopped answering, drop it."""
+        made = self._loop_pools.pop(asyncio.get_running_loop(), None)
+        if made is None or not made.done() or made.cancelled() or made.exception():
+            return
+        pool = made.result()
+        try:
+            await asyncio.wait_for(pool.close(), self.options.connect_timeout_s)
+        except Exception:
+            pool.terminate()
+
+    def describe(self) -> str:
+        with self._connect() as conn:
+            row = conn.execute("SHOW server_version").fetchone()
+        version = row[0] if row else "?"
+        return f"PostgreSQL {version} ({self.options.isolation})"
+
+    def counters(self) -> dict[str, int]:
+        return {}
+
+    def close(self) -> None:
+        self._loop_pools.clear()  # a loop's pool is closed by aclose() on that loop
+
+
+class PostgresEHRConnection:
+    """One socialite task's asyncpg connection, held for its run."""
+
+    __slots__ = ("con", "pool", "release_timeout")
+
+    def __init__(self, con: asyncpg.Connection, pool: asyncpg.Pool, timeout: float) -> None:
+        self.con = con
+        self.pool = pool
+        self.release_timeout = timeout
+
+    async def recent_results(self, patient: int, k: int) -> tuple[list[LabResult], int]:
+        rows = await self.con.fetch(RECENT, patient, k)
+        if not rows:
+            return [], 0
+        return [LabResult(r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows], int(rows[0][6])
+
+    async def insert_result(self, row: LabResult) -> None:
+        await self.con.execute(INSERT, *row)
+
+    async def close(self) -> None:
+        await self.pool.release(self.con, timeout=self.release_timeout)
