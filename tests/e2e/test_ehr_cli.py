@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from bgbench.coordinator.results import ResultsStore
+from tests.conftest import fresh_database
 
 BGBENCH = [sys.executable, "-m", "bgbench"]
 
@@ -86,3 +87,43 @@ def test_bad_input_is_one_clear_line(args, needle, tmp_path):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0], proc.stderr
     assert not Path(tmp_path / "r").exists()  # nothing started
+
+
+def server_args(store: str, request: pytest.FixtureRequest) -> tuple[list[str], str]:
+    """The -p options reaching the store's test server, and what its description names."""
+    if store == "postgres":
+        dsn = fresh_database(request.getfixturevalue("postgres_server"))
+        return ["-p", f"store.options.dsn={dsn}"], "PostgreSQL"
+    if store == "mongodb":
+        mongo = request.getfixturevalue("mongo_wire_server")
+        return [
+            "-p", f"store.options.uri=mongodb://127.0.0.1:{mongo['port']}",
+            "-p", f"store.options.server_name={mongo['name']}",
+        ], mongo["name"]  # fmt: skip
+    cassandra = request.getfixturevalue("cassandra_server")
+    return [
+        "-p", f"store.options.hosts={','.join(cassandra['hosts'])}",
+        "-p", f"store.options.port={cassandra['port']}",
+        "-p", "store.options.keyspace=ehr_cli",
+    ], "Cassandra 5.0.2 (1 node"  # fmt: skip
+
+
+@pytest.mark.parametrize("store", ["postgres", "mongodb", "cassandra"])
+def test_the_same_run_on_a_real_server(store, tmp_path, request):
+    """`bgbench run --workload ehr --threads 8 --duration 10` on each server CI starts
+    (MongoDB: the wire server, named so), 2,000 patients to load quickly."""
+    args, named = server_args(store, request)
+    proc = bgbench(
+        "run", "--workload", "ehr", "--store", store, "--threads", "8", "--duration", "10",
+        "--users", "2000", "--results", str(tmp_path), "--json", *args,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout)
+    assert named in r["store"]
+    assert r["threads"] == 8 and r["fault"] == "" and r["errors"] == 0 and r["actions_per_s"] > 0
+    per_action = {a["action"]: a for a in r["per_action"]}
+    assert set(per_action) == {"READ", "WRITE"}
+    for a in per_action.values():
+        assert a["count"] > 0 and 0 < a["response"]["p50_ms"] <= a["response"]["p95_ms"]
+    assert r["reads"] == per_action["READ"]["count"] > 0
+    assert r["unpredictable_reads"] == 0
