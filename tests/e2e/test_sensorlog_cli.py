@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from bgbench.coordinator.results import ResultsStore
+from tests.integration.stores import SERVERS
 
 BGBENCH = [sys.executable, "-m", "bgbench"]
 SMALL = ["-p", "sensorlog.database.machines=6", "-p", "sensorlog.database.readings=500"]
@@ -111,3 +112,43 @@ def test_bad_input_is_one_clear_line(args, needle, tmp_path):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0], proc.stderr
     assert not Path(tmp_path / "r" / "bgbench.sqlite").exists()  # nothing recorded
+
+
+def server_args(options: dict) -> list[str]:
+    """-p options reaching the store's test server (a fresh database or keyspace)."""
+    out = []
+    for k, v in options.items():
+        out += ["-p", f"store.options.{k}={','.join(v) if isinstance(v, list) else v}"]
+    return out
+
+
+TINY = [*SMALL, "-p", "sensorlog.database.readings=100", "-p", "sensorlog.study.runs=1",
+        "-p", "sensorlog.study.sizes=[1200,2400]", "-p", "sensorlog.study.keys=10"]  # fmt: skip
+
+
+@pytest.mark.parametrize("store", ["postgres", "mongodb", "cassandra"])
+def test_load_queries_and_ingest_on_a_real_server(store, tmp_path, request):
+    """The three commands of the README on each server CI starts, at small sizes."""
+    server = SERVERS[store](tmp_path, request)
+    try:
+        args = server_args(next(server))
+        ran_everything(store, args, tmp_path)
+    finally:
+        server.close()
+
+
+def ran_everything(store: str, args: list[str], tmp_path: Path) -> None:
+    common = ["--workload", "sensorlog", "--store", store, "--results", str(tmp_path), *TINY]
+    load = bgbench("study", "load", *common, "--json", *args)
+    assert load.returncode == 0, load.stderr
+    rows = json.loads(load.stdout)["tables"][0]["rows"]
+    assert len(rows) == 2 * 2 * 2 and all(r["rows/s"] > 0 for r in rows)
+    queries = bgbench("study", "queries", *common, "--json", *args)
+    assert queries.returncode == 0, queries.stderr
+    [table, mapping] = json.loads(queries.stdout)["tables"]
+    assert len(table["rows"]) == 1 + 2 * 7 and all(r["plan"] for r in table["rows"])
+    assert [r["of"] for r in mapping["rows"]] == [6 * 10 * 100] * 7
+    run = bgbench("run", *common, "--threads", "4", "--duration", "3", "--json", *args)
+    assert run.returncode == 0, run.stderr
+    r = json.loads(run.stdout)
+    assert r["errors"] == 0 and r["reads"] > 0 and r["unpredictable_reads"] == 0
