@@ -139,3 +139,11 @@ def test_mixes_resolve_to_probabilities(mix, want):
 def test_bad_settings_say_what_is_wrong(data, needle):
     with pytest.raises(ValidationError, match=needle):
         SensorLogConfig.model_validate(data)
+
+
+def test_a_list_setting_takes_one_comma_separated_value():
+    cfg = SensorLogConfig.model_validate(
+        {"study": {"consistency": "weak", "sizes": "1000, 2000", "selectivities": 5}}
+    )
+    assert cfg.study.consistency == ["weak"] and cfg.study.sizes == [1000, 2000]
+    assert cfg.study.selectivities == [5.0]

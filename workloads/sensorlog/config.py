@@ -149,6 +149,16 @@ class SensorLogStudyConfig(BaseModel):
     ] = None
     keys: Annotated[int, Field(ge=1, le=100_000, description="Q1 lookups per run")] = 100
 
+    @field_validator("sizes", "indexes", "consistency", "selectivities", mode="before")
+    @classmethod
+    def _comma_list(cls, value: object) -> object:
+        """Also "a,b,c" (one -p value: -p sensorlog.study.consistency=weak)."""
+        if isinstance(value, str):
+            return [v.strip() for v in value.split(",") if v.strip()]
+        if isinstance(value, int | float):
+            return [value]
+        return value
+
     @field_validator("sizes", "indexes", "consistency", "selectivities")
     @classmethod
     def _not_empty(cls, value: list[object]) -> list[object]:
