@@ -33,9 +33,11 @@ from bgbench.coordinator.report import (
     render_record,
     render_sweep,
     render_validation,
+    study_tables,
 )
 from bgbench.coordinator.results import ResultsStore
 from bgbench.coordinator.sizing import resolve_local_layout
+from bgbench.coordinator.study import run_study
 from bgbench.coordinator.sweep import write_csv
 from bgbench.errors import BGBenchError, SystemFault, UserError
 from bgbench.workloads import registry
@@ -206,6 +208,42 @@ def rate(
     else:
         experiments = ResultsStore.existing(record.results.parent).experiments(record.rating_id)
         out.print(render_rating(record.summary, experiments, settings))
+
+
+@app.command()
+def study(
+    name: Annotated[
+        str,
+        typer.Argument(
+            help="the study (bgbench study NAME --help lists none: "
+            "see the workload's README section)"
+        ),
+    ],
+    config: ConfigOption = None,
+    workload: WorkloadFlag = None,
+    store: StoreFlag = None,
+    users: UsersFlag = None,
+    results: ResultsFlag = None,
+    as_json: JsonFlag = False,
+    param: ParamOption = None,
+) -> None:
+    """Run one of a workload's own studies (the sensor-log paper's `load` and `queries`),
+    record every measurement, print its tables."""
+    flags = _common_flags(workload, store, None, None, None, None, None, users, results)
+    settings = _settings(config, param, flags)
+    if settings.store.name == MODEL_STORE:
+        raise UserError("a study measures a real store: choose one with --store (bgbench stores)")
+    results_dir = results_path(settings.results_dir)
+    record = run_study(settings, name, new_rating_id(), results_dir, err)
+    if as_json:
+        print(json.dumps(record.to_dict(), indent=2, default=str))
+        return
+    out.print(
+        f"Study {record.study} {record.rating_id} of {record.workload} on {record.store}, "
+        f"{record.seconds:,.1f} s"
+    )
+    for table in study_tables(record.tables):
+        out.print(table)
 
 
 @app.command("check-config")

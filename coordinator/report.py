@@ -17,6 +17,7 @@ from bgbench.coordinator.sweep import ALL_ACTIONS, SweepTable
 from bgbench.protos import new_histogram
 from bgbench.protos import worker_pb2 as pb
 from bgbench.workloads import registry
+from bgbench.workloads.api import StudyTable
 
 if TYPE_CHECKING:
     from bgbench.coordinator.rating import RatingSummary
@@ -367,6 +368,8 @@ def render_record(
     if record["message"]:
         head.append(f"{record['message']}\n", style="red")
     summary = json.loads(record["summary_json"] or "null")
+    if summary and summary.get("tables"):
+        return Group(head, *study_tables([StudyTable(**t) for t in summary["tables"]]))
     if summary and summary.get("sweep"):
         table = sweep_table(SweepTable.from_dict(summary["sweep"]), settings)
         return Group(head, table, _experiments_table(experiments, settings))
@@ -410,3 +413,32 @@ def render_validation(d: dict[str, Any]) -> Group:
         for name, v in d[group].items():
             table.add_row(group[3:], name, f"{v['reads']:,}", f"{v['unpredictable']:,}")
     return Group(head, table)
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return "" if value is None else str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if value == 0:
+            return "0"
+        if abs(value) >= 1000 or value.is_integer():
+            return f"{value:,.0f}"
+        return f"{value:.4f}" if abs(value) < 1 else f"{value:.2f}"
+    return str(value)
+
+
+def study_tables(tables: list[StudyTable]) -> list[Any]:
+    """A study's tables (workloads/api.StudyTable) as rich tables, their notes below."""
+    out: list[Any] = []
+    for t in tables:
+        table = Table(title=t.title, title_justify="left")
+        for col in t.columns:
+            table.add_column(col, justify="left" if col in ("plan", "notes") else "right")
+        for row in t.rows:
+            table.add_row(*(_cell(row.get(col)) for col in t.columns))
+        out.append(table)
+        for note in t.notes:
+            out.append(Text(note))
+    return out

@@ -60,6 +60,14 @@ CREATE TABLE IF NOT EXISTS experiments (
     workload_config_json TEXT NOT NULL DEFAULT '{}',
     PRIMARY KEY (rating_id, seq)
 );
+CREATE TABLE IF NOT EXISTS measurements (  -- a study's raw measurements (coordinator/study.py)
+    rating_id TEXT NOT NULL REFERENCES ratings(id),
+    seq INTEGER NOT NULL,
+    name TEXT NOT NULL,            -- the table it belongs to (load, queries, ...)
+    row_json TEXT NOT NULL,
+    created TEXT NOT NULL,
+    PRIMARY KEY (rating_id, seq)
+);
 """
 EXPERIMENT_COLUMNS = (
     "rating_id", "seq", "phase", "threads", "duration_s", "status", "actions_per_s",
@@ -248,6 +256,29 @@ class ResultsStore:
             ).fetchall()
         return [dict(r) for r in rows]
 
+    # -- a study's measurements ----------------------------------------------------
+    def add_measurement(self, rating_id: str, name: str, row: dict[str, Any]) -> None:
+        with self._db() as db:
+            seq = db.execute(
+                "SELECT coalesce(max(seq), 0) + 1 FROM measurements WHERE rating_id = ?",
+                (rating_id,),
+            ).fetchone()[0]
+            db.execute(
+                "INSERT INTO measurements (rating_id, seq, name, row_json, created) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (rating_id, seq, name, json.dumps(row), _now()),
+            )
+            db.execute("UPDATE ratings SET updated = ? WHERE id = ?", (_now(), rating_id))
+
+    def measurements(self, rating_id: str) -> list[dict[str, Any]]:
+        """A study's measurements in the order made: {"seq", "name", **row}."""
+        with self._db() as db:
+            rows = db.execute(
+                "SELECT seq, name, row_json FROM measurements WHERE rating_id = ? ORDER BY seq",
+                (rating_id,),
+            ).fetchall()
+        return [{"seq": r[0], "name": r[1], **json.loads(r[2])} for r in rows]
+
     def known_outcomes(self, rating_id: str) -> dict[float, dict[int, Outcome]]:
         """Finished experiments by duration and T (faults are not outcomes: they rerun;
         warm-ups are not rated)."""
@@ -262,7 +293,12 @@ class ResultsStore:
 
     # -- export ------------------------------------------------------------------
     def export(self, rating_id: str, fmt: str, out: Path) -> int:
+        """Experiments (a rating) or measurements (a study) as CSV, JSON or Parquet; how
+        many rows."""
         rating = self.rating(rating_id)
+        measured = self.measurements(rating_id)
+        if measured and fmt != "json":
+            return _write_rows(measured, fmt, out)
         rows = [{k: e[k] for k in EXPERIMENT_COLUMNS} for e in self.experiments(rating_id)]
         if fmt == "json":
             full = dict(rating)
@@ -275,7 +311,10 @@ class ResultsStore:
                 {**row, "result": json.loads(e["result_json"])}
                 for row, e in zip(rows, self.experiments(rating_id), strict=True)
             ]
+            if measured:
+                full["measurements"] = measured
             out.write_text(json.dumps(full, indent=2))
+            return len(measured) if measured else len(rows)
         elif fmt == "csv":
             with open(out, "w", newline="") as f:
                 writer = csv.DictWriter(f, fieldnames=EXPERIMENT_COLUMNS)
@@ -294,3 +333,22 @@ class ResultsStore:
         else:
             raise UserError(f"unknown export format {fmt!r}: use csv, json or parquet")
         return len(rows)
+
+
+def _write_rows(rows: list[dict[str, Any]], fmt: str, out: Path) -> int:
+    """Rows of differing keys (a study's tables) as one CSV or Parquet table: every key
+    seen, in first-seen order, blank where a row has none."""
+    columns = list(dict.fromkeys(k for r in rows for k in r))
+    if fmt == "csv":
+        with open(out, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=columns)
+            writer.writeheader()
+            writer.writerows(rows)
+    elif fmt == "parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.Table.from_pylist([{c: r.get(c) for c in columns} for r in rows]), out)
+    else:
+        raise UserError(f"unknown export format {fmt!r}: use csv, json or parquet")
+    return len(rows)

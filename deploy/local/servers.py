@@ -7,6 +7,7 @@ of its own, for tests, CI and users. Only processes recorded here are ever stopp
     python deploy/local/servers.py start cassandra DIR   # one node (Maven Central jars)
     python deploy/local/servers.py start cassandra-cluster DIR  # 127.0.0.1, .2 and .3
     python deploy/local/servers.py start cassandra-dcs DIR  # the same, 3 data centres
+    python deploy/local/servers.py start cassandra-batch DIR  # one node, commit log batch
     python deploy/local/servers.py start hbase DIR       # standalone + Thrift (happybase)
     python deploy/local/servers.py stop DIR
     python deploy/local/servers.py fetch cassandra hbase  # only fetch (and cache) the jars
@@ -133,6 +134,7 @@ def start(kind: str, directory: Path) -> dict:
         "cassandra": cassandra_server.start,
         "cassandra-cluster": lambda d: cassandra_server.start(d, nodes=3),
         "cassandra-dcs": lambda d: cassandra_server.start(d, nodes=3, datacenters=True),
+        "cassandra-batch": lambda d: cassandra_server.start(d, commitlog="batch"),
         "hbase": hbase_server.start,
     }
     if kind not in starters:

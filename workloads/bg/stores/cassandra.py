@@ -60,6 +60,7 @@ from bgbench.workloads.bg.store import (
     Profile,
     ResourceRow,
 )
+from bgbench.workloads.futures import reject, resolve
 from bgbench.workloads.loading import beating
 
 Level = Literal["ONE", "TWO", "THREE", "QUORUM", "LOCAL_QUORUM", "EACH_QUORUM", "ALL", "LOCAL_ONE"]
@@ -480,16 +481,6 @@ class CassandraConnection:
         pass
 
 
-def _resolve(fut: asyncio.Future, rows: Any) -> None:
-    if not fut.done():  # not cancelled at the end of a run
-        fut.set_result(rows)
-
-
-def _reject(fut: asyncio.Future, exc: BaseException) -> None:
-    if not fut.done():
-        fut.set_exception(exc)
-
-
 class CassandraAsyncConnection:
     """A socialite task's view of the shared session. The driver calls back on its own I/O
     thread: the callbacks only hand the rows (or the error) over to the task's loop."""
@@ -507,13 +498,13 @@ class CassandraAsyncConnection:
         # try/except rather than contextlib.suppress: these run once per answer.
         def ok(rows: Any, fut: asyncio.Future) -> None:
             try:  # noqa: SIM105
-                post(_resolve, fut, rows)
+                post(resolve, fut, rows)
             except RuntimeError:  # the loop closed while the call was out
                 pass
 
         def fail(exc: BaseException, fut: asyncio.Future) -> None:
             try:  # noqa: SIM105
-                post(_reject, fut, exc)
+                post(reject, fut, exc)
             except RuntimeError:
                 pass
 

@@ -68,6 +68,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from bgbench.errors import StoreError
 from bgbench.workloads.ehr.config import EHRDatabaseConfig
 from bgbench.workloads.ehr.store import Concurrency, FragmentRows, LabResult
+from bgbench.workloads.futures import reject, resolve
 from bgbench.workloads.loading import beating
 
 Level = Literal["ONE", "TWO", "THREE", "QUORUM", "LOCAL_QUORUM", "EACH_QUORUM", "ALL", "LOCAL_ONE"]
@@ -425,16 +426,6 @@ class CassandraEHRBinding:
         self.cluster.shutdown()
 
 
-def _resolve(fut: asyncio.Future[Any], rows: Any) -> None:
-    if not fut.done():  # not cancelled at the end of a run
-        fut.set_result(rows)
-
-
-def _reject(fut: asyncio.Future[Any], exc: BaseException) -> None:
-    if not fut.done():
-        fut.set_exception(exc)
-
-
 class CassandraEHRConnection:
     """A socialite task's view of the shared session. The driver calls back on its own I/O
     thread: the callbacks only hand the rows (or the error) over to the task's loop."""
@@ -452,13 +443,13 @@ class CassandraEHRConnection:
         # try/except rather than contextlib.suppress: these run once per answer.
         def ok(rows: Any, fut: asyncio.Future[Any]) -> None:
             try:  # noqa: SIM105
-                post(_resolve, fut, rows)
+                post(resolve, fut, rows)
             except RuntimeError:  # the loop closed while the call was out
                 pass
 
         def fail(exc: BaseException, fut: asyncio.Future[Any]) -> None:
             try:  # noqa: SIM105
-                post(_reject, fut, exc)
+                post(reject, fut, exc)
             except RuntimeError:
                 pass
 

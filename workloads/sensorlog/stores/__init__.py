@@ -1,0 +1,1 @@
+"""Store bindings of the sensor-log workload, registered in "bgbench.sensorlog_stores"."""
