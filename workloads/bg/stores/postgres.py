@@ -18,7 +18,6 @@ The schema is made by one process (create_schema) before any load: CREATE INDEX 
 table lock that deadlocks with another process's loading transaction.
 """
 
-import asyncio
 import threading
 from dataclasses import dataclass
 from typing import Annotated, ClassVar, Literal
@@ -42,6 +41,7 @@ from bgbench.workloads.bg.store import (
     ResourceRow,
 )
 from bgbench.workloads.loading import ROWS_PER_BEAT, beating
+from bgbench.workloads.pgpools import LoopPools, first_line
 
 ISOLATION = {
     "read committed": psycopg.IsolationLevel.READ_COMMITTED,
@@ -65,7 +65,7 @@ class PostgresOptions(BaseModel):
             asyncpg_dsn(dsn)
         except psycopg.Error as exc:
             raise ValueError(
-                f"not a libpq connection string ({_first_line(exc)}): use "
+                f"not a libpq connection string ({first_line(exc)}): use "
                 "'host=H port=P user=U dbname=D' or postgresql://user@host:port/dbname"
             ) from None
         return dsn
@@ -96,11 +96,6 @@ def asyncpg_dsn(dsn: str) -> str:
             f"use: remove it (supported: {', '.join(sorted(ASYNCPG_KEYWORDS))})"
         )
     return "postgresql://?" + urlencode({k: str(v) for k, v in params.items()})
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def server_of(dsn: str) -> str:
@@ -209,7 +204,10 @@ class PostgresBinding:
         self._adsn = asyncpg_dsn(options.dsn)
         # One asyncpg pool per event loop (a pool is bound to its loop); the first task of a
         # loop to ask makes it, the others await the same future.
-        self._loop_pools: dict[asyncio.AbstractEventLoop, asyncio.Future[asyncpg.Pool]] = {}
+        self._loop_pools = LoopPools(
+            self._adsn, server_of(options.dsn), options.pool_max, options.connect_timeout_s,
+            {"default_transaction_isolation": options.isolation},
+        )  # fmt: skip
 
     def _connect(self, first_contact: bool = False) -> psycopg.Connection:
         """On first contact (preparing), a server that cannot be reached is the user's to fix;
@@ -222,10 +220,10 @@ class PostgresBinding:
             where = server_of(self.options.dsn)
             if first_contact:
                 raise UserError(
-                    f"store.options.dsn: cannot reach PostgreSQL at {where} ({_first_line(exc)}): "
+                    f"store.options.dsn: cannot reach PostgreSQL at {where} ({first_line(exc)}): "
                     "correct the dsn, or start the server"
                 ) from None
-            raise StoreError(f"cannot reach PostgreSQL at {where}: {_first_line(exc)}") from None
+            raise StoreError(f"cannot reach PostgreSQL at {where}: {first_line(exc)}") from None
 
     @property
     def pool(self) -> ConnectionPool:
@@ -354,59 +352,12 @@ class PostgresBinding:
 
     async def connect_async(self) -> "PostgresAsyncConnection":
         sql = self._statements()
-        pool = await self._loop_pool()
+        con, pool = await self._loop_pools.acquire()
         timeout = self.options.connect_timeout_s
-        try:
-            con = await pool.acquire(timeout=timeout)
-        except TimeoutError:
-            raise StoreError(
-                f"no PostgreSQL connection within {timeout:g} s: the pool's "
-                f"{self.options.pool_max} (pool_max) are all taken, or "
-                f"{server_of(self.options.dsn)} does not answer"
-            ) from None
-        except Exception as exc:
-            raise StoreError(f"no PostgreSQL connection: {_first_line(exc)}") from None
         return PostgresAsyncConnection(con, pool, sql, self.attrcount or 0, timeout)
 
-    async def _loop_pool(self) -> asyncpg.Pool:
-        loop = asyncio.get_running_loop()
-        made = self._loop_pools.get(loop)
-        if made is not None:
-            return await made
-        made = self._loop_pools[loop] = loop.create_future()
-        o = self.options
-        try:
-            pool = await asyncpg.create_pool(
-                self._adsn,
-                min_size=0,
-                max_size=o.pool_max,
-                timeout=o.connect_timeout_s,
-                max_cached_statement_lifetime=0,  # the hot statements stay prepared
-                server_settings={"default_transaction_isolation": o.isolation},
-            )
-        except Exception as exc:
-            del self._loop_pools[loop]
-            error = StoreError(f"no PostgreSQL pool: {_first_line(exc)}")
-            made.set_exception(error)  # for the tasks that wait on it, if any
-            made.exception()  # retrieved: asyncio logs nothing when none waits
-            raise error from None
-        except BaseException:
-            del self._loop_pools[loop]
-            made.cancel()
-            raise
-        made.set_result(pool)
-        return pool
-
     async def aclose(self) -> None:
-        """Close the running loop's pool; if its server stopped answering, drop it."""
-        made = self._loop_pools.pop(asyncio.get_running_loop(), None)
-        if made is None or not made.done() or made.cancelled() or made.exception():
-            return
-        pool = made.result()
-        try:
-            await asyncio.wait_for(pool.close(), self.options.connect_timeout_s)
-        except Exception:
-            pool.terminate()
+        await self._loop_pools.aclose()
 
     def describe(self) -> str:
         with self._connect() as conn:

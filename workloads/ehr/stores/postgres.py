@@ -18,7 +18,6 @@ streams the generated rows with COPY inside the transaction that deleted the fra
 old ones (BG's binding says why not asyncpg's COPY).
 """
 
-import asyncio
 from collections.abc import Callable
 from typing import ClassVar
 
@@ -33,6 +32,7 @@ from bgbench.workloads.bg.stores.postgres import (
 )
 from bgbench.workloads.ehr.config import EHRDatabaseConfig
 from bgbench.workloads.ehr.store import Concurrency, FragmentRows, LabResult
+from bgbench.workloads.pgpools import LoopPools, first_line
 
 IDS_PER_BEAT = 10_000
 ADVISORY_LOCK = 7014  # two coordinators creating the schema of one database at once
@@ -57,11 +57,6 @@ RECENT = (
 INSERT = "INSERT INTO results VALUES ($1, $2, $3, $4, $5, $6)"
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
 class PostgresEHRBinding:
     name: ClassVar[str] = "postgres"
     concurrency: ClassVar[Concurrency] = "asyncio"
@@ -77,7 +72,10 @@ class PostgresEHRBinding:
         self._ready = False
         # One asyncpg pool per event loop (a pool is bound to its loop); the first task of a
         # loop to ask makes it, the others await the same future.
-        self._loop_pools: dict[asyncio.AbstractEventLoop, asyncio.Future[asyncpg.Pool]] = {}
+        self._loop_pools = LoopPools(
+            self._adsn, server_of(options.dsn), options.pool_max, options.connect_timeout_s,
+            {"default_transaction_isolation": options.isolation},
+        )  # fmt: skip
 
     def _connect(self, first_contact: bool = False) -> psycopg.Connection:
         """On first contact (preparing), a server that cannot be reached is the user's to fix;
@@ -92,10 +90,10 @@ class PostgresEHRBinding:
             where = server_of(self.options.dsn)
             if first_contact:
                 raise UserError(
-                    f"store.options.dsn: cannot reach PostgreSQL at {where} ({_first_line(exc)}): "
+                    f"store.options.dsn: cannot reach PostgreSQL at {where} ({first_line(exc)}): "
                     "correct the dsn, or start the server"
                 ) from None
-            raise StoreError(f"cannot reach PostgreSQL at {where}: {_first_line(exc)}") from None
+            raise StoreError(f"cannot reach PostgreSQL at {where}: {first_line(exc)}") from None
 
     # -- schema and load -------------------------------------------------------------------
     def create_schema(self, db: EHRDatabaseConfig) -> None:
@@ -166,59 +164,12 @@ class PostgresEHRBinding:
     async def connect_async(self) -> "PostgresEHRConnection":
         if not self._ready:
             raise StoreError("create_schema or use_schema must run before connect")
-        pool = await self._loop_pool()
+        con, pool = await self._loop_pools.acquire()
         timeout = self.options.connect_timeout_s
-        try:
-            con = await pool.acquire(timeout=timeout)
-        except TimeoutError:
-            raise StoreError(
-                f"no PostgreSQL connection within {timeout:g} s: the pool's "
-                f"{self.options.pool_max} (pool_max) are all taken, or "
-                f"{server_of(self.options.dsn)} does not answer"
-            ) from None
-        except Exception as exc:
-            raise StoreError(f"no PostgreSQL connection: {_first_line(exc)}") from None
         return PostgresEHRConnection(con, pool, timeout)
 
-    async def _loop_pool(self) -> asyncpg.Pool:
-        loop = asyncio.get_running_loop()
-        made = self._loop_pools.get(loop)
-        if made is not None:
-            return await made
-        made = self._loop_pools[loop] = loop.create_future()
-        o = self.options
-        try:
-            pool = await asyncpg.create_pool(
-                self._adsn,
-                min_size=0,
-                max_size=o.pool_max,
-                timeout=o.connect_timeout_s,
-                max_cached_statement_lifetime=0,  # the two statements stay prepared
-                server_settings={"default_transaction_isolation": o.isolation},
-            )
-        except Exception as exc:
-            del self._loop_pools[loop]
-            error = StoreError(f"no PostgreSQL pool: {_first_line(exc)}")
-            made.set_exception(error)  # for the tasks that wait on it, if any
-            made.exception()  # retrieved: asyncio logs nothing when none waits
-            raise error from None
-        except BaseException:
-            del self._loop_pools[loop]
-            made.cancel()
-            raise
-        made.set_result(pool)
-        return pool
-
     async def aclose(self) -> None:
-        """Close the running loop's pool; if its server stopped answering, drop it."""
-        made = self._loop_pools.pop(asyncio.get_running_loop(), None)
-        if made is None or not made.done() or made.cancelled() or made.exception():
-            return
-        pool = made.result()
-        try:
-            await asyncio.wait_for(pool.close(), self.options.connect_timeout_s)
-        except Exception:
-            pool.terminate()
+        await self._loop_pools.aclose()
 
     def describe(self) -> str:
         with self._connect() as conn:

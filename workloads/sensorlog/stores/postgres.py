@@ -43,7 +43,6 @@ every statement for its own parameters (plan_cache_mode=force_custom_plan): a ca
 generic plan for `mv > $1 AND m >= $2 AND m < $3` would scan the fragment's whole key range.
 """
 
-import asyncio
 import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -55,6 +54,7 @@ from pydantic import Field
 
 from bgbench.errors import StoreError
 from bgbench.workloads.bg.stores.postgres import PostgresOptions, asyncpg_dsn, server_of
+from bgbench.workloads.pgpools import LoopPools, first_line
 from bgbench.workloads.sensorlog.config import SensorLogDatabaseConfig
 from bgbench.workloads.sensorlog.generator import Rows
 from bgbench.workloads.sensorlog.store import Concurrency, FragmentLog, Query, Reading
@@ -99,11 +99,6 @@ class PostgresSensorOptions(PostgresOptions):
         return self.isolation or LEVEL[self.consistency]
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
 def csv_text(rows: Rows) -> str:
     """A batch as CSV lines; repr keeps every float exact."""
     cols = (rows.m.tolist(), rows.s.tolist(), rows.bt.tolist(), rows.et.tolist(), rows.mv.tolist())
@@ -144,7 +139,14 @@ class PostgresSensorBinding:
         self._ready = False
         # One asyncpg pool per event loop (a pool is bound to its loop); the first task of a
         # loop to ask makes it, the others await the same future.
-        self._loop_pools: dict[asyncio.AbstractEventLoop, asyncio.Future[asyncpg.Pool]] = {}
+        self._loop_pools = LoopPools(
+            self._adsn, server_of(options.dsn), options.pool_max, options.connect_timeout_s,
+            {
+                "default_transaction_isolation": options.level,
+                "synchronous_commit": SYNCHRONOUS_COMMIT[options.consistency],
+                "plan_cache_mode": "force_custom_plan",
+            },
+        )  # fmt: skip
 
     @property
     def where(self) -> str:
@@ -160,7 +162,7 @@ class PostgresSensorBinding:
             )
         except psycopg.OperationalError as exc:
             raise StoreError(
-                f"cannot reach PostgreSQL at {self.where} ({_first_line(exc)}): correct "
+                f"cannot reach PostgreSQL at {self.where} ({first_line(exc)}): correct "
                 "store.options.dsn, or start the server"
             ) from None
         try:
@@ -178,7 +180,7 @@ class PostgresSensorBinding:
         try:
             yield
         except psycopg.Error as exc:
-            raise StoreError(f"PostgreSQL at {self.where}, {what}: {_first_line(exc)}") from None
+            raise StoreError(f"PostgreSQL at {self.where}, {what}: {first_line(exc)}") from None
 
     def _table(self, if_not_exists: bool) -> str:
         kind = "UNLOGGED TABLE" if self.weak else "TABLE"
@@ -289,65 +291,12 @@ class PostgresSensorBinding:
     async def connect_async(self) -> "PostgresSensorConnection":
         if not self._ready:
             raise StoreError("create_schema or use_schema must run before connect")
-        pool = await self._loop_pool()
+        con, pool = await self._loop_pools.acquire()
         timeout = self.options.connect_timeout_s
-        try:
-            con = await pool.acquire(timeout=timeout)
-        except TimeoutError:
-            raise StoreError(
-                f"no PostgreSQL connection within {timeout:g} s: the pool's "
-                f"{self.options.pool_max} (pool_max) are all taken, or {self.where} does not "
-                "answer"
-            ) from None
-        except Exception as exc:
-            raise StoreError(
-                f"no PostgreSQL connection to {self.where}: {_first_line(exc)}"
-            ) from None
         return PostgresSensorConnection(con, pool, timeout)
 
-    async def _loop_pool(self) -> asyncpg.Pool:
-        loop = asyncio.get_running_loop()
-        made = self._loop_pools.get(loop)
-        if made is not None:
-            return await made
-        made = self._loop_pools[loop] = loop.create_future()
-        o = self.options
-        try:
-            pool = await asyncpg.create_pool(
-                self._adsn,
-                min_size=0,
-                max_size=o.pool_max,
-                timeout=o.connect_timeout_s,
-                max_cached_statement_lifetime=0,  # the three statements stay prepared
-                server_settings={
-                    "default_transaction_isolation": o.level,
-                    "synchronous_commit": SYNCHRONOUS_COMMIT[o.consistency],
-                    "plan_cache_mode": "force_custom_plan",
-                },
-            )
-        except Exception as exc:
-            del self._loop_pools[loop]
-            error = StoreError(f"no PostgreSQL pool at {self.where}: {_first_line(exc)}")
-            made.set_exception(error)  # for the tasks that wait on it, if any
-            made.exception()  # retrieved: asyncio logs nothing when none waits
-            raise error from None
-        except BaseException:
-            del self._loop_pools[loop]
-            made.cancel()
-            raise
-        made.set_result(pool)
-        return pool
-
     async def aclose(self) -> None:
-        """Close the running loop's pool; if its server stopped answering, drop it."""
-        made = self._loop_pools.pop(asyncio.get_running_loop(), None)
-        if made is None or not made.done() or made.cancelled() or made.exception():
-            return
-        pool = made.result()
-        try:
-            await asyncio.wait_for(pool.close(), self.options.connect_timeout_s)
-        except Exception:
-            pool.terminate()
+        await self._loop_pools.aclose()
 
     def describe(self) -> str:
         with self._connect() as conn, self._errors("describe"):
