@@ -98,7 +98,7 @@ class Runner:
                     store,
                     self.results,
                     self.options(store, consistency == "strong"),
-                    [*self.common(store), "-p", f"sensorlog.study.consistency=[\"{consistency}\"]"],
+                    [*self.common(store), "-p", f'sensorlog.study.consistency=["{consistency}"]'],
                 )
                 rows += table(r, "load")
             return rows
