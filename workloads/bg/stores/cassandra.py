@@ -24,7 +24,7 @@ per call as 16 blocking threads and a third less than one thread, so it is the d
 
 import asyncio
 import time
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from cassandra import ConsistencyLevel, DriverException
 from cassandra.cluster import (
@@ -32,7 +32,6 @@ from cassandra.cluster import (
     Cluster,
     ExecutionProfile,
     NoHostAvailable,
-    ResponseFuture,
     Session,
 )
 from cassandra.concurrent import execute_concurrent
@@ -60,7 +59,7 @@ from bgbench.workloads.bg.store import (
     Profile,
     ResourceRow,
 )
-from bgbench.workloads.futures import reject, resolve
+from bgbench.workloads.futures import DriverCallbacks
 from bgbench.workloads.loading import beating
 
 Level = Literal["ONE", "TWO", "THREE", "QUORUM", "LOCAL_QUORUM", "EACH_QUORUM", "ALL", "LOCAL_ONE"]
@@ -481,40 +480,18 @@ class CassandraConnection:
         pass
 
 
-class CassandraAsyncConnection:
-    """A socialite task's view of the shared session. The driver calls back on its own I/O
-    thread: the callbacks only hand the rows (or the error) over to the task's loop."""
+class CassandraAsyncConnection(DriverCallbacks):
+    """A socialite task's view of the shared session (DriverCallbacks hands each answer
+    from the driver's I/O thread over to the task's loop)."""
 
-    __slots__ = ("execute", "fail", "future", "ok", "st")
+    __slots__ = ("execute", "st")
 
     def __init__(
         self, session: Session, statements: Statements, loop: asyncio.AbstractEventLoop
     ) -> None:
+        super().__init__(loop)
         self.execute = session.execute_async
         self.st = statements
-        self.future = loop.create_future
-        post = loop.call_soon_threadsafe
-
-        # try/except rather than contextlib.suppress: these run once per answer.
-        def ok(rows: Any, fut: asyncio.Future) -> None:
-            try:  # noqa: SIM105
-                post(resolve, fut, rows)
-            except RuntimeError:  # the loop closed while the call was out
-                pass
-
-        def fail(exc: BaseException, fut: asyncio.Future) -> None:
-            try:  # noqa: SIM105
-                post(reject, fut, exc)
-            except RuntimeError:
-                pass
-
-        self.ok, self.fail = ok, fail
-
-    def _answer(self, rf: ResponseFuture) -> asyncio.Future:
-        fut = self.future()
-        rf.add_callback(self.ok, fut)
-        rf.add_errback(self.fail, fut)
-        return fut
 
     async def _rows(self, statement: Statement, args: tuple) -> list:
         """Every row, as the blocking ResultSet would page through them."""

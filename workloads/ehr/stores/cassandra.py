@@ -52,7 +52,6 @@ from cassandra.cluster import (
     Cluster,
     ExecutionProfile,
     NoHostAvailable,
-    ResponseFuture,
     Session,
 )
 from cassandra.concurrent import execute_concurrent
@@ -68,7 +67,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from bgbench.errors import StoreError
 from bgbench.workloads.ehr.config import EHRDatabaseConfig
 from bgbench.workloads.ehr.store import Concurrency, FragmentRows, LabResult
-from bgbench.workloads.futures import reject, resolve
+from bgbench.workloads.futures import DriverCallbacks
 from bgbench.workloads.loading import beating
 
 Level = Literal["ONE", "TWO", "THREE", "QUORUM", "LOCAL_QUORUM", "EACH_QUORUM", "ALL", "LOCAL_ONE"]
@@ -210,7 +209,7 @@ class Statements:
         )
 
 
-def _answer(
+def _results_of(
     patient: int, rows: list[tuple[Any, ...]] | None, k: int
 ) -> tuple[list[LabResult], int]:
     if not rows:  # None: a retry policy ignored an error
@@ -426,47 +425,27 @@ class CassandraEHRBinding:
         self.cluster.shutdown()
 
 
-class CassandraEHRConnection:
-    """A socialite task's view of the shared session. The driver calls back on its own I/O
-    thread: the callbacks only hand the rows (or the error) over to the task's loop."""
+class CassandraEHRConnection(DriverCallbacks):
+    """A socialite task's view of the shared session (DriverCallbacks hands each answer
+    from the driver's I/O thread over to the task's loop)."""
 
-    __slots__ = ("execute", "fail", "future", "ok", "st")
+    __slots__ = ("execute", "st")
 
     def __init__(
         self, session: Session, statements: Statements, loop: asyncio.AbstractEventLoop
     ) -> None:
+        super().__init__(loop)
         self.execute = session.execute_async
         self.st = statements
-        self.future = loop.create_future
-        post = loop.call_soon_threadsafe
 
-        # try/except rather than contextlib.suppress: these run once per answer.
-        def ok(rows: Any, fut: asyncio.Future[Any]) -> None:
-            try:  # noqa: SIM105
-                post(resolve, fut, rows)
-            except RuntimeError:  # the loop closed while the call was out
-                pass
-
-        def fail(exc: BaseException, fut: asyncio.Future[Any]) -> None:
-            try:  # noqa: SIM105
-                post(reject, fut, exc)
-            except RuntimeError:
-                pass
-
-        self.ok, self.fail = ok, fail
-
-    def _answer(self, statement: PreparedStatement, args: Iterable[Any]) -> asyncio.Future[Any]:
-        rf: ResponseFuture = self.execute(statement, args)
-        fut = self.future()
-        rf.add_callback(self.ok, fut)
-        rf.add_errback(self.fail, fut)
-        return fut
+    def _call(self, statement: PreparedStatement, args: Iterable[Any]) -> asyncio.Future[Any]:
+        return self._answer(self.execute(statement, args))
 
     async def recent_results(self, patient: int, k: int) -> tuple[list[LabResult], int]:
-        return _answer(patient, await self._answer(self.st.partition, (patient,)), k)
+        return _results_of(patient, await self._call(self.st.partition, (patient,)), k)
 
     async def insert_result(self, row: LabResult) -> None:
-        await self._answer(
+        await self._call(
             self.st.insert, (row.patient, row.effective_ms, row.id, row.code, row.value, row.unit)
         )
 

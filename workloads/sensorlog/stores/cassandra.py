@@ -66,7 +66,6 @@ from cassandra.cluster import (
     Cluster,
     ExecutionProfile,
     NoHostAvailable,
-    ResponseFuture,
     ResultSet,
     Session,
 )
@@ -83,7 +82,7 @@ from cassandra.query import (
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from bgbench.errors import StoreError
-from bgbench.workloads.futures import reject, resolve
+from bgbench.workloads.futures import DriverCallbacks
 from bgbench.workloads.loading import beating
 from bgbench.workloads.sensorlog.config import SensorLogDatabaseConfig
 from bgbench.workloads.sensorlog.generator import Rows
@@ -628,49 +627,30 @@ def summarise_trace(events: list[str]) -> str:
     return "; ".join(steps)
 
 
-class CassandraSensorConnection:
-    """A socialite task's view of the shared session. The driver answers on its own I/O
-    thread: the callbacks only hand the rows (or the error) over to the task's loop."""
+class CassandraSensorConnection(DriverCallbacks):
+    """A socialite task's view of the shared session (DriverCallbacks hands each answer
+    from the driver's I/O thread over to the task's loop)."""
 
-    __slots__ = ("execute", "fail", "future", "ok", "st")
+    __slots__ = ("execute", "st")
 
     def __init__(
         self, session: Session, statements: Statements, loop: asyncio.AbstractEventLoop
     ) -> None:
+        super().__init__(loop)
         self.execute = session.execute_async
         self.st = statements
-        self.future = loop.create_future
-        post = loop.call_soon_threadsafe
 
-        def ok(rows: Any, fut: asyncio.Future[Any]) -> None:
-            try:  # noqa: SIM105
-                post(resolve, fut, rows)
-            except RuntimeError:  # the loop closed while the call was out
-                pass
-
-        def fail(exc: BaseException, fut: asyncio.Future[Any]) -> None:
-            try:  # noqa: SIM105
-                post(reject, fut, exc)
-            except RuntimeError:
-                pass
-
-        self.ok, self.fail = ok, fail
-
-    def _answer(self, statement: PreparedStatement, args: tuple[Any, ...]) -> asyncio.Future[Any]:
-        rf: ResponseFuture = self.execute(statement, args)
-        fut = self.future()
-        rf.add_callback(self.ok, fut)
-        rf.add_errback(self.fail, fut)
-        return fut
+    def _call(self, statement: PreparedStatement, args: tuple[Any, ...]) -> asyncio.Future[Any]:
+        return self._answer(self.execute(statement, args))
 
     async def insert(self, row: Reading) -> None:
-        await self._answer(self.st.insert, tuple(row))
+        await self._call(self.st.insert, tuple(row))
 
     async def newest(self, m: int, s: int, bt: int) -> bool:
-        return bool(await self._answer(self.st.q1, (m, s, bt)))
+        return bool(await self._call(self.st.q1, (m, s, bt)))
 
     async def count_above(self, x: float, m_lo: int, m_hi: int) -> int:
-        rows = await self._answer(self.st.count_above, (x, m_lo, m_hi))
+        rows = await self._call(self.st.count_above, (x, m_lo, m_hi))
         if not rows:  # None: a retry policy ignored an error
             raise StoreError(f"count of machines [{m_lo}, {m_hi}) above {x}: no answer")
         return int(rows[0][0])
