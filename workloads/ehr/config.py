@@ -10,6 +10,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from bgbench.workloads.weights import resolve_weights
+
 # Unknown keys and non-finite numbers (inf, nan) are refused in every section.
 STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
 SEED_LIMIT = 1 << 64
@@ -27,26 +29,7 @@ NAMED_MIXES: dict[str, dict[str, float]] = {
 
 def resolve_mix(mix: str | Mapping[str, float]) -> dict[str, float]:
     """The mix as unit -> probability; raise ValueError saying what is wrong."""
-    if isinstance(mix, str):
-        if mix in UNITS:
-            return {mix: 1.0}
-        if mix not in NAMED_MIXES:
-            raise ValueError(
-                f"unknown mix {mix!r}: use readwrite, readonly, writeonly, READ, WRITE "
-                "or a table of weights such as {READ: 9, WRITE: 1}"
-            )
-        weights = NAMED_MIXES[mix]
-    else:
-        weights = dict(mix)
-    for unit, weight in weights.items():
-        if unit not in UNITS:
-            raise ValueError(f"unknown mix entry {unit!r}: weigh READ and WRITE")
-        if not weight >= 0:
-            raise ValueError(f"mix weight of {unit} must be >= 0, got {weight}")
-    total = sum(weights.values())
-    if total <= 0:
-        raise ValueError("mix weights sum to 0: give READ or WRITE a positive weight")
-    return {unit: w / total for unit, w in weights.items() if w > 0}
+    return resolve_weights(mix, UNITS, NAMED_MIXES, "{READ: 9, WRITE: 1}")
 
 
 class EHRDatabaseConfig(BaseModel):

@@ -11,6 +11,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from bgbench.workloads.weights import resolve_weights
+
 STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
 SEED_LIMIT = 1 << 64
 DAY_MS = 86_400_000
@@ -30,26 +32,7 @@ PAPER_SELECTIVITIES = (0.002, 0.02, 0.2, 0.25, 1.0, 2.0, 5.0)
 
 def resolve_mix(mix: str | Mapping[str, float]) -> dict[str, float]:
     """The mix as unit -> probability; raise ValueError saying what is wrong."""
-    if isinstance(mix, str):
-        if mix in UNITS:
-            return {mix: 1.0}
-        if mix not in NAMED_MIXES:
-            raise ValueError(
-                f"unknown mix {mix!r}: use {', '.join(NAMED_MIXES)}, INGEST, Q1, Q3 or a "
-                "table of weights such as {INGEST: 8, Q1: 1, Q3: 1}"
-            )
-        weights = NAMED_MIXES[mix]
-    else:
-        weights = dict(mix)
-    for unit, weight in weights.items():
-        if unit not in UNITS:
-            raise ValueError(f"unknown mix entry {unit!r}: weigh INGEST, Q1 and Q3")
-        if not weight >= 0:
-            raise ValueError(f"mix weight of {unit} must be >= 0, got {weight}")
-    total = sum(weights.values())
-    if total <= 0:
-        raise ValueError("mix weights sum to 0: give INGEST, Q1 or Q3 a positive weight")
-    return {unit: w / total for unit, w in weights.items() if w > 0}
+    return resolve_weights(mix, UNITS, NAMED_MIXES, "{INGEST: 8, Q1: 1, Q3: 1}")
 
 
 class SignalConfig(BaseModel):
