@@ -60,6 +60,13 @@ def reflect(walk: np.ndarray, signal: SignalConfig) -> np.ndarray:
     return signal.low + np.where(y > width, 2 * width - y, y)
 
 
+def reflect_value(value: float, signal: SignalConfig) -> float:
+    """`reflect` of one value, without numpy's per-call cost (ingest, once an action)."""
+    width = signal.high - signal.low
+    y = (value - signal.low) % (2 * width)
+    return signal.low + (2 * width - y if y > width else y)
+
+
 def series_values(db: SensorLogDatabaseConfig, m: int, s: int, n: int) -> np.ndarray:
     """The first n values of series (m, s): the reflected walk plus its spikes."""
     sig = db.signal

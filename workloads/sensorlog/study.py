@@ -27,7 +27,7 @@ from pydantic import BaseModel
 
 from bgbench.errors import StoreError
 from bgbench.workloads.api import Record, Say, StudyTable
-from bgbench.workloads.registry import make_binding
+from bgbench.workloads.registry import binding_class, make_binding
 from bgbench.workloads.sensorlog.config import SensorLogConfig
 from bgbench.workloads.sensorlog.generator import (
     Rows,
@@ -62,8 +62,8 @@ def _rows(config: SensorLogConfig, readings: int) -> list[Rows]:
     return list(rows_of(db, range(db.machines), readings))
 
 
-def consistency_table(store: str, options: Mapping[str, Any], levels: Iterable[str]) -> StudyTable:
-    cls = cast(Any, _binding(store, options, "weak").__class__)
+def consistency_table(store: str, levels: Iterable[str]) -> StudyTable:
+    cls = cast(Any, binding_class(WORKLOAD, store))
     return StudyTable(
         "consistency",
         f"Consistency settings of {store} (the paper's Table 1)",
@@ -104,7 +104,7 @@ class LoadStudy:
                             )
             finally:
                 binding.close()
-        return [self._summary(store, raw), consistency_table(store, options, st.consistency)]
+        return [self._summary(store, raw), consistency_table(store, st.consistency)]
 
     @staticmethod
     def _one(

@@ -45,7 +45,7 @@ from bgbench.workloads.sensorlog.config import SensorLogConfig, resolve_mix
 from bgbench.workloads.sensorlog.generator import (
     Rows,
     database_threshold,
-    reflect,
+    reflect_value,
     rows_of,
     series_times,
     series_values,
@@ -254,7 +254,7 @@ class SensorLogFragment:
         period = self.config.database.period_ms
         bt = int(self.next_bt[i])
         et = bt + period // 2 + rng.randrange(period)
-        walk = float(reflect(np.array([self.walk[i] + rng.gauss(0.0, sig.step)]), sig)[0])
+        walk = reflect_value(float(self.walk[i]) + rng.gauss(0.0, sig.step), sig)
         spiking = rng.random() < sig.spike_probability
         spike = rng.uniform(sig.spike_min, sig.spike_max) if spiking else 0.0
         self.walk[i], self.next_bt[i] = walk, et
