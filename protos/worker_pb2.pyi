@@ -112,20 +112,24 @@ class PrepareReply(_message.Message):
     def __init__(self, fragments: _Optional[_Iterable[_Union[FragmentInfo, _Mapping]]] = ..., store_description: _Optional[str] = ..., error: _Optional[_Union[Error, _Mapping]] = ...) -> None: ...
 
 class RunRequest(_message.Message):
-    __slots__ = ("experiment_id", "threads", "duration_seconds", "operation_count", "seed", "start_state")
+    __slots__ = ("experiment_id", "threads", "duration_seconds", "operation_count", "seed", "start_state", "target_rate", "arrivals")
     EXPERIMENT_ID_FIELD_NUMBER: _ClassVar[int]
     THREADS_FIELD_NUMBER: _ClassVar[int]
     DURATION_SECONDS_FIELD_NUMBER: _ClassVar[int]
     OPERATION_COUNT_FIELD_NUMBER: _ClassVar[int]
     SEED_FIELD_NUMBER: _ClassVar[int]
     START_STATE_FIELD_NUMBER: _ClassVar[int]
+    TARGET_RATE_FIELD_NUMBER: _ClassVar[int]
+    ARRIVALS_FIELD_NUMBER: _ClassVar[int]
     experiment_id: str
     threads: int
     duration_seconds: float
     operation_count: int
     seed: int
     start_state: str
-    def __init__(self, experiment_id: _Optional[str] = ..., threads: _Optional[int] = ..., duration_seconds: _Optional[float] = ..., operation_count: _Optional[int] = ..., seed: _Optional[int] = ..., start_state: _Optional[str] = ...) -> None: ...
+    target_rate: float
+    arrivals: str
+    def __init__(self, experiment_id: _Optional[str] = ..., threads: _Optional[int] = ..., duration_seconds: _Optional[float] = ..., operation_count: _Optional[int] = ..., seed: _Optional[int] = ..., start_state: _Optional[str] = ..., target_rate: _Optional[float] = ..., arrivals: _Optional[str] = ...) -> None: ...
 
 class Progress(_message.Message):
     __slots__ = ("elapsed_seconds", "actions", "errors", "sessions", "cpu_percent", "response_hist_delta", "client_lag_ms")

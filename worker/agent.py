@@ -8,6 +8,7 @@ import contextlib
 import dataclasses
 import json
 import logging
+import math
 import multiprocessing as mp
 import os
 import platform
@@ -62,6 +63,7 @@ from bgbench.worker.contracts import (
     ValidateSummary,
     sum_counts,
 )
+from bgbench.worker.runner import ARRIVALS, LIVE_EVERY_S
 from bgbench.worker.security import (
     ALLOW_STORE_PATHS_FLAG,
     MIN_TOKEN_CHARS,
@@ -75,7 +77,7 @@ from bgbench.workloads import registry
 
 log = logging.getLogger("bgbench.agent")
 
-PROGRESS_EVERY_S = 1.0
+PROGRESS_EVERY_S = LIVE_EVERY_S  # one progress per live latency delta of the load processes
 PREPARE_TIMEOUT_S = 3600.0
 VALIDATE_TIMEOUT_S = 3600.0
 RUN_GRACE_S = 60.0
@@ -462,6 +464,10 @@ class AgentService(pb_grpc.WorkerServicer):  # type: ignore[misc]
         except UserError as exc:
             yield pb.RunEvent(error=_error("user", str(exc), "experiment_id"))
             return
+        bad_pacing = _check_pacing(request)
+        if bad_pacing is not None:
+            yield pb.RunEvent(error=bad_pacing)
+            return
         if not self._busy.acquire(timeout=BUSY_WAIT_S):
             yield pb.RunEvent(error=_error("user", "agent busy with another request"))
             return
@@ -486,7 +492,7 @@ class AgentService(pb_grpc.WorkerServicer):  # type: ignore[misc]
             for i in range(COUNTERS):
                 proc.counters[i] = 0
             proc.send(
-                RunCommand(
+                loadproc.PacedRunCommand(
                     experiment_id=request.experiment_id,
                     threads=threads,
                     duration_s=request.duration_seconds,
@@ -494,6 +500,8 @@ class AgentService(pb_grpc.WorkerServicer):  # type: ignore[misc]
                     seed=request.seed,
                     log_dir=str(log_dir),
                     start_state=request.start_state,
+                    target_rate=_rate_share(request.target_rate, threads, request.threads),
+                    arrivals=request.arrivals or "poisson",
                 )
             )
         children = [psutil.Process(p.process.pid) for p in self.processes]
@@ -580,6 +588,26 @@ class AgentService(pb_grpc.WorkerServicer):  # type: ignore[misc]
     ) -> pb.ShutdownReply:
         self._stopper.set()
         return pb.ShutdownReply()
+
+
+def _check_pacing(request: pb.RunRequest) -> pb.Error | None:
+    rate, arrivals = request.target_rate, request.arrivals
+    if not (math.isfinite(rate) and rate >= 0):
+        return _error(
+            "user",
+            f"target_rate {rate!r} is not a finite rate >= 0 (0: closed loop)",
+            "target_rate",
+        )
+    if arrivals and arrivals not in ARRIVALS:
+        return _error(
+            "user", f"arrivals {arrivals!r} is not one of {', '.join(ARRIVALS)}", "arrivals"
+        )
+    return None
+
+
+def _rate_share(rate: float, threads: int, total: int) -> float:
+    """A load process's share of the agent's arrival rate: in proportion to its threads."""
+    return rate * threads / total if total else 0.0
 
 
 def _abandoned(context: grpc.ServicerContext) -> Abandoned:

@@ -1,8 +1,10 @@
-"""The load engine of one fragment: T closed loops acting as socialites.
+"""The load engine of one fragment: T loops acting as socialites.
 
 Each loop asks the workload's player for a socialite, picks a unit of the mix (an action
-or a session) and plays it, paced by the inter-arrival time, until the duration passes,
-the operation count is reached, or the store keeps failing. For a store with an
+or a session) and plays it, until the duration passes,
+the operation count is reached, or the store keeps failing. Closed loop, a loop starts
+its next unit when the last ends (after the inter-arrival time, if any); open loop (a
+target rate), the loops take arrivals from one schedule (runner.py). For a store with an
 asynchronous driver the loops are tasks on one event loop (uvloop) per load process, so
 a waiting socialite costs a few hundred bytes and no thread switch; for a blocking store
 they are threads (runner.py has both). The engine knows no workload: it drives one
@@ -13,6 +15,7 @@ import asyncio
 import contextlib
 import gc
 import json
+import math
 import threading
 import time
 from collections.abc import Sequence
@@ -62,6 +65,20 @@ class RunSpec:
     seed: int
     log_dir: Path
     start_state: str = "carry"  # carry | reload | readback
+    target_rate: float = 0.0  # open loop: this load process's arrivals/s; 0: closed loop
+    arrivals: str = "poisson"  # poisson | constant (open loop only)
+
+    def check_pacing(self) -> None:
+        """A target rate and arrival process the runners can follow, or a UserError."""
+        if not (math.isfinite(self.target_rate) and self.target_rate >= 0):
+            raise UserError(
+                f"target_rate: {self.target_rate!r} is not a finite rate >= 0 (actions/s; "
+                "0 or none for a closed loop)"
+            )
+        if self.arrivals not in runner.ARRIVALS:
+            raise UserError(
+                f"arrivals: {self.arrivals!r} is not one of {', '.join(runner.ARRIVALS)}"
+            )
 
 
 WORKLOAD_FILE = "workload.txt"  # beside the logs: the workload that wrote them
@@ -77,6 +94,22 @@ def initial_path(log_dir: Path, fragment: int) -> Path:
 
 def _no_progress() -> None:
     pass
+
+
+def open_loop_client_delay_ns(actions: np.ndarray) -> np.ndarray:
+    """Open loop: per action, the time between its store call and the later of its intended
+    start and the end of its runner's previous action. An arrival that waited for a free
+    socialite waited for the store (that queue is in its response time), not the client."""
+    if not len(actions):
+        return np.empty(0, dtype=np.int64)
+    a = actions[np.lexsort((actions["start"], actions["thread"]))]
+    free = np.empty(len(a), dtype=np.int64)
+    free[0] = a["intended"][0]
+    free[1:] = a["end"][:-1]
+    first = np.ones(len(a), dtype=bool)
+    first[1:] = a["thread"][1:] != a["thread"][:-1]
+    free[first] = a["intended"][first]
+    return a["start"] - np.maximum(a["intended"], free)  # type: ignore[no-any-return]
 
 
 class FragmentEngine:
@@ -142,6 +175,13 @@ class FragmentEngine:
             self.binding.close()
 
     def run(self, spec: RunSpec, stop: threading.Event, publish: runner.Publish) -> RunSummary:
+        spec.check_pacing()
+        interarrival_ms = self.workload.interarrival_ms(self.config)
+        if spec.target_rate and interarrival_ms:
+            raise UserError(
+                f"{self.workload.name} interarrivaltime ({interarrival_ms:g} ms) and a target "
+                "rate pace the load two ways: set interarrivaltime to 0 or drop the target rate"
+            )
         if spec.start_state == START_READIED:  # the agent readied every fragment before the run
             if self._readied is None:
                 raise UserError("ready must come before a run that starts from it")
@@ -167,7 +207,7 @@ class FragmentEngine:
             units=self.units,
             cumulative=self.cumulative,
             action_names=self.workload.actions,
-            interarrival_ms=self.workload.interarrival_ms(self.config),
+            interarrival_ms=interarrival_ms,
         )
         cpu0 = runner.cpu_seconds()
         # Everything made so far (modules, the fragment, the workload's picture) lives
@@ -218,7 +258,7 @@ class FragmentEngine:
             )
             for code, s in summarize(actions).items()
         }
-        delay = client_delay_ns(actions)
+        delay = open_loop_client_delay_ns(actions) if spec.target_rate else client_delay_ns(actions)
         delay_p99_ms = float(np.percentile(delay, 99)) / 1e6 if len(delay) else 0.0
         aborted = outcome.aborted
         if not aborted and delay_p99_ms > CLIENT_DELAY_BOUND_MS:

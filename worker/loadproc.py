@@ -13,6 +13,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.sharedctypes import SynchronizedArray
 from multiprocessing.synchronize import Event as ProcessEvent
@@ -42,6 +43,15 @@ from bgbench.worker.engine import FragmentEngine, RunSpec
 from bgbench.workloads import registry
 
 BEAT_EVERY_S = 0.5
+
+
+@dataclass(frozen=True)
+class PacedRunCommand(RunCommand):
+    """A run with its open-loop pacing: this process's arrivals/s (0: closed loop) and
+    their process. (The fields belong in contracts.RunCommand; here until they move.)"""
+
+    target_rate: float = 0.0
+    arrivals: str = "poisson"
 
 
 def _exit_with_parent(parent: int) -> None:
@@ -183,6 +193,8 @@ def _run(
         seed=command.seed,
         log_dir=Path(command.log_dir),
         start_state=command.start_state or "carry",
+        target_rate=getattr(command, "target_rate", 0.0),
+        arrivals=getattr(command, "arrivals", "") or "poisson",
     )
     try:
         return engine.run(spec, local_stop, publish)

@@ -5,6 +5,15 @@ by worker.timing. On the event loop one Recorder serves every task (one runs at 
 thread has its own. Between units a task whose store never suspends yields to the loop
 once per time slice, so thousands of them share it fairly without a switch per action.
 
+Pacing. Closed loop (the default): a socialite starts its next unit when the last one
+ends, after BG's inter-arrival time if there is one (slept from the unit's end, as BG's
+ClientThread does). Open loop (a target rate): the load process's socialites share one
+seeded arrival schedule (Poisson or evenly spaced); a free socialite takes the next
+arrival, waits for it if it is ahead, or starts at once if the store fell behind. Either
+way an action's intended start is when the schedule wanted it, so the response time
+(end - intended) counts a queue the store made while the service time does not: the
+coordinated omission of a closed loop does not hide a stall. T bounds the concurrency.
+
 The client watches itself: the loop's lag (how late a timer fires) per interval goes
 into the progress stream, and every action's delay between its intended start and its
 store call is in its timings.
@@ -12,6 +21,7 @@ store call is in its timings.
 
 import asyncio
 import bisect
+import random
 import resource
 import threading
 import time
@@ -36,9 +46,12 @@ if TYPE_CHECKING:
 MAX_CONSECUTIVE_ERRORS = 100
 STOP_GRACE_S = 30.0
 PUBLISH_EVERY_S = 0.2
-LIVE_EVERY_S = 1.0
+LIVE_EVERY_S = 0.5  # live latency deltas: the coordinator takes intervals from them
 SLICE_NS = 50_000  # a task whose store never suspends yields after this much work
 CONNECT_AT_ONCE = 64  # connections opened concurrently when tasks start
+ARRIVALS = ("poisson", "constant")
+_ARRIVALS_SEED = 0xA77  # the schedule's own stream beside the socialites' (which use t >= 0)
+_GAPS_AT_ONCE = 1024  # exponential gaps drawn per refill
 
 # (actions, errors, sessions, latency histogram delta or None, client lag in ms)
 Publish = Callable[[int, int, int, bytes | None, float], None]
@@ -81,6 +94,46 @@ class Plan:
 
     def player(self, conn: Any, rec: Recorder, t: int, think: "Think") -> "Player":
         return self.fragment.player(conn, rec, t, self.seed(t), think, self.units)
+
+    def arrivals(self) -> "Arrivals | None":
+        """The open-loop schedule its socialites share; None for a closed loop."""
+        s = self.spec
+        if s.target_rate <= 0:
+            return None
+        seed = [s.seed, self.fragment.index, _ARRIVALS_SEED, zlib.crc32(s.experiment_id.encode())]
+        return Arrivals(s.target_rate, s.arrivals, seed)
+
+
+class Arrivals:
+    """One load process's open-loop schedule: `rate` arrivals a second from the first
+    take, Poisson (exponential gaps) or constant, reproducible from `seed`. `take` is for
+    one event loop; threads share the schedule through `take_locked`."""
+
+    def __init__(self, rate: float, kind: str, seed: list[int]) -> None:
+        self.gap_ns = 1e9 / rate
+        self.poisson = kind != "constant"
+        self.rng = random.Random(repr(seed))  # a str seed is hashed (sha512): reproducible
+        self.next = 0.0  # the next arrival, monotonic ns; 0 before the first take
+        self.gaps: list[float] = []
+        self.lock = threading.Lock()
+
+    def take(self) -> int:
+        """The next arrival (monotonic ns), which may be past: a queue the store made."""
+        at = self.next
+        if not at:
+            at = float(monotonic_ns())
+        if self.poisson:
+            if not self.gaps:
+                expo, mean = self.rng.expovariate, self.gap_ns
+                self.gaps = [expo(1.0) * mean for _ in range(_GAPS_AT_ONCE)]
+            self.next = at + self.gaps.pop()
+        else:
+            self.next = at + self.gap_ns
+        return int(at)
+
+    def take_locked(self) -> int:
+        with self.lock:
+            return self.take()
 
 
 @dataclass
@@ -194,8 +247,11 @@ async def _run_tasks(
 
     players = [plan.player(raw[t], rec, t, think) for t in range(threads)]
     conns = [p.timer for p in players]
+    arrivals = plan.arrivals()
     tasks = [
-        asyncio.ensure_future(_socialite(plan, t, players[t], flags, sessions, unit_counts, yields))
+        asyncio.ensure_future(
+            _socialite(plan, t, players[t], flags, sessions, unit_counts, yields, arrivals)
+        )
         for t in range(threads)
     ]
     live = LiveLatencies([rec])
@@ -228,7 +284,8 @@ async def _run_tasks(
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
             break
-        wait = min(PUBLISH_EVERY_S, max(0.001, deadline - now))
+        # the live cuts on time: the coordinator reads each delta as one interval
+        wait = min(PUBLISH_EVERY_S, max(0.001, deadline - now), max(0.001, next_cut - now))
         asked = monotonic_ns()
         await asyncio.sleep(wait)
         late = max(0.0, (monotonic_ns() - asked) / 1e6 - wait * 1000)
@@ -266,24 +323,29 @@ async def _socialite(
     sessions: list[int],
     unit_counts: list[int],
     yields: bool,
+    arrivals: Arrivals | None,
 ) -> None:
     timed, cumulative, units = player.timer, plan.cumulative, player.units
     acquire, release, rand = player.acquire, player.release, player.rng.random
-    gap_ns = int(plan.interarrival_ms * 1_000_000)
+    take = arrivals.take if arrivals is not None else None
+    gap_ns = 0 if take is not None else int(plan.interarrival_ms * 1_000_000)
     max_ops = plan.per_runner_ops
-    next_arrival = monotonic_ns()
-    slice_end = next_arrival + SLICE_NS
+    slice_end = monotonic_ns() + SLICE_NS
     sid = t << 40
     think = player.think
+    due = 0  # the next unit's intended start when a schedule set it; 0: as soon as free
     try:
         while not flags.stop:
-            if gap_ns:
-                next_arrival += gap_ns
-                now = monotonic_ns()
-                if next_arrival > now and not await think((next_arrival - now) / 1e9):
-                    break
-                intended = next_arrival
-                if yields and now >= slice_end:  # behind schedule: still let others run
+            if take is not None and not due:
+                due = take()
+                wait = due - monotonic_ns()
+                if wait > 0:
+                    if not await think(wait / 1e9):
+                        break
+                    slice_end = monotonic_ns() + SLICE_NS
+            if due:
+                intended = due
+                if yields and monotonic_ns() >= slice_end:  # behind schedule: let others run
                     await YIELD
                     slice_end = monotonic_ns() + SLICE_NS
             else:
@@ -295,7 +357,7 @@ async def _socialite(
             socialite = acquire()
             if socialite is None:  # every drawn socialite is busy: let their tasks run
                 await YIELD
-                continue
+                continue  # an arrival taken waits for a free socialite
             before = timed.count
             player.sid, player.intended = sid, intended
             u = bisect.bisect_left(cumulative, rand())
@@ -303,6 +365,7 @@ async def _socialite(
                 await units[u](socialite)
             finally:
                 release(socialite)
+            due = 0
             sid += 1
             if timed.count > before:
                 sessions[t] += 1
@@ -312,6 +375,11 @@ async def _socialite(
                 flags.stop = True
             if max_ops and timed.count >= max_ops:
                 break
+            if gap_ns:  # BG's inter-arrival time, from this unit's end to the next's start
+                due = monotonic_ns() + gap_ns  # a late wake-up counts as the client's delay
+                if not await think(gap_ns / 1e9):
+                    break
+                slice_end = monotonic_ns() + SLICE_NS
     except asyncio.CancelledError:
         return  # woken from a think time at the stop
 
@@ -331,10 +399,22 @@ def run_threads(plan: Plan, log: LogWriter, stop: threading.Event, publish: Publ
     # Threads connect, then wait for all to be started: a thread started while thousands
     # of others already run waits its turn for the interpreter behind all of them.
     go = threading.Event()
+    arrivals = plan.arrivals()
     workers = [
         threading.Thread(
             target=_thread_main,
-            args=(plan, t, recorders[t], timed, stop, go, flags, sessions, unit_counts[t]),
+            args=(
+                plan,
+                t,
+                recorders[t],
+                timed,
+                stop,
+                go,
+                flags,
+                sessions,
+                unit_counts[t],
+                arrivals,
+            ),
             name=f"socialite-f{plan.fragment.index}-t{t}",
             daemon=True,
         )
@@ -376,7 +456,7 @@ def run_threads(plan: Plan, log: LogWriter, stop: threading.Event, publish: Publ
         if now >= stuck_deadline:
             flags.aborted.append(_not_stopping([timed[t] for t in alive], stopped_at, threads))
             break
-        wait = min(PUBLISH_EVERY_S, max(0.0, deadline - now) + 0.005)
+        wait = min(PUBLISH_EVERY_S, max(0.0, deadline - now) + 0.005, max(0.0, next_cut - now))
         asked = monotonic_ns()
         workers[alive[0]].join(timeout=wait)
         # How late this thread got the interpreter back (0 if the joined thread ended).
@@ -412,6 +492,7 @@ def _thread_main(
     flags: Flags,
     sessions: list[int],
     unit_counts: list[int],
+    arrivals: Arrivals | None,
 ) -> None:
     binding = plan.binding
     placeholder = Timer(None, rec, t)
@@ -433,24 +514,22 @@ def _thread_main(
     timed = player.timer
     timed_slots[t] = timed
     units, cumulative, rand = player.units, plan.cumulative, player.rng.random
-    gap_ns = int(plan.interarrival_ms * 1_000_000)
+    take = arrivals.take_locked if arrivals is not None else None  # no lock in a closed loop
+    gap_ns = 0 if take is not None else int(plan.interarrival_ms * 1_000_000)
     max_ops = plan.per_runner_ops
     go.wait()
-    next_arrival = monotonic_ns()
+    due = 0  # the next unit's intended start when a schedule set it; 0: as soon as free
     sid = t << 40
     try:
         while not stop.is_set():
-            if gap_ns:
-                next_arrival += gap_ns
-                delay = (next_arrival - monotonic_ns()) / 1e9
-                if delay > 0 and stop.wait(delay):
+            if take is not None and not due:
+                due = take()
+                if not _sleep_until(stop, due):
                     break
-                intended = next_arrival
-            else:
-                intended = monotonic_ns()
+            intended = due or monotonic_ns()
             socialite = player.acquire()
             if socialite is None:
-                continue  # every drawn socialite is busy: draw again
+                continue  # every drawn socialite is busy: draw again (an arrival waits)
             u = bisect.bisect_left(cumulative, rand())
             before = timed.count
             player.sid, player.intended = sid, intended
@@ -458,6 +537,7 @@ def _thread_main(
                 run_blocking(units[u](socialite))  # type: ignore[arg-type]
             finally:
                 player.release(socialite)
+            due = 0
             sid += 1
             if timed.count > before:
                 sessions[t] += 1
@@ -468,8 +548,21 @@ def _thread_main(
                 stop.set()
             if max_ops and timed.count >= max_ops:
                 break
+            if gap_ns:  # BG's inter-arrival time, from this unit's end to the next's start
+                due = monotonic_ns() + gap_ns  # a late wake-up counts as the client's delay
+                if not _sleep_until(stop, due):
+                    break
     finally:
         conn.close()
+
+
+def _sleep_until(stop: threading.Event, due: int) -> bool:
+    """Sleep until monotonic ns `due` (never less: an event's wait may end a hair early);
+    False when the experiment is stopping."""
+    while (left := due - monotonic_ns()) > 0:
+        if stop.wait(left / 1e9):
+            return False
+    return not stop.is_set()
 
 
 def _not_stopping(alive: list[Timer | None], stopped_at: int, threads: int) -> str:

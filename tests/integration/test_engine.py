@@ -133,13 +133,23 @@ def test_a_dead_store_ends_the_experiment_early(tmp_path):
     assert summary.elapsed < 25  # ended by the failures, not by the clock
 
 
-def test_interarrival_time_paces_each_thread(tmp_path):
+@pytest.mark.parametrize("concurrency", ["asyncio", "threads"])
+def test_interarrival_time_paces_each_thread(tmp_path, concurrency):
+    """BG's ClientThread sleeps interarrivaltime between one unit's end and the next's start."""
     cfg = config(mix={"VP": 1}, interarrivaltime=100)
-    engine = FragmentEngine(WORKLOAD, cfg, "null", {}, CAPACITIES, 0)
+    engine = FragmentEngine(WORKLOAD, cfg, "null", {"concurrency": concurrency}, CAPACITIES, 0)
     engine.prepare()
     summary = run(engine, tmp_path, "paced", threads=2, duration=1)
-    # 2 threads, one socialite every 100 ms each, for 1 s: at most 2 * 10 arrivals
+    # 2 threads, one unit and a 100 ms sleep each, for 1 s: at most 2 * 10 units
     assert 2 <= summary.sessions <= 22
+    actions = np.load(tmp_path / "paced" / "actions-f0.npy")
+    for t in (0, 1):
+        mine = np.sort(actions[actions["thread"] == t], order="start")
+        assert len(mine) >= 2
+        # from one action's end to the next one's intended and actual start: the sleep
+        assert np.all(mine["intended"][1:] - mine["end"][:-1] >= 100_000_000)
+        assert np.all(mine["start"][1:] >= mine["intended"][1:])
+    engine.close()
 
 
 def test_think_time_spaces_the_actions_of_a_session(tmp_path):

@@ -87,7 +87,13 @@ class BGWorkloadConfig(BaseModel):
         ),
     ] = 0
     interarrivaltime: Annotated[
-        float, Field(ge=0, le=DAY_MS, description="ms between socialites emulated by a thread")
+        float,
+        Field(
+            ge=0,
+            le=DAY_MS,
+            description="ms a thread sleeps between the end of one socialite's unit and the "
+            "start of the next (BG's ClientThread); closed loop only",
+        ),
     ] = 0
     exclusive: bool = Field(
         default=True, description="no two threads act as the same socialite at once"

@@ -94,7 +94,13 @@ class EHRWorkloadConfig(BaseModel):
         default=True, description="no two loops act on the same patient at once"
     )
     interarrivaltime: Annotated[
-        float, Field(ge=0, le=DAY_MS, description="ms between the operations of one loop")
+        float,
+        Field(
+            ge=0,
+            le=DAY_MS,
+            description="ms a loop sleeps between the end of one operation and the start of "
+            "the next (as BG's interarrivaltime); closed loop only",
+        ),
     ] = 0
 
     @field_validator("mix")

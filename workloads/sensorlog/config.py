@@ -98,7 +98,15 @@ class SensorLogWorkloadConfig(BaseModel):
     q3_selectivity: Annotated[
         float, Field(gt=0, le=100, description="percent of the loaded rows Q3's threshold selects")
     ] = 0.2
-    interarrivaltime: Annotated[float, Field(ge=0, le=DAY_MS)] = 0
+    interarrivaltime: Annotated[
+        float,
+        Field(
+            ge=0,
+            le=DAY_MS,
+            description="ms a loop sleeps between the end of one operation and the start of "
+            "the next (as BG's interarrivaltime); closed loop only",
+        ),
+    ] = 0
 
     @field_validator("mix")
     @classmethod
