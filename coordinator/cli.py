@@ -113,6 +113,13 @@ MixFlag = Annotated[str | None, typer.Option(help="verylow, low, high or session
 UsersFlag = Annotated[int | None, typer.Option(help="members in the database")]
 ResultsFlag = Annotated[Path | None, typer.Option(help="results directory")]
 JsonFlag = Annotated[bool, typer.Option("--json", help="print the result as JSON")]
+TargetRateFlag = Annotated[
+    float | None,
+    typer.Option(
+        help="open loop: actions/s arriving over all agents (Poisson; run.arrivals), latency "
+        "counted from each intended start; with rate --over rate, the first rate searched"
+    ),
+]
 
 
 @app.command()
@@ -127,6 +134,7 @@ def run(
     mix: MixFlag = None,
     users: UsersFlag = None,
     results: ResultsFlag = None,
+    target_rate: TargetRateFlag = None,
     as_json: JsonFlag = False,
     param: ParamOption = None,
 ) -> None:
@@ -134,6 +142,7 @@ def run(
     flags = _common_flags(
         workload, store, threads, duration, agents, processes, mix, users, results
     )
+    flags["run.target_rate"] = target_rate
     settings = _settings(config, param, flags)
     record = api.run(settings, console=err)
     if as_json:
@@ -167,6 +176,11 @@ def rate(
         float | None, typer.Option(help="run unrated for S seconds before the search")
     ] = None,
     state: Annotated[str | None, typer.Option(help="carry, reload or readback")] = None,
+    target_rate: TargetRateFlag = None,
+    over: Annotated[
+        str | None,
+        typer.Option(help="threads (closed loop, the default) or rate (search the open-loop rate)"),
+    ] = None,
     agents: AgentsFlag = None,
     processes: ProcessesFlag = None,
     mix: MixFlag = None,
@@ -197,6 +211,8 @@ def rate(
                 "rating.max_threads": max_threads,
                 "rating.warmup_s": warmup,
                 "rating.state": state,
+                "run.target_rate": target_rate,
+                "rating.over": over,
             }
         )
         settings = _settings(config, param, flags)

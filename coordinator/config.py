@@ -58,6 +58,20 @@ class RunConfig(BaseModel):
         int,
         Field(ge=0, lt=SEED_LIMIT, description="seed of the load (socialites, targets, mix)"),
     ] = 1
+    target_rate: Annotated[
+        float | None,
+        Field(
+            gt=0,
+            le=100_000_000,
+            description="open loop: actions/s in all, arriving on a schedule whatever the "
+            "store's pace (threadcount bounds how many run at once); response times count "
+            "from each action's intended start, so a stall is not hidden (coordinated "
+            "omission); none: closed loop",
+        ),
+    ] = None
+    arrivals: Literal["poisson", "constant"] = Field(
+        "poisson", description="open loop: Poisson arrivals, or evenly spaced ones"
+    )
 
 
 class TLSConfig(BaseModel):
@@ -209,6 +223,42 @@ class RatingConfig(BaseModel):
     sweep_repeats: Annotated[
         int, Field(ge=1, le=100, description="sweep: runs of each thread count, averaged")
     ] = 3
+    search: Literal["fit", "classic"] = Field(
+        "fit",
+        description="fit: double T, then probe where a parabola through the best points "
+        "puts the peak, comparing throughputs by a test (fewer experiments); classic: the "
+        "paper's doubling and slope bisection on one number per T",
+    )
+    confidence: Annotated[
+        float,
+        Field(ge=0.5, le=0.999, description="confidence of every interval and SLA verdict"),
+    ] = 0.95
+    repeats: Annotated[
+        int,
+        Field(
+            ge=1,
+            le=10,
+            description="runs of one T at most while its SLA verdict is not clear at "
+            "`confidence` (1: never repeat)",
+        ),
+    ] = 3
+    steady_state: bool = Field(
+        True,
+        description="rate each experiment on its steady part only: the warm-up its "
+        "throughput series shows (MSER-5) is cut and recorded; a run that never settles "
+        "in its first half is unstable, not rated",
+    )
+    over: Literal["threads", "rate"] = Field(
+        "threads",
+        description="threads: search T (closed loop); rate: search the open-loop arrival "
+        "rate (run.target_rate is the first, doubled until the SLA fails, then bisected) "
+        "at run.threadcount socialites",
+    )
+    rate_resolution: Annotated[
+        float,
+        Field(gt=0, le=0.5, description="rate search: stop when the bracket is this narrow "
+              "(a share of its low end)"),
+    ] = 0.05  # fmt: skip
     state: Literal["carry", "reload", "readback"] = Field(
         "carry",
         description="how each experiment learns the initial value of every tracked item: "
@@ -257,6 +307,16 @@ class ModelConfig(BaseModel):
     unpredictable_per_thread: Annotated[
         float, Field(ge=0, description="% unpredictable reads added per thread")
     ] = 0.0
+    noise: Annotated[
+        float,
+        Field(ge=0, le=1, description="coefficient of variation of each second's throughput "
+              "(seeded by run.seed and the experiment)"),
+    ] = 0.0  # fmt: skip
+    ramp_s: Annotated[
+        float,
+        Field(ge=0, description="seconds each experiment takes to reach its throughput "
+              "(a warm-up to detect)"),
+    ] = 0.0  # fmt: skip
     workers: Annotated[int, Field(ge=1, le=1024)] = 2
 
 

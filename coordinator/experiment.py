@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from bgbench.coordinator.agents import HEARTBEAT_TIMEOUT_S, AgentClient, Credentials
-from bgbench.coordinator.config import Settings
+from bgbench.coordinator.config import RatingConfig, Settings, SLAConfig
 from bgbench.coordinator.faults import fault_time, silent_agent
-from bgbench.coordinator.metrics import LatencySummary, decode, judge, share_within
+from bgbench.coordinator.metrics import LatencySummary, Verdict, decode, judge, share_within
 from bgbench.coordinator.plan import AgentSlot, FragmentLayout, layout, split_threads
+from bgbench.coordinator.steady import Steadiness, Tick, analyse, tick_of, window_within_counts
 from bgbench.errors import BGBenchError, SystemFault, UserError
 from bgbench.protos import START_READIED, new_histogram
 from bgbench.protos import worker_pb2 as pb
@@ -223,6 +224,10 @@ class ExperimentResult:
     store_counters: dict[str, int] = field(default_factory=dict)
     per_unit: dict[str, int] = field(default_factory=dict)
     phase_seconds: dict[str, float] = field(default_factory=dict)
+    # The progress series and the steady part of it that the figures above rate (None:
+    # an experiment without a progress stream).
+    steady: Steadiness | None = None
+    target_rate: float = 0.0  # open loop: the arrival rate asked for, actions/s (0: closed)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2)
@@ -240,7 +245,11 @@ def run_experiment(
     on_progress: ProgressCallback | None = None,
     start_state: str = "carry",
     heartbeat_timeout: float = 5.0,
+    rate: float | None = None,
 ) -> ExperimentResult:
+    """One experiment; `rate` (actions/s over all agents) runs it open loop, else
+    settings.run.target_rate does, else it is closed loop."""
+    rate = rate or settings.run.target_rate or 0.0
     shares = split_threads(threads, cluster.capacities)
     outcomes = [AgentOutcome(c.address, n) for c, n in zip(cluster.clients, shares, strict=True)]
     results: list[pb.RunResult | None] = [None] * len(cluster.clients)
@@ -248,6 +257,8 @@ def run_experiment(
     started = time.monotonic()
     cpu_started = _cpu_seconds()
     events = [0]
+    ticks: list[list[Tick]] = [[] for _ in cluster.clients]
+    bound_us = settings.sla.beta_ms * 1000
     last_seen = [started] * len(cluster.clients)
     lock = threading.Lock()
     fault_at = [0.0]  # when the first fault was found
@@ -276,12 +287,18 @@ def run_experiment(
             operation_count=_share(settings.run.operationcount, shares[i], threads),
             seed=settings.run.seed,
             start_state=START_READIED,
+            target_rate=rate * shares[i] / threads if threads else 0.0,
+            arrivals=settings.run.arrivals,
         )
         try:
             for event in client.run(request):
                 last_seen[i] = time.monotonic()
                 events[0] += 1
                 if event.HasField("progress"):
+                    p = event.progress
+                    ticks[i].append(
+                        tick_of(p.elapsed_seconds, p.actions, p.response_hist_delta, bound_us)
+                    )
                     lag = event.progress.client_lag_ms
                     outcomes[i].client_lag_max_ms = max(outcomes[i].client_lag_max_ms, lag)
                     if on_progress:
@@ -321,7 +338,52 @@ def run_experiment(
         experiment_id, threads, duration_s, cluster, outcomes, ran, validations, settings
     )
     result.coordinator_cpu_s, result.progress_events = coordinator_cpu, events[0]
+    result.target_rate = rate
+    return rate_steady(result, ticks, settings.sla, settings.rating)
+
+
+def rate_steady(
+    result: ExperimentResult, ticks: list[list[Tick]], sla: SLAConfig, rating: RatingConfig
+) -> ExperimentResult:
+    """The experiment's figures from its steady window: throughput, the share within beta
+    (each agent's and in all) and the verdicts; an unstable run fails, not rated."""
+    steady = analyse(ticks, result.duration_s, rating.steady_state, rating.confidence)
+    result.steady = steady
+    if not steady.tested or result.fault:
+        return result
+    result.actions_per_s = float(sum(steady.window_throughput) / len(steady.window_throughput))
+    if sla.latency_scope == "action":
+        hits = ended = 0
+        for out, agent_ticks in zip(result.agents, ticks, strict=True):
+            w, e = window_within_counts(agent_ticks, steady)
+            if e:
+                out.within_percent = 100.0 * w / e
+            hits, ended = hits + w, ended + e
+        if ended:
+            result.within_percent = 100.0 * hits / ended
+    for out in result.agents:
+        verdict = _verdict(out, sla)
+        if not steady.stable:
+            verdict.passed = False
+            verdict.reasons.append(
+                f"unstable: the throughput did not settle within the first half of the "
+                f"{result.duration_s:g} s run (its halves still differ after a "
+                f"{steady.warmup_s:.1f} s warm-up): not rated"
+            )
+        out.passed, out.reasons = verdict.passed, verdict.reasons
+    result.passed = all(o.passed for o in result.agents)
     return result
+
+
+def _verdict(out: AgentOutcome, sla: SLAConfig) -> Verdict:
+    """One agent's SLA verdict from its figures."""
+    return judge(
+        out.within_percent if sla.latency_scope == "action" else out.session_within_percent,
+        out.unpredictable_percent,
+        out.errors,
+        out.saturated and not out.embedded_store,
+        sla,
+    )
 
 
 def _cpu_seconds() -> float:
@@ -440,15 +502,7 @@ def _merge(
                     f"{out.address} wrote {out.log_records_written} log records but "
                     f"{out.log_records_read} were read back"
                 )
-        verdict = judge(
-            out.within_percent
-            if settings.sla.latency_scope == "action"
-            else out.session_within_percent,
-            out.unpredictable_percent,
-            out.errors,
-            out.saturated and not out.embedded_store,
-            settings.sla,
-        )
+        verdict = _verdict(out, settings.sla)
         if out.aborted:
             faults.append(f"{out.address}: {out.aborted}")
         out.passed, out.reasons = verdict.passed, verdict.reasons

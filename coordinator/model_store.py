@@ -9,16 +9,28 @@ seconds:
   `rate_at_one * sqrt(T)`;
 - response time: lognormal with mean T / X(T) (Little's law, closed loop) and
   spread sigma, so the share within beta falls as T grows;
-- unpredictable reads: `unpredictable_per_thread` percent per thread.
+- unpredictable reads: `unpredictable_per_thread` percent per thread;
+- noise: each progress interval's throughput varies by a seeded normal factor of
+  coefficient of variation `noise` (its latency follows by Little's law), and `ramp_s`
+  seconds of warm-up climb from a third of the rate; the experiment's progress series
+  goes through the same steady-state analysis as agents' (coordinator/steady.py);
+- open loop (`run.target_rate`): below the capacity X(T) the store serves the rate,
+  with M/M/1-like response time; above it the queue grows for the whole experiment.
 """
 
 import math
-from dataclasses import dataclass
+import zlib
+from dataclasses import dataclass, field
 
-from bgbench.coordinator.config import ModelConfig, SLAConfig
-from bgbench.coordinator.experiment import AgentOutcome, ExperimentResult
+import numpy as np
+
+from bgbench.coordinator.config import ModelConfig, RatingConfig, SLAConfig
+from bgbench.coordinator.experiment import AgentOutcome, ExperimentResult, rate_steady
 from bgbench.coordinator.metrics import LatencySummary, judge
 from bgbench.coordinator.plan import split_threads
+from bgbench.coordinator.steady import Tick
+
+TICK_S = 0.25  # the model's progress interval (agents report at this period too)
 
 Z = {50: 0.0, 95: 1.6448536, 99: 2.3263479, 99.9: 3.0902323}
 READ_SHARE = 0.9  # of actions that read a tracked item
@@ -32,6 +44,8 @@ def _normal_cdf(x: float) -> float:
 class ModelStore:
     model: ModelConfig
     sla: SLAConfig
+    rating: RatingConfig = field(default_factory=RatingConfig)
+    seed: int = 1
     clock_s: float = 0.0  # virtual time spent in experiments
 
     def describe(self) -> str:
@@ -62,28 +76,82 @@ class ModelStore:
             return 100.0 if median <= self.sla.beta_ms else 0.0
         return 100.0 * _normal_cdf((math.log(self.sla.beta_ms) - math.log(median)) / sigma)
 
-    def experiment(self, threads: int, duration_s: float, experiment_id: str) -> ExperimentResult:
+    def _ticks(
+        self, x: float, threads: int, workers: list[int], duration_s: float, experiment_id: str
+    ) -> tuple[list[list[Tick]], list[float]]:
+        """Each worker's progress ticks, and its mean share within beta over the run."""
+        m = self.model
+        rng = np.random.default_rng([self.seed, zlib.crc32(experiment_id.encode())])
+        n = max(1, round(duration_s / TICK_S))
+        times = np.arange(1, n + 1) * (duration_s / n)
+        ramp = np.minimum(1.0, (1 + 2 * times / m.ramp_s) / 3) if m.ramp_s else np.ones(n)
+        ticks: list[list[Tick]] = []
+        withins: list[float] = []
+        for t in workers:
+            factor = np.maximum(0.05, 1 + m.noise * rng.standard_normal(n)) if m.noise else 1.0
+            rates = x * t / threads * ramp * factor
+            cumulative = np.round(np.cumsum(rates * (duration_s / n))).astype(np.int64)
+            ended = np.diff(cumulative, prepend=0)
+            within = np.array([self._within(*self._latency(t, r)) if r > 0 else 0.0 for r in rates])
+            hits = np.round(ended * within / 100).astype(np.int64)
+            ticks.append(
+                [
+                    Tick(float(times[i]), int(cumulative[i]), int(ended[i]), int(hits[i]))
+                    for i in range(n)
+                ]
+            )
+            withins.append(100.0 * hits.sum() / ended.sum() if ended.sum() else 0.0)
+        return ticks, withins
+
+    def _open_loop(self, threads: int, rate: float, duration_s: float) -> tuple[float, float]:
+        """(throughput, mean response ms) of an open-loop experiment at `rate` actions/s."""
+        capacity = self.throughput(threads)
+        if capacity <= 0:
+            return 0.0, math.inf
+        service_ms = 1000.0 * threads / capacity
+        rho = rate / capacity
+        if rho < 0.999:
+            return rate, service_ms / (1 - rho)
+        # at capacity the queue grows all along: the mean action waited half the backlog
+        backlog_s = duration_s * max(0.0, rho - 1) / rho
+        return min(rate, capacity), 1000 * service_ms + 1000 * backlog_s / 2
+
+    def experiment(
+        self, threads: int, duration_s: float, experiment_id: str, rate: float | None = None
+    ) -> ExperimentResult:
         self.clock_s += duration_s
-        x = self.throughput(threads)
+        if rate:
+            x, mean_ms = self._open_loop(threads, rate, duration_s)
+        else:
+            x = self.throughput(threads)
+            mean_ms = 1000.0 * threads / x if x > 0 else math.inf
         unpredictable = min(100.0, self.model.unpredictable_per_thread * threads)
         shares = split_threads(threads, [1.0] * self.model.workers)
+        s = self.model.spread
+        median = mean_ms * math.exp(-s * s / 2)
         if x > 0:
-            median, sigma = self._latency(threads, x)
-            within = self._within(median, sigma)
             summary = LatencySummary(
                 count=int(x * duration_s),
-                p50_ms=median * math.exp(sigma * Z[50]),
-                p95_ms=median * math.exp(sigma * Z[95]),
-                p99_ms=median * math.exp(sigma * Z[99]),
-                max_ms=median * math.exp(sigma * Z[99.9]),
-                mean_ms=1000.0 * threads / x,
+                p50_ms=median * math.exp(s * Z[50]),
+                p95_ms=median * math.exp(s * Z[95]),
+                p99_ms=median * math.exp(s * Z[99]),
+                max_ms=median * math.exp(s * Z[99.9]),
+                mean_ms=mean_ms,
             )
         else:
-            within, summary = 0.0, LatencySummary(0, 0, 0, 0, 0, 0)
+            summary = LatencySummary(0, 0, 0, 0, 0, 0)
+        if rate:  # the queue, not Little's law, sets the latency: one level for the run
+            within_all = self._within(median, s) if x > 0 else 0.0
+            ticks, withins = self._ticks(x, threads, shares, duration_s, experiment_id)
+            for row in ticks:
+                for tick in row:
+                    tick.within = round(tick.ended * within_all / 100)
+            withins = [within_all] * len(shares)
+        else:
+            ticks, withins = self._ticks(x, threads, shares, duration_s, experiment_id)
         agents = []
         for w, t in enumerate(shares):
-            x_w = x * t / threads if threads else 0.0
-            actions = int(x_w * duration_s)
+            actions = ticks[w][-1].actions if t else 0
             reads = int(actions * READ_SHARE)
             out = AgentOutcome(
                 address=f"model-worker-{w}",
@@ -92,8 +160,8 @@ class ModelStore:
                 sessions=actions,
                 elapsed_s=duration_s,
                 load_processes=1,
-                within_percent=within if t else 100.0,
-                session_within_percent=within if t else 100.0,
+                within_percent=withins[w] if t else 100.0,
+                session_within_percent=withins[w] if t else 100.0,
                 reads=reads,
                 unpredictable_reads=round(reads * unpredictable / 100),
                 start_state="model",
@@ -107,7 +175,9 @@ class ModelStore:
         actions = sum(a.actions for a in agents)
         reads = sum(a.reads for a in agents)
         bad = sum(a.unpredictable_reads for a in agents)
-        return ExperimentResult(
+        hits = sum(t.within for row in ticks for t in row)
+        ended = sum(t.ended for row in ticks for t in row)
+        result = ExperimentResult(
             experiment_id=experiment_id,
             threads=threads,
             duration_s=duration_s,
@@ -116,9 +186,9 @@ class ModelStore:
             actions=actions,
             sessions=actions,
             errors=0,
-            actions_per_s=x,
-            sessions_per_s=x,
-            within_percent=within,
+            actions_per_s=actions / duration_s,
+            sessions_per_s=actions / duration_s,
+            within_percent=100.0 * hits / ended if ended else 0.0,
             unpredictable_percent=100.0 * bad / reads if reads else 0.0,
             reads=reads,
             unpredictable_reads=bad,
@@ -127,3 +197,7 @@ class ModelStore:
             agents=agents,
             passed=all(a.passed for a in agents),
         )
+        result.target_rate = rate or 0.0
+        if x <= 0:
+            return result
+        return rate_steady(result, ticks, self.sla, self.rating)

@@ -210,10 +210,15 @@ def experiment_line(phase: str, r: ExperimentResult, settings: Settings) -> str:
     elif not r.passed:
         reasons = sorted({x.split(":")[0] for a in r.agents for x in a.reasons})
         why = f" ({', '.join(reasons)})"
+    steady = ""
+    if r.steady is not None and r.steady.cut:
+        steady = f"  (warm-up {r.steady.warmup_s:.1f} s cut)"
+    rate = f" R={r.target_rate:,.0f}/s" if r.target_rate else ""
     return (
-        f"{phase:>6} T={r.threads:<6} {r.duration_s:>5g} s  {r.actions_per_s:>14,.1f} actions/s  "
+        f"{phase:>6} T={r.threads:<6}{rate} {r.duration_s:>5g} s  "
+        f"{r.actions_per_s:>14,.1f} actions/s  "
         f"{r.within_percent:6.2f}% <= {settings.sla.beta_ms:g} ms  "
-        f"{r.unpredictable_percent:.3f}% unpredictable  {verdict}{why}"
+        f"{r.unpredictable_percent:.3f}% unpredictable  {verdict}{why}{steady}"
     )
 
 
@@ -318,23 +323,45 @@ def render_rating(
         f"{summary.search_duration_s:g} s, final at {summary.final_duration_s:g} s\n"
     )
     if summary.soar is not None:
-        head.append(f"SoAR {summary.soar:,.1f} actions/s", style="bold green")
-        head.append(f" at T={summary.soar_threads}")
+        head.append(
+            f"SoAR {summary.soar:,.1f}{soar_interval(summary)} actions/s", style="bold green"
+        )
+        if summary.over == "rate":
+            head.append(f" at {summary.soar_rate or 0:,.0f} arrivals/s, T={summary.soar_threads}")
+        else:
+            head.append(f" at T={summary.soar_threads}")
         if summary.final_soar:
             head.append(f"  ({summary.final_soar.note})")
         head.append("\n")
     if summary.socialites is not None:
         head.append(f"Socialites {summary.socialites}", style="bold green")
+        low, high = summary.socialites_low, summary.socialites_high
+        if low is not None and high is not None and (low, high) != (summary.socialites,) * 2:
+            head.append(
+                f" (uncertain between {low} and {high}: verdicts at T="
+                f"{', '.join(map(str, summary.uncertain_threads))} stayed unclear)"
+            )
         if summary.final_socialites:
             head.append(f"  ({summary.final_socialites.note})")
         head.append("\n")
     head.append(
         f"experiments: {summary.experiments_unique} unique of {summary.experiments_requested} "
-        f"requested; {summary.experiments_run_now} run in this session\n"
+        f"requested ({summary.experiments_repeated} repeated for a clear verdict); "
+        f"{summary.experiments_run_now} run in this session\n"
     )
     for note in summary.notes:
         head.append(note + "\n")
     return Group(head, _experiments_table(experiments, settings))
+
+
+def soar_interval(summary: "RatingSummary") -> str:
+    """' ± h (c% CI low..high)' when the rating has an interval for SoAR."""
+    low, high, c = summary.soar_low, summary.soar_high, summary.confidence
+    if summary.soar is None or c is None:
+        return ""
+    if low is None or high is None:
+        return f" (no {100 * c:g}% interval: too few samples)"
+    return f" ± {(high - low) / 2:,.1f} ({100 * c:g}% CI {low:,.1f}..{high:,.1f})"
 
 
 def render_ratings(rows: list[dict[str, Any]]) -> Table:

@@ -14,13 +14,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bgbench.coordinator.experiment import ExperimentResult
 from bgbench.coordinator.redaction import redact_config
-from bgbench.coordinator.search.memo import Outcome
 from bgbench.errors import UserError
 from bgbench.workloads.registry import DEFAULT_WORKLOAD
+
+if TYPE_CHECKING:
+    from bgbench.coordinator.evidence import RunFigures
 
 DB_NAME = "bgbench.sqlite"
 SCHEMA = """
@@ -279,16 +281,20 @@ class ResultsStore:
             ).fetchall()
         return [{"seq": r[0], "name": r[1], **json.loads(r[2])} for r in rows]
 
-    def known_outcomes(self, rating_id: str) -> dict[float, dict[int, Outcome]]:
-        """Finished experiments by duration and T (faults are not outcomes: they rerun;
+    def known_runs(self, rating_id: str) -> dict[tuple[str, float], dict[int, list["RunFigures"]]]:
+        """Finished runs of each experiment, by phase (search or final) and duration, then
+        T (or open-loop rate), in the order they ran (faults are not runs: they rerun;
         warm-ups are not rated)."""
-        known: dict[float, dict[int, Outcome]] = {}
+        from bgbench.coordinator.evidence import RunFigures  # it builds on this module
+
+        known: dict[tuple[str, float], dict[int, list[RunFigures]]] = {}
         for e in self.experiments(rating_id):
-            if e["status"] == "fault" or e["phase"] == "warmup":
+            if e["status"] == "fault" or e["phase"] in ("warmup", "retried", "sweep"):
                 continue
-            known.setdefault(e["duration_s"], {})[e["threads"]] = Outcome(
-                e["status"] == "passed", e["actions_per_s"], e["reasons"]
-            )
+            data = json.loads(e["result_json"])
+            key = round(data.get("target_rate") or 0) or e["threads"]
+            by_key = known.setdefault((e["phase"], e["duration_s"]), {})
+            by_key.setdefault(key, []).append(RunFigures.of_record(data))
         return known
 
     # -- export ------------------------------------------------------------------

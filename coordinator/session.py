@@ -41,15 +41,17 @@ class Target:
     creds: Credentials | None = None
     record_fault: Callable[[ExperimentResult], None] | None = None
 
-    def run(self, threads: int, duration_s: float, experiment_id: str) -> ExperimentResult:
+    def run(
+        self, threads: int, duration_s: float, experiment_id: str, rate: float | None = None
+    ) -> ExperimentResult:
         if self.model is not None:
-            return self.model.experiment(threads, duration_s, experiment_id)
+            return self.model.experiment(threads, duration_s, experiment_id, rate)
         preflight.check_threads_cover(threads, self.min_threads())
         self.rejoin()
         attempt = 0
         while True:
             exp_id = experiment_id if attempt == 0 else f"{experiment_id}-retry{attempt}"
-            result = self._run_once(threads, duration_s, exp_id)
+            result = self._run_once(threads, duration_s, exp_id, rate)
             if not should_retry(self.settings.agents.on_failure, attempt, result.fault):
                 return result
             if self.record_fault:
@@ -61,7 +63,9 @@ class Target:
             self.recover()
             attempt += 1
 
-    def _run_once(self, threads: int, duration_s: float, experiment_id: str) -> ExperimentResult:
+    def _run_once(
+        self, threads: int, duration_s: float, experiment_id: str, rate: float | None = None
+    ) -> ExperimentResult:
         assert self.cluster is not None
         progress = LiveProgress([c.address for c in self.cluster.clients], duration_s, self.console)
         with progress:
@@ -74,6 +78,7 @@ class Target:
                 progress.update,
                 self.start_state,
                 self.settings.agents.heartbeat_timeout,
+                rate,
             )
 
     def rejoin(self) -> None:
@@ -209,7 +214,11 @@ def bring_up(settings: Settings, work_dir: Path, console: Console) -> Iterator[T
     """Reach the listed agents, or spawn local ones; load every fragment; on the way out,
     stop what was spawned (listed agents keep running)."""
     if settings.store.name == preflight.MODEL_STORE:
-        yield Target(settings, console, model=ModelStore(settings.model, settings.sla))
+        yield Target(
+            settings,
+            console,
+            model=ModelStore(settings.model, settings.sla, settings.rating, settings.run.seed),
+        )
         return
     preflight.check_store(settings)
     resolve_local_layout(settings, None)  # callers that did not size the layout themselves

@@ -1,5 +1,6 @@
 """Outcomes of experiments, and the memo every strategy runs them through."""
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -9,6 +10,13 @@ class Outcome:
     passed: bool
     throughput: float  # actions/s, summed over workers
     reason: str = ""  # why it failed, when it did
+    # The throughput's confidence interval, and the samples (each interval's actions/s in
+    # the steady windows of every run) a test compares; none: a point, as the paper's.
+    low: float = -math.inf
+    high: float = math.inf
+    samples: tuple[float, ...] = ()
+    clear: bool = True  # the SLA verdict is clear at the rating's confidence
+    runs: int = 1  # experiments pooled into this outcome
 
     @property
     def score(self) -> float:

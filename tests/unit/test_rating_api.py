@@ -21,6 +21,7 @@ def tiny(tmp_path: Path, *extra: str):
         "store.name=sqlite", f"store.options.path={tmp_path / 'bg.sqlite'}", "usercount=400",
         "agents.local=1", "agents.processes=1", "rating.objective=socialites",
         "rating.max_threads=4", "sla.delta_search_s=1", "sla.delta_s=1", "sla.beta_ms=1000",
+        "rating.repeats=1",
         *extra,
     ]  # fmt: skip
     return load_settings(None, [parse_override(p) for p in pairs])

@@ -233,7 +233,9 @@ class Counting:
         self.calls: list[tuple[int, float, str]] = []
         self.fail_at, self.interrupt_at = fail_at, interrupt_at
 
-    def __call__(self, threads: int, duration: float, exp_id: str) -> ExperimentResult:
+    def __call__(
+        self, threads: int, duration: float, exp_id: str, rate: float | None = None
+    ) -> ExperimentResult:
         n = len(self.calls) + 1
         if n == self.interrupt_at:
             raise KeyboardInterrupt
