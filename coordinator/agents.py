@@ -166,7 +166,7 @@ class AgentClient:
         return reply  # type: ignore[no-any-return]
 
     def run(self, request: pb.RunRequest) -> Iterator[pb.RunEvent]:
-        """The run's events; its liveness is the caller's (progress comes every second)."""
+        """The run's events; its liveness is the caller's (progress comes twice a second)."""
         timeout = request.duration_seconds + RUN_SLACK_S
         stream = self.stub.Run(request, timeout=timeout, metadata=self.metadata)
         self._track(stream, True)

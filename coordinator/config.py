@@ -242,6 +242,16 @@ class RatingConfig(BaseModel):
             "`confidence` (1: never repeat)",
         ),
     ] = 3
+    final_runs: Annotated[
+        int,
+        Field(
+            ge=1,
+            le=20,
+            description="independent runs of each final experiment: SoAR's interval comes "
+            "from how their levels differ (one run's samples cannot show how a second run "
+            "of the same store would differ)",
+        ),
+    ] = 3
     steady_state: bool = Field(
         True,
         description="rate each experiment on its steady part only: the warm-up its "

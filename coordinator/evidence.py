@@ -5,8 +5,9 @@ A verdict is clear when each SLA criterion's interval lies on one side of its th
 the share within beta (a t interval over the steady window's samples) against alpha, the
 unpredictable reads (Wilson's interval) against tau. One clear failure decides; a
 criterion whose interval straddles its threshold leaves the verdict uncertain, and the
-rating runs that T again (up to rating.repeats) and pools the runs. Errors, a saturated
-client and an unstable run are failures whatever the intervals.
+rating runs that T again (up to rating.repeats) and pools the runs. A run that never
+settled is run again too, and left out of the pool. Errors and a saturated client are
+failures whatever the intervals.
 """
 
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from bgbench.coordinator.search.memo import Outcome
 from bgbench.coordinator.stats import pooled_interval, proportion_interval
 
 SOFT = ("latency:", "staleness:")  # reasons an interval can leave uncertain
+UNSTABLE = "unstable:"  # a run that never settled: run again, rated on the runs that did
 
 
 @dataclass
@@ -32,6 +34,7 @@ class RunFigures:
     unpredictable: int
     reasons: str
     hard: bool  # failed for a reason no interval can soften
+    unstable: bool  # never settled (coordinator/steady.py)
     rate_samples: list[float] = field(default_factory=list)
     within_samples: list[float] = field(default_factory=list)
 
@@ -46,6 +49,7 @@ class RunFigures:
             result.unpredictable_reads,
             reasons_of(result),
             _hard([r for a in result.agents for r in a.reasons]),
+            any(r.startswith(UNSTABLE) for a in result.agents for r in a.reasons),
             steady.window_throughput if steady and steady.tested else [],
             steady.window_within if steady and steady.tested else [],
         )
@@ -64,18 +68,26 @@ class RunFigures:
             data["unpredictable_reads"],
             "; ".join(f"{a['address']}: {r}" for a in data.get("agents", []) for r in a["reasons"]),
             _hard([r for a in data.get("agents", []) for r in a["reasons"]]),
+            any(r.startswith(UNSTABLE) for a in data.get("agents", []) for r in a["reasons"]),
             steady.get("throughput", [])[cut:] if tested else [],
             [w for w in steady.get("within", [])[cut:] if w == w] if tested else [],
         )
 
 
 def _hard(reasons: list[str]) -> bool:
-    return any(not r.startswith(SOFT) for r in reasons)
+    return any(not r.startswith((*SOFT, UNSTABLE)) for r in reasons)
 
 
 def outcome_of(runs: list[RunFigures], sla: SLAConfig, rating: RatingConfig) -> Outcome:
-    """The outcome of one or more runs of the same experiment."""
+    """The outcome of one or more runs of the same experiment. Runs that never settled
+    are left out while one did; when none did, the outcome fails, unclear (so the
+    experiment runs again, up to rating.repeats)."""
     conf = rating.confidence
+    settled = [r for r in runs if not r.unstable]
+    if not settled:
+        last = runs[-1]
+        return Outcome(False, last.throughput, last.reasons, clear=False, runs=len(runs))
+    runs = settled
     rate = pooled_interval([r.rate_samples for r in runs], conf)
     throughput = sum(r.throughput for r in runs) / len(runs)
     samples = tuple(v for r in runs for v in r.rate_samples)

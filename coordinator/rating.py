@@ -79,7 +79,8 @@ class RatingSummary:
     socialites_low: int | None = None
     socialites_high: int | None = None
     uncertain_threads: list[int] = field(default_factory=list)  # verdicts left uncertain
-    experiments_repeated: int = 0  # runs beyond the first of a T, for a clear verdict
+    # Runs beyond the first of an experiment: for a clear verdict, and a final's extra runs.
+    experiments_repeated: int = 0
     over: str = "threads"  # what was searched: threads, or the open-loop rate
     soar_rate: float | None = None  # rate search: the highest rate that met the SLA
     threads_fixed: int | None = None  # rate search: the socialites every rate ran with
@@ -117,6 +118,7 @@ class Rating:
         self.replayed = sum(len(runs) for by_t in self._prior.values() for runs in by_t.values())
         self.floor = 1
         self.repeated = 0
+        self.ran_now = 0  # experiments (runs) this session
         self.classic = settings.rating.search == "classic"
 
     def _outcome(self, runs: list[RunFigures]) -> Outcome:
@@ -126,12 +128,19 @@ class Rating:
             return Outcome(r.passed, r.throughput, r.reasons)
         return outcome_of(runs, s.sla, s.rating)
 
-    def _settled(self, runs: list[RunFigures]) -> bool:
-        """Whether these runs decide their experiment (no further repeat is due)."""
+    def _settled(self, runs: list[RunFigures], phase: str) -> bool:
+        """Whether these runs decide their experiment (no further repeat is due). A final
+        runs rating.final_runs times: SoAR's interval needs the runs' spread."""
         if not runs:
             return False
-        limit = 1 if self.classic else self.settings.rating.repeats
-        return len(runs) >= limit or self._outcome(runs).clear
+        if self.classic:
+            return True
+        r = self.settings.rating
+        if phase == "final" and len(runs) < r.final_runs:
+            return False
+        return len(runs) >= max(r.repeats, r.final_runs if phase == "final" else 1) or (
+            self._outcome(runs).clear
+        )
 
     def _memo(self, duration: float, phase: str, rate_of: Callable[[int], float | None]) -> Memo:
         """The memo of experiments at `duration`; its key is T, or the rate when the rating
@@ -153,17 +162,18 @@ class Rating:
             rate = rate_of(k)
             threads = k if rate is None else threads_fixed
             runs = list(prior.get(k, []))
-            while not self._settled(runs):
+            while not self._settled(runs, phase):
                 what = f"T{threads}" if rate is None else f"T{threads}-R{k}"
                 again = f"-r{len(runs) + 1}" if runs else ""
                 tag = "-final" if phase == "final" and not self.classic else ""
                 exp_id = f"{self.rating_id}-{what}-{duration:g}s{tag}{again}"
                 self.repeated += 1 if runs else 0
+                self.ran_now += 1
                 result = self._record(phase, self.run(threads, duration, exp_id, rate))
                 runs.append(RunFigures.of(result))
             return self._outcome(runs)
 
-        known = {k: self._outcome(runs) for k, runs in prior.items() if self._settled(runs)}
+        known = {k: self._outcome(runs) for k, runs in prior.items() if self._settled(runs, phase)}
         memo = Memo(experiment, known=known, floor=self.floor if rate_of(1) is None else 1)
         self.memos[key] = memo
         return memo
@@ -224,7 +234,7 @@ class Rating:
                 summary.search_duration_s = ds
         summary.experiments_requested = sum(m.total for m in self.memos.values())
         summary.experiments_unique = sum(m.unique for m in self.memos.values())
-        summary.experiments_run_now = sum(len(m.ran) for m in self.memos.values())
+        summary.experiments_run_now = self.ran_now
         summary.experiments_repeated = self.repeated
         if self.replayed:
             summary.notes.append(

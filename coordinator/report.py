@@ -164,7 +164,7 @@ class LiveProgress:
     def _table(self) -> Table:
         elapsed = time.monotonic() - self.started
         t = Table(title=f"running: {elapsed:.0f} / {self.duration_s:g} s", title_justify="left")
-        for col in ("agent", "actions", "actions/s", "p95 ms (1 s)", "p95 ms (all)", "errors",
+        for col in ("agent", "actions", "actions/s", "p95 ms (0.5 s)", "p95 ms (all)", "errors",
                     "CPU %", "health"):  # fmt: skip
             t.add_column(col, justify="left" if col in ("agent", "health") else "right")
         now = time.monotonic()
@@ -346,7 +346,8 @@ def render_rating(
         head.append("\n")
     head.append(
         f"experiments: {summary.experiments_unique} unique of {summary.experiments_requested} "
-        f"requested ({summary.experiments_repeated} repeated for a clear verdict); "
+        f"requested, {summary.experiments_repeated} repeated runs (for clear verdicts, and "
+        "the finals' own runs); "
         f"{summary.experiments_run_now} run in this session\n"
     )
     for note in summary.notes:

@@ -60,21 +60,32 @@ def mean_interval(samples: Sequence[float] | np.ndarray, confidence: float) -> I
 
 
 def pooled_interval(runs: Sequence[Sequence[float]], confidence: float) -> Interval:
-    """The mean over several runs of one experiment. Each run gives its own batch means
-    (a run's level differs from another's: the store's state, the machine), and the
-    interval is a t interval over all of them."""
-    means = [bm for run in runs if len(run) for bm in batch_means(run)]
+    """The mean over several runs of one experiment. One run: the t interval over its
+    batch means. Several: a run's level differs from another's (the store's state, the
+    machine) by more than its own samples vary, so the interval is the t interval over
+    the runs' means (runs - 1 degrees of freedom), widened to hold the pooled batch
+    means' interval when that is wider."""
     parts = [np.asarray(r, dtype=np.float64) for r in runs if len(r)]
-    everything = np.concatenate(parts) if parts else np.zeros(0)
-    if not len(everything):
+    if not parts:
         return Interval(0.0, -math.inf, math.inf, 0)
-    m = float(everything.mean())
-    if len(means) < 2:
-        return Interval(m, -math.inf, math.inf, len(means))
-    b = np.asarray(means)
-    sd = float(b.std(ddof=1))
-    half = float(sps.t.ppf(0.5 + confidence / 2, len(b) - 1)) * sd / math.sqrt(len(b))
-    return Interval(m, m - half, m + half, len(b))
+    everything = np.concatenate(parts)
+    within = mean_interval(everything, confidence) if len(parts) == 1 else None
+    if within is not None:
+        return within
+    pooled = np.concatenate([batch_means(p) for p in parts])
+    m = float(np.mean([p.mean() for p in parts]))
+    level = np.array([p.mean() for p in parts])
+    between = _t_half(level, confidence)
+    inside = _t_half(pooled, confidence)
+    half = max(between, inside)
+    return Interval(m, m - half, m + half, len(parts))
+
+
+def _t_half(x: np.ndarray, confidence: float) -> float:
+    if len(x) < 2:
+        return math.inf
+    sd = float(x.std(ddof=1))
+    return float(sps.t.ppf(0.5 + confidence / 2, len(x) - 1)) * sd / math.sqrt(len(x))
 
 
 def proportion_interval(hits: int, total: int, confidence: float) -> Interval:

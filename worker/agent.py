@@ -492,7 +492,7 @@ class AgentService(pb_grpc.WorkerServicer):  # type: ignore[misc]
             for i in range(COUNTERS):
                 proc.counters[i] = 0
             proc.send(
-                loadproc.PacedRunCommand(
+                RunCommand(
                     experiment_id=request.experiment_id,
                     threads=threads,
                     duration_s=request.duration_seconds,

@@ -44,6 +44,8 @@ class RunCommand:
     seed: int
     log_dir: str
     start_state: str = "carry"
+    target_rate: float = 0.0  # open loop: this process's arrivals/s (0: closed loop)
+    arrivals: str = "poisson"  # or "constant"
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,6 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.sharedctypes import SynchronizedArray
 from multiprocessing.synchronize import Event as ProcessEvent
@@ -43,15 +42,6 @@ from bgbench.worker.engine import FragmentEngine, RunSpec
 from bgbench.workloads import registry
 
 BEAT_EVERY_S = 0.5
-
-
-@dataclass(frozen=True)
-class PacedRunCommand(RunCommand):
-    """A run with its open-loop pacing: this process's arrivals/s (0: closed loop) and
-    their process. (The fields belong in contracts.RunCommand; here until they move.)"""
-
-    target_rate: float = 0.0
-    arrivals: str = "poisson"
 
 
 def _exit_with_parent(parent: int) -> None:
@@ -193,8 +183,8 @@ def _run(
         seed=command.seed,
         log_dir=Path(command.log_dir),
         start_state=command.start_state or "carry",
-        target_rate=getattr(command, "target_rate", 0.0),
-        arrivals=getattr(command, "arrivals", "") or "poisson",
+        target_rate=command.target_rate,
+        arrivals=command.arrivals or "poisson",
     )
     try:
         return engine.run(spec, local_stop, publish)

@@ -136,7 +136,8 @@ class Workload(Protocol):
         ...
 
     def interarrival_ms(self, config: BaseModel) -> float:
-        """Milliseconds between the units one socialite loop starts (0: back to back)."""
+        """Milliseconds a socialite loop sleeps between one unit's end and its next start, as
+        BG's ClientThread (0: back to back)."""
         ...
 
     def fragment_sizes(self, config: BaseModel, capacities: Sequence[float]) -> list[int]:

@@ -99,8 +99,8 @@ def test_a_resumed_rating_runs_nothing_twice(tmp_path):
 
     summary, db = rate(s, "R9", counting)
     assert not set(resumed_runs) & set(ran)  # nothing finished before was run again
-    recorded = [(e["phase"], e["threads"], e["duration_s"]) for e in db.experiments("R9")]
-    assert len(recorded) == len(set(recorded))
+    recorded = [json.loads(e["result_json"])["experiment_id"] for e in db.experiments("R9")]
+    assert len(recorded) == len(set(recorded))  # every run its own experiment
     assert summary.experiments_run_now == len(resumed_runs)
     assert summary.experiments_unique + summary.experiments_repeated == len(recorded)
     fresh, _ = rate(settings(tmp_path / "fresh", "model.peak=1e5"), "R10")
