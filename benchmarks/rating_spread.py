@@ -27,7 +27,7 @@ SEARCHES = {"before": CLASSIC, "after": []}
 
 def common(users: int, results: str) -> list[str]:
     return ["rate", "--objective", "soar", "--mix", "low", "--users", str(users),
-            "--delta-search", "3", "--delta", "6", "--max-threads", "128",
+            "--delta-search", "3", "--delta", "6", "--max-threads", "64",
             "--results", results]  # fmt: skip
 
 

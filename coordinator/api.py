@@ -328,6 +328,7 @@ def run(settings: Settings, *, console: Console | None = None) -> RunRecord:
     settings.results_dir = results_path(settings.results_dir)
     threads = settings.run.threadcount
     resolve_local_layout(settings, threads)
+    preflight.check_pacing(settings)
     a = settings.agents
     if settings.store.name != MODEL_STORE and not a.addresses:
         processes = a.processes if isinstance(a.processes, int) else 1

@@ -251,7 +251,7 @@ class RatingConfig(BaseModel):
             "from how their levels differ (one run's samples cannot show how a second run "
             "of the same store would differ)",
         ),
-    ] = 3
+    ] = 5
     steady_state: bool = Field(
         True,
         description="rate each experiment on its steady part only: the warm-up its "

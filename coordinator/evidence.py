@@ -70,7 +70,7 @@ class RunFigures:
             _hard([r for a in data.get("agents", []) for r in a["reasons"]]),
             any(r.startswith(UNSTABLE) for a in data.get("agents", []) for r in a["reasons"]),
             steady.get("throughput", [])[cut:] if tested else [],
-            [w for w in steady.get("within", [])[cut:] if w == w] if tested else [],
+            [w for w in steady.get("within", [])[cut:] if w is not None] if tested else [],
         )
 
 

@@ -142,8 +142,23 @@ def check_threads_cover(threads: int, fragments: int) -> None:
         )
 
 
+def check_pacing(settings: Settings) -> None:
+    """An open loop paces the load by its arrivals; an inter-arrival time would pace it a
+    second way (the agents refuse it too, but only once the database is loaded)."""
+    rated_by_rate = settings.run.target_rate or settings.rating.over == "rate"
+    if not rated_by_rate or settings.store.name == MODEL_STORE:
+        return
+    gap = registry.get(settings.workload.name).interarrival_ms(settings.workload_config)
+    if gap > 0:
+        raise UserError(
+            f"run.target_rate: an open loop cannot also wait interarrivaltime={gap:g} ms "
+            "between a socialite's units: set interarrivaltime to 0 or drop the target rate"
+        )
+
+
 def check_before_agents(settings: Settings) -> None:
     """What can be checked before any agent answers (listed agents' processes are unknown)."""
+    check_pacing(settings)
     if settings.store.name == MODEL_STORE:
         return
     check_store(settings)

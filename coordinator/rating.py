@@ -272,7 +272,7 @@ class Rating:
                 f = self._final(finals, best[0])
                 summary.final_soar = f
                 summary.soar_threads, summary.soar = f.threads, f.throughput
-                summary.soar_low, summary.soar_high = f.low, f.high
+                summary.soar_low, summary.soar_high = f.low, self._peak_high(search, f)
         if objective in ("both", "socialites", "exhaustive") and social is not None:
             if social == 0:
                 summary.notes.append(
@@ -285,6 +285,17 @@ class Rating:
                 summary.final_socialites = f
                 summary.socialites = f.threads
         self._uncertainty(summary, search, t_max)
+
+    def _peak_high(self, search: Memo, f: FinalSummary) -> float | None:
+        """The upper end of SoAR's interval. The final measures the chosen T, and the peak
+        may lie at a T the search could not tell from it: the peak is at least the final's
+        level, and at most the highest upper end of any passing experiment's interval."""
+        if f.high is None or self.classic:
+            return f.high
+        # an interval on a handful of samples (a 1 s experiment) says too little to count
+        highs = [o.high for o in search.known.values() if o.passed and len(o.samples) >= 8]
+        top = max([f.high, *highs])
+        return _finite(top)
 
     def _uncertainty(self, summary: RatingSummary, search: Memo, t_max: int) -> None:
         """Socialites' range from the verdicts the search left uncertain."""

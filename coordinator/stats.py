@@ -78,7 +78,7 @@ def pooled_interval(runs: Sequence[Sequence[float]], confidence: float) -> Inter
     between = _t_half(level, confidence)
     inside = _t_half(pooled, confidence)
     half = max(between, inside)
-    return Interval(m, m - half, m + half, len(parts))
+    return Interval(m, max(0.0, m - half) if m >= 0 else m - half, m + half, len(parts))
 
 
 def _t_half(x: np.ndarray, confidence: float) -> float:

@@ -42,7 +42,8 @@ class Steadiness:
 
     interval_s: float = 0.0  # median spacing of the reports
     throughput: list[float] = field(default_factory=list)  # actions/s per interval
-    within: list[float] = field(default_factory=list)  # % within beta per interval (nan: none)
+    # % within beta per interval (None: nothing ended in it; JSON has no NaN)
+    within: list[float | None] = field(default_factory=list)
     cut: int = 0  # intervals cut as warm-up
     warmup_s: float = 0.0
     window_s: float = 0.0
@@ -57,7 +58,7 @@ class Steadiness:
 
     @property
     def window_within(self) -> list[float]:
-        return [w for w in self.within[self.cut :] if w == w]  # nan: an interval with none
+        return [w for w in self.within[self.cut :] if w is not None]
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -130,7 +131,7 @@ def analyse(
     out = Steadiness(
         interval_s=interval,
         throughput=[float(v) for v in throughput],
-        within=[float(v) for v in within],
+        within=[float(v) if v == v else None for v in within],
         run_actions_per_s=run_actions / duration_s if duration_s else 0.0,
         run_within_percent=100.0 * run_within / run_ended if run_ended else 100.0,
         tested=n >= MIN_SAMPLES,
