@@ -91,8 +91,10 @@ def test_a_killed_rating_resumes_without_repeating_experiments(tmp_path):
     assert proc.returncode == 0, proc.stderr
     s = json.loads(proc.stdout)
     after = experiments(tmp_path, rating_id)
-    keys = Counter((r["threads"], r["duration_s"]) for r in after)
-    assert max(keys.values()) == 1, keys  # nothing that finished was run again
+    ids = Counter(json.loads(r["result_json"])["experiment_id"] for r in after)
+    assert max(ids.values()) == 1, ids  # nothing that finished was run again
+    search = Counter((r["threads"], r["duration_s"]) for r in after if r["phase"] == "search")
+    assert max(search.values()) == 1, search  # rating.repeats=1: one run per T
     assert [r["threads"] for r in after[:3]] == seen
     assert s["experiments_run_now"] == len(after) - 3, (s, proc.stderr)
     assert any("resumed: 3" in n for n in s["notes"]), s["notes"]
