@@ -12,7 +12,7 @@ probe goes through the memo, so a T is never run twice and the classic search's
 doubling is the fallback the fit starts from.
 """
 
-from bgbench.coordinator.search.memo import Memo, Outcome, last_passing
+from bgbench.coordinator.search.memo import Memo, Outcome, double, last_passing
 from bgbench.coordinator.stats import compare
 
 MAX_PROBES = 12  # after the doubling
@@ -24,17 +24,10 @@ def soar_fit(
 ) -> tuple[int, Outcome] | None:
     if not 1 <= t0 <= t_max:
         raise ValueError(f"need 1 <= T0 <= max threads, got T0={t0}, max={t_max}")
-    best = run(t0)
-    if not best.passed:  # the best passing T, if any, lies below T0
+    if not run(t0).passed:  # the best passing T, if any, lies below T0
         edge = last_passing(run, 0, t0)
         return None if edge == 0 else soar_fit(run, max(1, min(run.floor, edge)), edge, confidence)
-    t = t0
-    while t < t_max:
-        t = min(2 * t, t_max)
-        o = run(t)
-        if not o.passed or o.throughput < best.throughput:
-            break
-        best = o
+    double(run, t0, t_max)
     for _ in range(MAX_PROBES):
         probe = next_probe(run, t_max, confidence)
         if probe is None:

@@ -76,3 +76,17 @@ class Memo:
         if not passing:
             return None
         return max(passing, key=lambda p: (p[1].throughput, -p[0]))
+
+
+def double(run: "Memo", t0: int, t_max: int) -> tuple[int, Outcome]:
+    """The paper's doubling from T0 (which passed): while the SLA holds and throughput
+    rises; the best T it reached, and its outcome."""
+    best_t, best = t0, run(t0)
+    t = t0
+    while t < t_max:
+        t = min(2 * t, t_max)
+        o = run(t)
+        if not o.passed or o.throughput < best.throughput:
+            break
+        best_t, best = t, o
+    return best_t, best

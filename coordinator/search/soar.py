@@ -9,22 +9,15 @@ within the SLA. Returns (T, throughput) of the best passing experiment seen, or
 None when no experiment passed.
 """
 
-from bgbench.coordinator.search.memo import Memo, Outcome, last_passing
+from bgbench.coordinator.search.memo import Memo, Outcome, double, last_passing
 
 
 def soar(run: Memo, t0: int = 1, t_max: int = 1 << 30) -> tuple[int, Outcome] | None:
     if not 1 <= t0 <= t_max:
         raise ValueError(f"need 1 <= T0 <= max threads, got T0={t0}, max={t_max}")
-    best_t, best = t0, run(t0)
-    if not best.passed:
+    if not run(t0).passed:
         return _below(run, t0)
-    t = t0
-    while t < t_max:
-        t = min(2 * t, t_max)
-        o = run(t)
-        if not o.passed or o.throughput < best.throughput:
-            break
-        best_t, best = t, o
+    best_t, best = double(run, t0, t_max)
     lo = max(1, best_t // 2)
     hi = min(t_max, 2 * best_t)
     up = run(best_t + 1).score if best_t < hi else float("-inf")

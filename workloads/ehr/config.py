@@ -10,12 +10,12 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from bgbench.workloads.pacing import InterArrivalMs
 from bgbench.workloads.weights import resolve_weights
 
 # Unknown keys and non-finite numbers (inf, nan) are refused in every section.
 STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
 SEED_LIMIT = 1 << 64
-DAY_MS = 86_400_000
 
 UNITS = ("READ", "WRITE")
 # Paper section 3.4: the stakeholders' 80/20 mix, and the cache's write-only (the daily
@@ -93,15 +93,7 @@ class EHRWorkloadConfig(BaseModel):
     exclusive: bool = Field(
         default=True, description="no two loops act on the same patient at once"
     )
-    interarrivaltime: Annotated[
-        float,
-        Field(
-            ge=0,
-            le=DAY_MS,
-            description="ms a loop sleeps between the end of one operation and the start of "
-            "the next (as BG's interarrivaltime); closed loop only",
-        ),
-    ] = 0
+    interarrivaltime: InterArrivalMs = 0
 
     @field_validator("mix")
     @classmethod

@@ -11,11 +11,11 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from bgbench.workloads.pacing import DAY_MS, InterArrivalMs
 from bgbench.workloads.weights import resolve_weights
 
 STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
 SEED_LIMIT = 1 << 64
-DAY_MS = 86_400_000
 
 UNITS = ("INGEST", "Q1", "Q3")
 # Named by their ingest share; the rest is split evenly between Q1 and Q3.
@@ -98,15 +98,7 @@ class SensorLogWorkloadConfig(BaseModel):
     q3_selectivity: Annotated[
         float, Field(gt=0, le=100, description="percent of the loaded rows Q3's threshold selects")
     ] = 0.2
-    interarrivaltime: Annotated[
-        float,
-        Field(
-            ge=0,
-            le=DAY_MS,
-            description="ms a loop sleeps between the end of one operation and the start of "
-            "the next (as BG's interarrivaltime); closed loop only",
-        ),
-    ] = 0
+    interarrivaltime: InterArrivalMs = 0
 
     @field_validator("mix")
     @classmethod
