@@ -82,9 +82,7 @@ def summarise(store: str, name: str, rows: list[dict]) -> None:
     )
     intervals = [(r.get("soar_low"), r.get("soar_high")) for r in rows]
     if all(lo is not None and hi is not None for lo, hi in intervals):
-        overlap = all(
-            a[0] <= b[1] and b[0] <= a[1] for a in intervals for b in intervals
-        )
+        overlap = all(a[0] <= b[1] and b[0] <= a[1] for a in intervals for b in intervals)
         covers = sum(
             intervals[i][0] <= soars[j] <= intervals[i][1]
             for i in range(len(soars)) for j in range(len(soars)) if i != j
