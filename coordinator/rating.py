@@ -263,6 +263,8 @@ class Rating:
         summary.search_socialites = social
         summary.final_soar = summary.final_socialites = None
         summary.soar = summary.soar_threads = summary.socialites = None
+        summary.soar_low = summary.soar_high = None
+        summary.socialites_low = summary.socialites_high = None
         finals = self._memo(df, "final", closed)
         if objective in ("both", "soar", "exhaustive"):
             if best is None:

@@ -14,6 +14,8 @@ from bgbench.coordinator.config import load_settings, parse_override
 from bgbench.coordinator.model_store import ModelStore
 from bgbench.coordinator.rating import Rating
 from bgbench.coordinator.results import ResultsStore
+from bgbench.coordinator.search.fit import soar_fit
+from bgbench.coordinator.search.memo import Memo, Outcome
 from bgbench.coordinator.stats import compare, mean_interval, proportion_interval
 from bgbench.coordinator.steady import Tick, analyse, mser_cut
 
@@ -175,3 +177,26 @@ def test_rate_prints_and_records_the_interval(tmp_path):
     (row, _) = sorted(ResultsStore.existing(tmp_path).ratings(), key=lambda r: r["created"])
     recorded = json.loads(ResultsStore.existing(tmp_path).rating(row["id"])["summary_json"])
     assert recorded["soar_low"] is not None and recorded["soar_high"] is not None
+
+
+# -- the fitted search on curves that are not parabolas -----------------------------------------
+
+
+def usl(t: int) -> float:
+    """Gunther's universal scalability law: contention 5%, coherency 0.1% (peak near 31)."""
+    return 1000 * t / (1 + 0.05 * (t - 1) + 0.001 * t * (t - 1))
+
+
+def test_the_fitted_search_finds_a_usl_peak():
+    memo = Memo(lambda t: Outcome(True, usl(t)))
+    _, best = soar_fit(memo, 1, 1 << 20)
+    peak = max(usl(t) for t in range(1, 2000))
+    assert best.throughput >= 0.99 * peak
+    assert memo.unique <= 20
+
+
+def test_the_fitted_search_climbs_to_the_sla_edge():
+    # throughput rises all the way; the SLA fails above T=37
+    memo = Memo(lambda t: Outcome(t <= 37, 100.0 * t))
+    t, best = soar_fit(memo, 1, 1 << 20)
+    assert t == 37 and best.throughput == 3700
