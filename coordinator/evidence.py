@@ -103,7 +103,9 @@ def outcome_of(runs: list[RunFigures], sla: SLAConfig, rating: RatingConfig) -> 
         passed = within >= sla.alpha and stale.mean <= sla.tau
         if not passed and not reasons:
             reasons = f"latency: {within:.2f}% within {sla.beta_ms:g} ms over {len(runs)} runs"
-    states = [_side(stale, sla.tau, higher_passes=False)] if reads else []
+    # No stale read at all leaves nothing to resolve: τ holds as well as the run can show.
+    stale_reads = sum(r.unpredictable for r in runs)
+    states = [_side(stale, sla.tau, higher_passes=False)] if reads and stale_reads else []
     if sla.latency_scope == "action":
         within_ci = pooled_interval([r.within_samples for r in runs], conf)
         states.append(_side(within_ci, sla.alpha, higher_passes=True))

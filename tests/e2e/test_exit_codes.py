@@ -253,7 +253,7 @@ def test_a_rating_resumed_from_elsewhere_uses_its_own_results(tmp_path):
     args = [
         "rate", "--store", "sqlite", "--users", "400", "--objective", "socialites",
         "--delta-search", "1", "--delta", "1", "--max-threads", "16", "--results", "res",
-        "-p", "store.options.path=bg.sqlite", "-p", "sla.beta_ms=2",
+        "-p", "store.options.path=bg.sqlite", "-p", "sla.beta_ms=2", "-p", "rating.final_runs=2",
     ]  # fmt: skip
     with Running(args, cwd=origin) as run:
         wait_until(lambda: _experiments(origin / "res") >= 2, "two experiments recorded")

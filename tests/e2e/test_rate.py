@@ -26,7 +26,7 @@ def sqlite_rating_args(tmp, *extra: str) -> list[str]:
         "rate", "--store", "sqlite", "--agents", "2", "--users", "400",
         "--delta-search", "1", "--delta", "1.5", "--max-threads", "64",
         "--results", str(tmp), "-p", f"store.options.path={tmp / 'bg.sqlite'}",
-        "-p", "sla.beta_ms=2", *extra,
+        "-p", "sla.beta_ms=2", "-p", "rating.final_runs=2", *extra,
     ]  # fmt: skip
 
 
@@ -47,7 +47,7 @@ def test_a_real_sqlite_rating_through_two_agents(tmp_path):
     assert len(rows) == s["experiments_unique"] + s["experiments_repeated"]
     assert len(rows) == s["experiments_run_now"]
     keys = Counter((r["phase"], r["threads"], r["duration_s"]) for r in rows)
-    assert max(keys.values()) <= 3  # rating.repeats: runs of one experiment at most
+    assert max(keys.values()) <= 3  # rating.repeats (and final_runs=2): runs at most
     ids = [json.loads(r["result_json"])["experiment_id"] for r in rows]
     assert len(ids) == len(set(ids))  # each run is its own experiment, logs and all
     assert {r["phase"] for r in rows} == {"search", "final"}
@@ -132,7 +132,8 @@ def _server_rating(tmp_path, store: str, options: list[str]) -> dict:
     proc = bgbench(
         "rate", "--store", store, "--agents", "2", "--users", "400",
         "--delta-search", "1", "--delta", "1.5", "--max-threads", "16",
-        "--results", str(tmp_path), "--json", "-p", "sla.beta_ms=20", *options,
+        "--results", str(tmp_path), "--json", "-p", "sla.beta_ms=20",
+        "-p", "rating.final_runs=2", *options,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)

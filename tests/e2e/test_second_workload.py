@@ -69,6 +69,7 @@ def test_a_rating_of_the_key_value_workload(kv_env, tmp_path):
         kv_env, "rate", "--workload", "kv", "--store", "sqlite", "--agents", "2",
         "--delta-search", "1", "--delta", "1", "--max-threads", "16", "--results", str(tmp_path),
         "--json", "-p", "kv.keys=500", "-p", f"store.options.path={tmp_path / 'kv.sqlite'}",
+        "-p", "rating.final_runs=2",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     s = json.loads(proc.stdout)

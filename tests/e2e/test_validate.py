@@ -134,7 +134,7 @@ def test_a_rating_validates_as_the_sum_of_its_experiments(tmp_path):
         "rate", "--store", "sqlite", "--objective", "socialites", "--mix", "high",
         "--state", "reload", "--delta-search", "1", "--delta", "1", "--max-threads", "8",
         "--users", "400", "--results", str(results),
-        "-p", f"store.options.path={tmp_path / 'db.sqlite'}",
+        "-p", f"store.options.path={tmp_path / 'db.sqlite'}", "-p", "rating.final_runs=2",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     (rating,) = [p for p in results.iterdir() if p.is_dir()]

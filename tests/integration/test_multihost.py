@@ -53,6 +53,8 @@ def test_a_rating_through_three_hosts(hosts, tmp_path):
             "1",
             "--delta",
             "1.5",
+            "-p",
+            "rating.final_runs=2",
             "--max-threads",
             "24",
             "--results",
