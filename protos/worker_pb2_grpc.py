@@ -85,7 +85,7 @@ class WorkerServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Run(self, request, context):
-        """Run one experiment: progress about every second, then one result.
+        """Run one experiment: progress about twice a second, then one result.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

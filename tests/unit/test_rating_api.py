@@ -82,7 +82,10 @@ def test_an_interrupted_rating_resumes_through_the_api(tmp_path, elsewhere):
     assert record.socialites == 4
     threads = [(e.phase, e.threads) for e in record.experiments]
     assert threads[:2] == [("search", 1), ("search", 2)]  # replayed, not run again
-    assert len(threads) == len(set(threads))
+    search = [t for t in threads if t[0] == "search"]
+    assert len(search) == len(set(search))  # rating.repeats=1: each T searched once
+    finals = [t for t in threads if t[0] == "final"]
+    assert finals == [("final", 4)] * record.summary.final_socialites.runs
     assert record.summary is not None
     assert any("resumed: 2" in note for note in record.summary.notes)
     assert list(elsewhere.iterdir()) == []
