@@ -224,12 +224,13 @@ def test_a_killed_campaign_resumes_without_rerunning_a_finished_rating(
     wait_until(lambda: not any(running(p) for p in server_pids(results)), "servers to stop", 60)
 
 
-def test_a_failed_job_is_recorded_and_the_campaign_goes_on(tmp_path):
+def test_a_failed_job_is_recorded_and_the_campaign_goes_on(tmp_path, stops_servers):
     path = tmp_path / "c.yaml"
     path.write_text(f"""
 campaign: failing
 templates:
-  postgres:  # nothing listens on port 9: the store cannot be reached
+  postgres:  # a server is started, but the job's own dsn (port 9: nothing) wins
+    server: {{kind: postgres}}
     store: {{name: postgres, options: {{dsn: "host=127.0.0.1 port=9 user=postgres",
                                       connect_timeout_s: 2}}}}
   sqlite:
@@ -250,6 +251,8 @@ jobs:
     assert outcome["jobs"][0]["message"], outcome
     assert outcome["jobs"][1]["soar"] > 0
     assert "1 of 2 jobs failed" in proc.stderr
+    started = server_pids(tmp_path / "r")
+    assert started and not any(running(p) for p in started)  # stopped after the campaign
 
     stop = bgbench("campaign", "run", str(path), "--results", str(tmp_path / "s"), "--json",
                    "--on-failure", "stop")  # fmt: skip
@@ -257,6 +260,8 @@ jobs:
     stopped = json.loads(stop.stdout)
     assert [j["status"] for j in stopped["jobs"]] == ["failed", "pending"]
     assert stopped["status"] == "failed"
+    started = server_pids(tmp_path / "s")
+    assert started and not any(running(p) for p in started)  # a failed campaign's too
 
 
 def test_an_interrupted_campaign_stops_its_servers_and_resumes(tmp_path, killer, stops_servers):
