@@ -19,7 +19,12 @@ def coordinator_ids() -> list[str]:
     return ids + [f"{i}-retry{n}" for i in ids for n in (1, 2)]  # session.py's retries
 
 
-@pytest.mark.parametrize("experiment_id", coordinator_ids())
+IDS = coordinator_ids()
+
+
+# Test ids by position: the values hold the time, and pytest-xdist's workers must collect
+# the same tests.
+@pytest.mark.parametrize("experiment_id", IDS, ids=[f"id{n}" for n in range(len(IDS))])
 def test_the_coordinators_ids_are_accepted(tmp_path, experiment_id):
     assert experiment_dir(tmp_path, experiment_id) == (
         tmp_path.resolve() / "experiments" / experiment_id
