@@ -11,6 +11,7 @@ from rich.console import Console
 
 from bgbench.coordinator import api, preflight
 from bgbench.coordinator.api import new_rating_id, results_path, resumed_settings
+from bgbench.coordinator.cli_live import EventsOption, MetricsPortOption, live_sink
 from bgbench.coordinator.config import (
     SCALE_OVERRIDE,
     Settings,
@@ -124,6 +125,7 @@ TargetRateFlag = Annotated[
 
 @app.command()
 def run(
+    ctx: typer.Context,
     config: ConfigOption = None,
     workload: WorkloadFlag = None,
     store: StoreFlag = None,
@@ -137,6 +139,8 @@ def run(
     target_rate: TargetRateFlag = None,
     as_json: JsonFlag = False,
     param: ParamOption = None,
+    events: EventsOption = None,
+    metrics_port: MetricsPortOption = None,
 ) -> None:
     """Run one experiment at T threads and print every figure."""
     flags = _common_flags(
@@ -144,7 +148,7 @@ def run(
     )
     flags["run.target_rate"] = target_rate
     settings = _settings(config, param, flags)
-    record = api.run(settings, console=err)
+    record = api.run(settings, console=err, events=live_sink(ctx, events, metrics_port))
     if as_json:
         print(record.result.to_json())
     else:
@@ -156,6 +160,7 @@ def run(
 
 @app.command()
 def rate(
+    ctx: typer.Context,
     config: ConfigOption = None,
     workload: WorkloadFlag = None,
     store: StoreFlag = None,
@@ -191,15 +196,18 @@ def rate(
     ] = None,
     as_json: JsonFlag = False,
     param: ParamOption = None,
+    events: EventsOption = None,
+    metrics_port: MetricsPortOption = None,
 ) -> None:
     """Rate a store: SoAR and Socialites against the SLA (search, then a final experiment),
     or sweep a list of thread counts (--objective sweep)."""
+    sink = live_sink(ctx, events, metrics_port)  # closed with the command
     if resume:
         if workload is not None:
             raise UserError("--workload: a resumed rating keeps its recorded workload")
         store_db = ResultsStore.existing(results_path(results or Path("results")))
         settings = api.settings_to_resume(store_db, resume, _overrides(param))
-        record = api.rate(settings, store_db, resume=resume, console=err)
+        record = api.rate(settings, store_db, resume=resume, console=err, events=sink)
     else:
         flags = _common_flags(workload, store, None, None, agents, processes, mix, users, results)
         flags.update(
@@ -216,7 +224,7 @@ def rate(
             }
         )
         settings = _settings(config, param, flags)
-        record = api.rate(settings, settings.results_dir, console=err)
+        record = api.rate(settings, settings.results_dir, console=err, events=sink)
     if record.summary is None:
         raise SystemFault(record.fault or f"rating {record.rating_id} did not finish")
     if as_json:
