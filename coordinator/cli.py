@@ -11,6 +11,8 @@ from rich.console import Console
 
 from bgbench.coordinator import api, preflight
 from bgbench.coordinator.api import new_rating_id, results_path, resumed_settings
+from bgbench.coordinator.checkconfig import check_settings_file
+from bgbench.coordinator.cli_deck import deck
 from bgbench.coordinator.cli_live import EventsOption, MetricsPortOption, live_sink
 from bgbench.coordinator.config import (
     SCALE_OVERRIDE,
@@ -37,7 +39,6 @@ from bgbench.coordinator.report import (
     study_tables,
 )
 from bgbench.coordinator.results import ResultsStore
-from bgbench.coordinator.sizing import resolve_local_layout
 from bgbench.coordinator.study import run_study
 from bgbench.coordinator.sweep import write_csv
 from bgbench.errors import BGBenchError, SystemFault, UserError
@@ -276,12 +277,12 @@ def check_config(
     param: ParamOption = None,
 ) -> None:
     """Validate a settings file (and overrides) without generating any load."""
-    settings = load_settings(file, _overrides(param))
-    resolve_local_layout(settings, None)
-    preflight.check_before_agents(settings)
+    settings = check_settings_file(file, _overrides(param))
     out.print(f"{file}: valid")
     out.print_json(settings.model_dump_json())
 
+
+app.command()(deck)
 
 results_app = typer.Typer(help="Ratings recorded in the results store.", no_args_is_help=False)
 app.add_typer(results_app, name="results")

@@ -7,7 +7,6 @@ from typing import Annotated
 import typer
 
 from bgbench.coordinator.events import EventSink, Fanout, JsonLinesSink
-from bgbench.coordinator.prometheus import MetricsServer
 
 EventsOption = Annotated[
     Path | None,
@@ -35,6 +34,8 @@ def live_sink(
         return None
     sinks: list[EventSink] = []
     if metrics_port is not None:
+        from bgbench.coordinator.prometheus import MetricsServer  # only when asked for
+
         server = MetricsServer(metrics_port)
         ctx.call_on_close(server.close)
         sinks.append(server)
