@@ -154,7 +154,8 @@ function jobPage() {
     },
     progress(e) {
       if (t0 === null) t0 = e.time;
-      chart.add(e.time - t0, e.actions_per_s, e.p95_ms);
+      // An experiment's first tick has no interval yet: plotted, it would read as a stall.
+      if (e.actions_per_s > 0 && e.latency_count > 0) chart.add(e.time - t0, e.actions_per_s, e.p95_ms);
       $("throughput").textContent = fmt(e.actions_per_s, 0);
       $("p95").textContent = e.latency_count ? fmt(e.p95_ms, 2) : "-";
       agentsTable(e.agents);
