@@ -53,7 +53,7 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 def deck(
-    port: Annotated[int, typer.Option(help="port to listen on")] = 8765,
+    port: Annotated[int, typer.Option(min=1, max=65535, help="port to listen on")] = 8765,
     host: Annotated[
         str, typer.Option(help="address to listen on (beyond loopback only with --token)")
     ] = "127.0.0.1",

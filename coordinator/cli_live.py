@@ -20,6 +20,8 @@ MetricsPortOption = Annotated[
     int | None,
     typer.Option(
         "--metrics-port",
+        min=1,
+        max=65535,
         help="serve Prometheus metrics on 127.0.0.1:PORT/metrics while it runs",
     ),
 ]
