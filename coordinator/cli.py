@@ -12,6 +12,7 @@ from rich.console import Console
 from bgbench.coordinator import api, preflight
 from bgbench.coordinator.api import new_rating_id, results_path, resumed_settings
 from bgbench.coordinator.checkconfig import check_settings_file
+from bgbench.coordinator.cli_campaign import campaign_app
 from bgbench.coordinator.cli_deck import deck
 from bgbench.coordinator.cli_live import EventsOption, MetricsPortOption, live_sink
 from bgbench.coordinator.config import (
@@ -286,6 +287,7 @@ app.command()(deck)
 
 results_app = typer.Typer(help="Ratings recorded in the results store.", no_args_is_help=False)
 app.add_typer(results_app, name="results")
+app.add_typer(campaign_app, name="campaign")
 
 
 @results_app.callback(invoke_without_command=True)
