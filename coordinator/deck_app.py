@@ -9,6 +9,7 @@ import asyncio
 import json
 import re
 import secrets
+import sqlite3
 import subprocess
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
@@ -25,6 +26,8 @@ from pydantic import BaseModel
 from sse_starlette import EventSourceResponse
 
 from bgbench.coordinator import deck_html
+from bgbench.coordinator.campaign import load_campaign
+from bgbench.coordinator.campaign import records as campaign_records
 from bgbench.coordinator.checkconfig import check_settings_file
 from bgbench.coordinator.deck_jobs import BGBENCH, Job, Jobs
 from bgbench.coordinator.results import DB_NAME, ResultsStore
@@ -50,6 +53,7 @@ class DeckConfig:
 class SettingsText(BaseModel):
     name: str
     text: str
+    kind: str = "rate"  # rate: a rating's settings; campaign: a campaign file
 
 
 class StartJob(BaseModel):
@@ -115,6 +119,27 @@ def _help(*words: str) -> str | None:
     return done.stdout if done.returncode == 0 else None
 
 
+def check_campaign(name: str, text: str, directory: Path) -> str:
+    """The campaign file `text` checked as `bgbench campaign check` does ("" when every job
+    is valid, else the first error in one line). It is checked where it is saved, so the
+    files it includes resolve the same."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(
+        "w", suffix=".yaml", prefix=".check-", dir=directory, encoding="utf-8"
+    ) as f:
+        f.write(text)
+        f.flush()
+        try:
+            campaign = load_campaign(Path(f.name))
+        except BGBenchError as exc:
+            return str(exc).replace(f.name, name).splitlines()[0]
+    if campaign.invalid:
+        more = len(campaign.invalid) - 1
+        first = campaign.invalid[0].error.replace(f.name, name).splitlines()[0]
+        return first + (f" (and {more} more invalid jobs)" if more else "")
+    return ""
+
+
 def check_text(name: str, text: str) -> str:
     """The settings `text` (TOML or YAML by `name`) checked as check-config does: "" when
     valid, else the one-line error."""
@@ -166,8 +191,7 @@ def create_app(config: DeckConfig) -> FastAPI:
     @app.get("/", response_class=HTMLResponse)
     def index() -> HTMLResponse:
         nonce = _nonce()
-        campaigns = command_exists("campaign", "run")
-        content = deck_html.editor(saved_names(), list(jobs.jobs.values()), campaigns, nonce)
+        content = deck_html.editor(saved_names(), list(jobs.jobs.values()), nonce)
         return _html(content, nonce)
 
     @app.get("/api/settings")
@@ -188,9 +212,14 @@ def create_app(config: DeckConfig) -> FastAPI:
         path.write_text(body.text, encoding="utf-8")
         return {"name": body.name}
 
+    def check(kind: str, name: str, text: str) -> str:
+        if kind == "campaign":
+            return check_campaign(name, text, config.settings_dir)
+        return check_text(name, text)
+
     @app.post("/api/validate")
     def validate(body: SettingsText) -> dict[str, Any]:
-        message = check_text(body.name, body.text)
+        message = check(body.kind, body.name, body.text)
         return {"valid": not message, "message": message or "valid"}
 
     @app.get("/api/jobs")
@@ -207,17 +236,15 @@ def create_app(config: DeckConfig) -> FastAPI:
         path = settings_file(body.name)
         if not path.is_file():
             raise UserError(f"save {body.name} first: no such settings file")
-        if body.kind == "rate":
-            problem = check_text(body.name, path.read_text(encoding="utf-8"))
-            if problem:
-                raise UserError(problem)
-            job = jobs.rate(path.absolute(), body.metrics_port)
-        elif body.kind == "campaign":
-            if not command_exists("campaign", "run"):
-                raise UserError("this bgbench has no campaign command")
-            job = jobs.campaign(path.absolute(), body.metrics_port)
-        else:
+        if body.kind not in ("rate", "campaign"):
             raise UserError(f"kind {body.kind!r}: start a rate or a campaign")
+        problem = check(body.kind, body.name, path.read_text(encoding="utf-8"))
+        if problem:
+            raise UserError(problem)
+        if body.kind == "rate":
+            job = jobs.rate(path.absolute(), body.metrics_port)
+        else:
+            job = jobs.campaign(path.absolute(), body.metrics_port)
         return {"id": job.id, "pid": job.pid}
 
     @app.post("/api/jobs/{job_id}/stop")
@@ -230,12 +257,16 @@ def create_app(config: DeckConfig) -> FastAPI:
         job = jobs.get(job_id)
         if job.returncode() is None:
             raise UserError(f"job {job_id} is still running: stop it first")
-        rid = job.rating_id()
+        rid = job.announced_id()
         if not rid:
-            raise UserError(f"job {job_id} never started a rating: start it again instead")
-        campaign = job.kind.startswith("campaign")
-        new = jobs.resume_campaign(rid) if campaign else jobs.resume(rid)
+            raise UserError(f"job {job_id} never started: start it again instead")
+        new = jobs.resume_campaign(rid) if job.is_campaign else jobs.resume(rid)
         return {"id": new.id, "pid": new.pid}
+
+    @app.post("/api/campaigns/{campaign_id}/resume")
+    def resume_campaign(campaign_id: str) -> dict[str, Any]:
+        job = jobs.resume_campaign(campaign_id)
+        return {"id": job.id, "pid": job.pid}
 
     @app.post("/api/ratings/{rating_id}/resume")
     def resume_rating(rating_id: str) -> dict[str, Any]:
@@ -256,7 +287,8 @@ def create_app(config: DeckConfig) -> FastAPI:
     @app.get("/ratings", response_class=HTMLResponse)
     def ratings_page() -> HTMLResponse:
         nonce = _nonce()
-        return _html(deck_html.ratings(_ratings(config.results), nonce), nonce)
+        rows, campaigns = _ratings(config.results), _campaigns(config.results)
+        return _html(deck_html.ratings(rows, campaigns, nonce), nonce)
 
     @app.get("/ratings/{rating_id}/report", response_class=HTMLResponse)
     def report(rating_id: str) -> Response:
@@ -274,6 +306,15 @@ def _ratings(results: Path) -> list[dict[str, Any]]:
     if not (results / DB_NAME).is_file():
         return []
     return ResultsStore(results).ratings()
+
+
+def _campaigns(results: Path) -> list[dict[str, Any]]:
+    if not (results / DB_NAME).is_file():
+        return []
+    try:
+        return campaign_records.campaigns(ResultsStore(results))
+    except sqlite3.OperationalError:  # a store from before campaigns
+        return []
 
 
 def _report(rating_id: str, results: Path) -> Response:

@@ -27,17 +27,16 @@ def page(title: str, body: str, nonce: str, **data: str) -> str:
 </body></html>"""
 
 
-def editor(names: list[str], jobs: list[Job], campaigns: bool, nonce: str) -> str:
+def editor(names: list[str], jobs: list[Job], nonce: str) -> str:
     options = "".join(f'<option value="{escape(n)}">{escape(n)}</option>' for n in names)
-    campaign = (
-        '<button id="start-campaign" type="button">start campaign</button>' if campaigns else ""
-    )
     body = f"""
 <h2>Settings</h2>
 <div class="row">
   <label>open <select id="settings-choose"><option value="">(a saved file)</option>
   {options}</select></label>
   <label>name <input id="settings-name" value="settings.toml" size="28"></label>
+  <label>is <select id="kind"><option value="rate">a rating's settings</option>
+  <option value="campaign">a campaign file (YAML)</option></select></label>
   <span class="muted">TOML or YAML, by its name; checked as
   <code>bgbench check-config</code> does</span>
 </div>
@@ -46,7 +45,7 @@ def editor(names: list[str], jobs: list[Job], campaigns: bool, nonce: str) -> st
 <div class="row">validation: <span id="validation" class="muted">(type settings)</span></div>
 <div class="row">
   <button id="save" type="button">save</button>
-  <button id="start-rating" type="button">start rating</button>{campaign}
+  <button id="start" type="button">start</button>
   <label>metrics port <input id="metrics-port" type="number" min="1" max="65535" size="6"></label>
   <span id="start-error" class="error"></span>
 </div>
@@ -74,7 +73,8 @@ def job(j: Job, nonce: str) -> str:
     body = f"""
 <h2>Job {escape(j.id)}: {escape(j.kind)} <span class="muted">(PID {j.pid})</span></h2>
 <p><code>bgbench {escape(" ".join(j.args))}</code></p>
-<div class="row">rating <strong id="rating-id">-</strong>
+<div class="row"><span id="campaign" hidden>campaign <strong id="campaign-id">-</strong>:
+  <span id="campaign-status">running</span> ·</span> rating <strong id="rating-id">-</strong>
   · status <span id="job-status">{escape(j.status)}</span>
   · now <span id="now">-</span></div>
 <div class="row"><button id="stop" type="button">stop</button>
@@ -97,7 +97,7 @@ def _num(v: Any, digits: int = 1) -> str:
     return "-" if v is None else f"{v:,.{digits}f}"
 
 
-def ratings(rows: list[dict[str, Any]], nonce: str) -> str:
+def ratings(rows: list[dict[str, Any]], campaigns: list[dict[str, Any]], nonce: str) -> str:
     if not rows:
         table = '<p class="muted">no rating recorded in this results store yet</p>'
     else:
@@ -122,8 +122,32 @@ def ratings(rows: list[dict[str, Any]], nonce: str) -> str:
             f'<th class="num">experiments</th><th></th></tr></thead><tbody>{"".join(lines)}'
             "</tbody></table>"
         )
-    body = f'<h2>Ratings</h2><p id="ratings-error" class="error"></p>{table}'
+    body = (
+        f'<h2>Ratings</h2><p id="ratings-error" class="error"></p>{table}'
+        f"{campaigns_table(campaigns)}"
+    )
     return page("ratings", body, nonce, page="ratings")
+
+
+def campaigns_table(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return ""
+    lines = []
+    for r in reversed(rows):
+        cid = escape(str(r["id"]))
+        resumable = r["status"] not in ("done", "failed")
+        button = f'<button type="button" data-resume-campaign="{cid}">resume</button>'
+        lines.append(
+            f"<tr><td>{cid}</td><td>{escape(str(r['name']))}</td>"
+            f"<td>{escape(str(r['status']))}</td>"
+            f'<td class="num">{r["done"]}/{r["jobs"]}</td><td>{button if resumable else ""}</td>'
+            "</tr>"
+        )
+    return (
+        '<h2>Campaigns</h2><table id="campaigns"><thead><tr><th>campaign</th><th>name</th>'
+        '<th>status</th><th class="num">jobs done</th><th></th></tr></thead>'
+        f"<tbody>{''.join(lines)}</tbody></table>"
+    )
 
 
 def experiments(rating_id: str, rows: list[dict[str, Any]], nonce: str) -> str:

@@ -42,17 +42,24 @@ class Job:
         code = self.returncode()
         return "running" if code is None else f"exited {code}"
 
-    def rating_id(self) -> str:
-        """The rating (or campaign) id its events announced, once they have."""
+    def announced_id(self) -> str:
+        """The rating (or, for a campaign job, the campaign) id its events announced."""
+        kind, key = ("rating_start", "rating_id")
+        if self.is_campaign:
+            kind, key = ("campaign_start", "campaign_id")
         try:
             with self.events.open(encoding="utf-8") as f:
                 for line in f:
                     event = json.loads(line) if line.endswith("\n") else {}
-                    if event.get("kind") == "rating_start":
-                        return str(event["rating_id"])
+                    if event.get("kind") == kind:
+                        return str(event[key])
         except (OSError, ValueError):
             pass
         return ""
+
+    @property
+    def is_campaign(self) -> bool:
+        return self.kind.startswith("campaign")
 
 
 class Jobs:

@@ -130,7 +130,34 @@ class RatingEnded:
     time: float = field(default_factory=time.time)
 
 
-Event = RatingStarted | ExperimentStarted | ProgressTick | ExperimentEnded | RatingEnded
+@dataclass(frozen=True)
+class CampaignStarted:
+    """A campaign's start: its ratings' events follow, each between its own start and end."""
+
+    kind: ClassVar[str] = "campaign_start"
+    campaign_id: str
+    resumed: bool = False
+    time: float = field(default_factory=time.time)
+
+
+@dataclass(frozen=True)
+class CampaignEnded:
+    kind: ClassVar[str] = "campaign_end"
+    campaign_id: str
+    status: str  # done | failed | interrupted
+    message: str = ""
+    time: float = field(default_factory=time.time)
+
+
+Event = (
+    RatingStarted
+    | ExperimentStarted
+    | ProgressTick
+    | ExperimentEnded
+    | RatingEnded
+    | CampaignStarted
+    | CampaignEnded
+)
 
 
 def to_dict(event: Event) -> dict[str, object]:

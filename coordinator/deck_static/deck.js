@@ -34,11 +34,12 @@ function fmt(v, digits) {
 // ---- the settings editor -------------------------------------------------
 function editorPage() {
   const text = $("settings-text"), name = $("settings-name"), shown = $("validation");
+  const kind = $("kind");
   let timer = null, asked = 0;
   async function validate() {
     const n = ++asked;
     try {
-      const r = await api("/api/validate", { name: name.value, text: text.value });
+      const r = await api("/api/validate", { name: name.value, text: text.value, kind: kind.value });
       if (n !== asked) return;
       shown.textContent = r.valid ? "valid" : r.message;
       shown.className = r.valid ? "valid" : "invalid";
@@ -50,6 +51,7 @@ function editorPage() {
   function soon() { clearTimeout(timer); timer = setTimeout(validate, 250); }
   text.addEventListener("input", soon);
   name.addEventListener("input", soon);
+  kind.addEventListener("change", validate);
   $("settings-choose").addEventListener("change", async (e) => {
     if (!e.target.value) return;
     const r = await api("/api/settings/" + encodeURIComponent(e.target.value));
@@ -60,13 +62,14 @@ function editorPage() {
   async function save() {
     await api("/api/settings", { name: name.value, text: text.value });
   }
-  async function start(kind) {
+  async function start() {
     const problem = $("start-error");
     problem.textContent = "";
     try {
       await save();
       const port = $("metrics-port").value;
-      const job = await api("/api/jobs", { kind, name: name.value, metrics_port: port ? Number(port) : null });
+      const body = { kind: kind.value, name: name.value, metrics_port: port ? Number(port) : null };
+      const job = await api("/api/jobs", body);
       location.href = withToken("/jobs/" + job.id);
     } catch (e) {
       problem.textContent = e.message;
@@ -76,9 +79,7 @@ function editorPage() {
     try { await save(); $("start-error").textContent = "saved " + name.value; }
     catch (e) { $("start-error").textContent = e.message; }
   });
-  $("start-rating").addEventListener("click", () => start("rate"));
-  const campaign = $("start-campaign");
-  if (campaign) campaign.addEventListener("click", () => start("campaign"));
+  $("start").addEventListener("click", start);
   if (text.value) validate();
 }
 
@@ -144,6 +145,14 @@ function jobPage() {
   const chart = new Chart($("chart"));
   let t0 = null;
   const on = {
+    campaign_start(e) {
+      $("campaign").hidden = false;
+      $("campaign-id").textContent = e.campaign_id;
+    },
+    campaign_end(e) {
+      $("campaign-status").textContent = e.status + (e.message ? `: ${e.message}` : "");
+      $("campaign-status").dataset.status = e.status;
+    },
     rating_start(e) {
       $("rating-id").textContent = e.rating_id;
       $("rating-id").dataset.id = e.rating_id;
@@ -207,10 +216,12 @@ function jobPage() {
 
 // ---- past ratings ------------------------------------------------------------
 function ratingsPage() {
-  for (const b of document.querySelectorAll("button[data-resume]")) {
+  for (const b of document.querySelectorAll("button[data-resume], button[data-resume-campaign]")) {
     b.addEventListener("click", async () => {
+      const path = b.dataset.resume ? `/api/ratings/${b.dataset.resume}/resume`
+        : `/api/campaigns/${b.dataset.resumeCampaign}/resume`;
       try {
-        const job = await api(`/api/ratings/${b.dataset.resume}/resume`, {});
+        const job = await api(path, {});
         location.href = withToken("/jobs/" + job.id);
       } catch (e) { $("ratings-error").textContent = e.message; }
     });

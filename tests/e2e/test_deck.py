@@ -122,7 +122,7 @@ def test_a_rating_started_and_followed_in_the_browser(deck, browser, tmp_path):
     name = browser.find_element(By.ID, "settings-name")
     name.clear()
     name.send_keys("small.toml")
-    browser.find_element(By.ID, "start-rating").click()
+    browser.find_element(By.ID, "start").click()
 
     wait.until(lambda d: "/jobs/" in d.current_url)
     result = browser.find_element(By.ID, "result")
@@ -224,3 +224,61 @@ def test_with_a_token_every_request_carries_it(tmp_path):
     finally:
         end(proc, signal.SIGTERM)
     assert secret not in (tmp_path / "deck.log").read_text()  # never printed
+
+
+def campaign_file(tmp: Path) -> str:
+    return (
+        "campaign: deck-one\njobs:\n"
+        f'  - store: {{name: sqlite, options: {{path: "{tmp / "campaign.sqlite"}"}}}}\n'
+        "    sla: {delta_search_s: 1, delta_s: 1}\n"
+        "    rating: {objective: soar, max_threads: 4, final_runs: 2, repeats: 1}\n"
+        "    agents: {local: 1, processes: 1}\n"
+        "    params: {usercount: 300}\n"
+    )
+
+
+def kinds(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_a_campaign_started_stopped_and_resumed_from_the_deck(deck, tmp_path):
+    base = deck.url
+    bad = post(base + "/api/validate", {"name": "c.yaml", "text": "jobs: []\n", "kind": "campaign"})
+    assert (
+        bad[0] == 200 and bad[1]["valid"] is False and "non-empty list of jobs" in bad[1]["message"]
+    )
+    text = campaign_file(tmp_path)
+    good = post(base + "/api/validate", {"name": "c.yaml", "text": text, "kind": "campaign"})
+    assert good[1] == {"valid": True, "message": "valid"}
+    assert post(base + "/api/settings", {"name": "c.yaml", "text": text})[0] == 200
+    code, job = post(base + "/api/jobs", {"kind": "campaign", "name": "c.yaml"})
+    assert code == 200, job
+    jobs_dir = tmp_path / "res" / "deck" / "jobs"
+    events = jobs_dir / f"{job['id']}.events.jsonl"
+    wait_for(lambda: '"kind":"progress"' in events.read_text(), "the campaign's first progress")
+    assert post(base + f"/api/jobs/{job['id']}/stop", {})[0] == 200
+    wait_for(lambda: '"kind":"campaign_end"' in events.read_text(), "the campaign's end")
+    first = kinds(events)
+    assert first[0]["kind"] == "campaign_start" and first[1]["kind"] == "rating_start"
+    assert first[-1]["status"] == "interrupted"
+    cid = first[0]["campaign_id"]
+
+    def ended(job_id: str) -> str:
+        listed = json.loads(get(base + "/api/jobs")[1])["jobs"]
+        status = next(j["status"] for j in listed if j["id"] == job_id)
+        return "" if status == "running" else status
+
+    assert wait_for(lambda: ended(job["id"]), "the stopped campaign's exit") == "exited 130"
+    assert f'data-resume-campaign="{cid}"' in get(base + "/ratings")[1]
+
+    code, again = post(base + f"/api/jobs/{job['id']}/resume", {})
+    assert code == 200, again
+    assert wait_for(lambda: ended(again["id"]), "the resumed campaign's exit") == "exited 0"
+    second = kinds(jobs_dir / f"{again['id']}.events.jsonl")
+    assert second[0] == {**second[0], "kind": "campaign_start", "campaign_id": cid, "resumed": True}
+    assert second[-1] == {**second[-1], "kind": "campaign_end", "status": "done"}
+    rating_ends = [e for e in second if e["kind"] == "rating_end"]
+    assert rating_ends and rating_ends[-1]["status"] == "done" and rating_ends[-1]["soar"] > 0
+    assert any(e["kind"] == "verdict" for e in second)
+    page = get(base + "/ratings")[1]
+    assert cid in page and "1/1" in page
