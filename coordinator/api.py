@@ -20,6 +20,13 @@ from rich.console import Console
 
 from bgbench.coordinator import preflight
 from bgbench.coordinator.config import Settings, describe_validation_error, set_path
+from bgbench.coordinator.events import (
+    EventSink,
+    ExperimentEnded,
+    ExperimentStarted,
+    RatingEnded,
+    RatingStarted,
+)
 from bgbench.coordinator.experiment import ExperimentResult, faulted, new_experiment_id, save
 from bgbench.coordinator.faults import fault_time, record_failure, recorded_kind, run_failure
 from bgbench.coordinator.preflight import MODEL_STORE
@@ -97,6 +104,7 @@ def rate(
     resume: str | None = None,
     console: Console | None = None,
     rating_id: str | None = None,
+    events: EventSink | None = None,
 ) -> RatingRecord:
     """Run a rating of `settings`, recorded in `results` (a results store, or the directory
     of one); its record. With `resume`, continue that unfinished rating of `results`
@@ -104,7 +112,7 @@ def rate(
     redacted secrets given again), or None when it recorded no secret. A new rating takes
     `rating_id` when given (a campaign records it before the rating starts). A resume runs where
     the rating started (the process changes directory), so relative paths in its settings
-    name the same files."""
+    name the same files. `events` follows it live (coordinator/events.py)."""
     console = console or quiet_console()
     if resume is not None:
         store = results if isinstance(results, ResultsStore) else _existing(results)
@@ -127,13 +135,21 @@ def rate(
             str(Path.cwd()),
         )
     console.print(f"rating {rating_id}: results in {store.path}")
+    if events:
+        objective = settings.rating.objective
+        events.emit(RatingStarted(rating_id, objective, settings.store.name, resume is not None))
     try:
-        summary = _execute(settings, store, rating_id, console)
+        summary = _execute(settings, store, rating_id, console, events)
     except SystemFault as exc:  # recorded and returned: the caller may rate the next one
-        record_failure(store, rating_id, exc, settings.results_dir)
+        message = record_failure(store, rating_id, exc, settings.results_dir)
+        if events:
+            events.emit(RatingEnded(rating_id, "failed", message=message))
         return rating_record(store, rating_id)
     except (BGBenchError, KeyboardInterrupt) as exc:
-        record_failure(store, rating_id, exc, settings.results_dir)
+        message = record_failure(store, rating_id, exc, settings.results_dir)
+        if events:
+            status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
+            events.emit(RatingEnded(rating_id, status, message=message))
         raise
     store.finish_rating(
         rating_id,
@@ -143,23 +159,34 @@ def rate(
         summary.socialites,
         summary.to_dict(),
     )
+    if events:
+        events.emit(
+            RatingEnded(rating_id, "done", summary.soar, summary.soar_threads, summary.socialites)
+        )
     return rating_record(store, rating_id)
 
 
 def _execute(
-    settings: Settings, store: ResultsStore, rating_id: str, console: Console
+    settings: Settings,
+    store: ResultsStore,
+    rating_id: str,
+    console: Console,
+    events: EventSink | None = None,
 ) -> RatingSummary:
-    with bring_up(settings, settings.results_dir / rating_id, console) as target:
+    def ended(phase: str, r: ExperimentResult) -> None:
+        console.print(experiment_line(phase, r, settings))
+        if events:
+            events.emit(ExperimentEnded.of(phase, r))
+
+    def started(phase: str, threads: int, duration: float, experiment_id: str) -> None:
+        if events:
+            events.emit(ExperimentStarted(experiment_id, phase, threads, duration))
+
+    with bring_up(settings, settings.results_dir / rating_id, console, events) as target:
         store.set_hosts(rating_id, target.hosts(), target.versions())
         store.update_config(rating_id, settings.model_dump_json())  # measured capacities
         target.record_fault = lambda r: store.add_experiment(rating_id, "retried", r)
-        rating = Rating(
-            rating_id,
-            settings,
-            target.run,
-            store,
-            lambda phase, r: console.print(experiment_line(phase, r, settings)),
-        )
+        rating = Rating(rating_id, settings, target.run, store, ended, started)
         if settings.rating.objective == "sweep":
             plan = clip(settings.rating.sweep_threads, sweep_limits(settings, target))
             for line in plan.clipped:
@@ -321,11 +348,14 @@ def go_to_origin(record: dict[str, Any], console: Console) -> None:
     console.print(f"resuming in {origin}, where the rating started")
 
 
-def run(settings: Settings, *, console: Console | None = None) -> RunRecord:
+def run(
+    settings: Settings, *, console: Console | None = None, events: EventSink | None = None
+) -> RunRecord:
     """One experiment at run.threadcount for run.maxexecutiontime (`bgbench run`), on the
     listed agents or local ones. It is recorded, an infrastructure fault included (even
     one that kept it from starting: a load that made no progress, say), in the results
-    store of results_dir (as a record of objective "run") and in results_dir/ID/ID.json."""
+    store of results_dir (as a record of objective "run") and in results_dir/ID/ID.json.
+    `events` follows it live: a start, progress, its verdict and an end, under its id."""
     console = console or quiet_console()
     settings.results_dir = results_path(settings.results_dir)
     threads = settings.run.threadcount
@@ -341,15 +371,27 @@ def run(settings: Settings, *, console: Console | None = None) -> RunRecord:
     retried: list[ExperimentResult] = []
     hosts: list[dict[str, Any]] = []
     versions: dict[str, str] = {}
+    if events:
+        events.emit(RatingStarted(experiment_id, RUN_OBJECTIVE, settings.store.name))
+        events.emit(ExperimentStarted(experiment_id, RUN_OBJECTIVE, threads, duration))
     try:
-        with bring_up(settings, run_dir, console) as target:
+        with bring_up(settings, run_dir, console, events) as target:
             hosts, versions = target.hosts(), target.versions()
             target.record_fault = retried.append
             result = target.run(threads, duration, experiment_id)
     except SystemFault as exc:
         result = faulted(experiment_id, threads, duration, "", [], str(exc), fault_time(exc))
+    except (BGBenchError, KeyboardInterrupt) as exc:
+        if events:
+            status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
+            events.emit(RatingEnded(experiment_id, status, message=str(exc)))
+        raise
     path = save(result, run_dir)
     _record_run(settings, result, retried, hosts, versions)
+    if events:
+        events.emit(ExperimentEnded.of(RUN_OBJECTIVE, result))
+        status = "failed" if result.fault else "done"
+        events.emit(RatingEnded(experiment_id, status, message=result.fault))
     return RunRecord(result, path)
 
 

@@ -11,7 +11,10 @@ from rich.console import Console
 
 from bgbench.coordinator import api, preflight
 from bgbench.coordinator.api import new_rating_id, results_path, resumed_settings
+from bgbench.coordinator.checkconfig import check_settings_file
 from bgbench.coordinator.cli_campaign import campaign_app
+from bgbench.coordinator.cli_deck import deck
+from bgbench.coordinator.cli_live import EventsOption, MetricsPortOption, live_sink
 from bgbench.coordinator.config import (
     SCALE_OVERRIDE,
     Settings,
@@ -37,7 +40,6 @@ from bgbench.coordinator.report import (
     study_tables,
 )
 from bgbench.coordinator.results import ResultsStore
-from bgbench.coordinator.sizing import resolve_local_layout
 from bgbench.coordinator.study import run_study
 from bgbench.coordinator.sweep import write_csv
 from bgbench.errors import BGBenchError, SystemFault, UserError
@@ -125,6 +127,7 @@ TargetRateFlag = Annotated[
 
 @app.command()
 def run(
+    ctx: typer.Context,
     config: ConfigOption = None,
     workload: WorkloadFlag = None,
     store: StoreFlag = None,
@@ -138,6 +141,8 @@ def run(
     target_rate: TargetRateFlag = None,
     as_json: JsonFlag = False,
     param: ParamOption = None,
+    events: EventsOption = None,
+    metrics_port: MetricsPortOption = None,
 ) -> None:
     """Run one experiment at T threads and print every figure."""
     flags = _common_flags(
@@ -145,7 +150,7 @@ def run(
     )
     flags["run.target_rate"] = target_rate
     settings = _settings(config, param, flags)
-    record = api.run(settings, console=err)
+    record = api.run(settings, console=err, events=live_sink(ctx, events, metrics_port))
     if as_json:
         print(record.result.to_json())
     else:
@@ -157,6 +162,7 @@ def run(
 
 @app.command()
 def rate(
+    ctx: typer.Context,
     config: ConfigOption = None,
     workload: WorkloadFlag = None,
     store: StoreFlag = None,
@@ -192,15 +198,18 @@ def rate(
     ] = None,
     as_json: JsonFlag = False,
     param: ParamOption = None,
+    events: EventsOption = None,
+    metrics_port: MetricsPortOption = None,
 ) -> None:
     """Rate a store: SoAR and Socialites against the SLA (search, then a final experiment),
     or sweep a list of thread counts (--objective sweep)."""
+    sink = live_sink(ctx, events, metrics_port)  # closed with the command
     if resume:
         if workload is not None:
             raise UserError("--workload: a resumed rating keeps its recorded workload")
         store_db = ResultsStore.existing(results_path(results or Path("results")))
         settings = api.settings_to_resume(store_db, resume, _overrides(param))
-        record = api.rate(settings, store_db, resume=resume, console=err)
+        record = api.rate(settings, store_db, resume=resume, console=err, events=sink)
     else:
         flags = _common_flags(workload, store, None, None, agents, processes, mix, users, results)
         flags.update(
@@ -217,7 +226,7 @@ def rate(
             }
         )
         settings = _settings(config, param, flags)
-        record = api.rate(settings, settings.results_dir, console=err)
+        record = api.rate(settings, settings.results_dir, console=err, events=sink)
     if record.summary is None:
         raise SystemFault(record.fault or f"rating {record.rating_id} did not finish")
     if as_json:
@@ -269,12 +278,12 @@ def check_config(
     param: ParamOption = None,
 ) -> None:
     """Validate a settings file (and overrides) without generating any load."""
-    settings = load_settings(file, _overrides(param))
-    resolve_local_layout(settings, None)
-    preflight.check_before_agents(settings)
+    settings = check_settings_file(file, _overrides(param))
     out.print(f"{file}: valid")
     out.print_json(settings.model_dump_json())
 
+
+app.command()(deck)
 
 results_app = typer.Typer(help="Ratings recorded in the results store.", no_args_is_help=False)
 app.add_typer(results_app, name="results")

@@ -13,6 +13,7 @@ from rich.table import Table
 from bgbench.coordinator import api
 from bgbench.coordinator.campaign import Campaign, load_campaign, records, run_campaign
 from bgbench.coordinator.campaign.records import JobRecord
+from bgbench.coordinator.cli_live import EventsOption, MetricsPortOption, live_sink
 from bgbench.coordinator.results import ResultsStore
 from bgbench.errors import SystemFault, UserError
 
@@ -47,6 +48,7 @@ def check(file: FileArg, as_json: JsonOption = False) -> None:
 
 @campaign_app.command("run")
 def run(
+    ctx: typer.Context,
     file: Annotated[Path | None, typer.Argument(help="campaign file (not with --resume)")] = None,
     results: ResultsOption = None,
     resume: Annotated[
@@ -56,6 +58,8 @@ def run(
         str | None, typer.Option(help="continue (the default) or stop at a failed job")
     ] = None,
     as_json: JsonOption = False,
+    events: EventsOption = None,
+    metrics_port: MetricsPortOption = None,
 ) -> None:
     """Run a campaign's jobs in order, each a recorded rating; resume one with --resume."""
     if on_failure not in (None, "continue", "stop"):
@@ -63,9 +67,11 @@ def run(
     if (file is None) == (resume is None):
         raise UserError("give a campaign file, or --resume CAMPAIGN_ID (not both)")
     campaign = load_campaign(file) if file is not None else None
+    sink = live_sink(ctx, events, metrics_port)  # closed with the command
     outcome = run_campaign(
-        campaign, results or Path("results"), resume=resume, on_failure=on_failure, console=err
-    )
+        campaign, results or Path("results"), resume=resume, on_failure=on_failure, console=err,
+        events=sink,
+    )  # fmt: skip
     store = ResultsStore.existing(outcome.results.parent)
     if as_json:
         print(json.dumps(outcome_json(store, outcome.campaign_id), indent=2))

@@ -107,12 +107,14 @@ class Rating:
         run: RunFn,
         store: ResultsStore,
         on_result: Callable[[str, ExperimentResult], None] | None = None,
+        on_start: Callable[[str, int, float, str], None] | None = None,
     ) -> None:
         self.rating_id = rating_id
         self.settings = settings
         self.run = run
         self.store = store
         self.on_result = on_result
+        self.on_start = on_start  # (phase, threads, duration, experiment id) before each run
         self.memos: dict[tuple[bool, str, float], Memo] = {}
         self._prior = store.known_runs(rating_id)
         self.replayed = sum(len(runs) for by_t in self._prior.values() for runs in by_t.values())
@@ -169,7 +171,7 @@ class Rating:
                 exp_id = f"{self.rating_id}-{what}-{duration:g}s{tag}{again}"
                 self.repeated += 1 if runs else 0
                 self.ran_now += 1
-                result = self._record(phase, self.run(threads, duration, exp_id, rate))
+                result = self._record(phase, self._run(phase, threads, duration, exp_id, rate))
                 runs.append(RunFigures.of(result))
             return self._outcome(runs)
 
@@ -180,6 +182,13 @@ class Rating:
 
     def _threads_fixed(self) -> int:
         return max(self.settings.run.threadcount, self.floor)
+
+    def _run(
+        self, phase: str, threads: int, duration: float, exp_id: str, rate: float | None
+    ) -> ExperimentResult:
+        if self.on_start:
+            self.on_start(phase, threads, duration, exp_id)
+        return self.run(threads, duration, exp_id, rate)
 
     def _record(self, phase: str, result: ExperimentResult) -> ExperimentResult:
         self.store.add_experiment(self.rating_id, phase, result)
@@ -194,7 +203,7 @@ class Rating:
     def _warm_up(self, threads: int, duration: float) -> str:
         """One unrated run before the search (again on resume: the store may be cold)."""
         exp_id = f"{self.rating_id}-warmup{self.replayed}-T{threads}"
-        self._record("warmup", self.run(threads, duration, exp_id, None))
+        self._record("warmup", self._run("warmup", threads, duration, exp_id, None))
         return f"warmed up at T={threads} for {duration:g} s first (not rated)"
 
     def execute(self, t_max: int, t_min: int = 1) -> RatingSummary:
@@ -407,7 +416,7 @@ class Rating:
 
         def experiment(threads: int) -> Outcome:
             exp_id = f"{self.rating_id}-T{threads}-r{k + 1}-{duration:g}s"
-            result = self._record(PHASE, self.run(threads, duration, exp_id, None))
+            result = self._record(PHASE, self._run(PHASE, threads, duration, exp_id, None))
             samples[threads, k] = sample_of(asdict(result))
             return Outcome(result.passed, result.actions_per_s, reasons_of(result))
 

@@ -15,9 +15,11 @@ from bgbench import __version__
 from bgbench.coordinator import preflight
 from bgbench.coordinator.agents import AgentClient, Credentials, LocalAgents, spawn_local_agents
 from bgbench.coordinator.config import Settings
+from bgbench.coordinator.events import EventSink, ProgressTap
 from bgbench.coordinator.experiment import (
     Cluster,
     ExperimentResult,
+    ProgressCallback,
     longest_phases,
     run_experiment,
 )
@@ -26,6 +28,7 @@ from bgbench.coordinator.model_store import ModelStore
 from bgbench.coordinator.report import LiveProgress
 from bgbench.coordinator.sizing import resolve_local_layout
 from bgbench.errors import BGBenchError, SystemFault
+from bgbench.protos import worker_pb2 as pb
 
 
 @dataclass
@@ -40,6 +43,7 @@ class Target:
     local: LocalAgents | None = None
     creds: Credentials | None = None
     record_fault: Callable[[ExperimentResult], None] | None = None
+    events: EventSink | None = None  # progress ticks go here too (coordinator/events.py)
 
     def run(
         self, threads: int, duration_s: float, experiment_id: str, rate: float | None = None
@@ -67,7 +71,18 @@ class Target:
         self, threads: int, duration_s: float, experiment_id: str, rate: float | None = None
     ) -> ExperimentResult:
         assert self.cluster is not None
-        progress = LiveProgress([c.address for c in self.cluster.clients], duration_s, self.console)
+        addresses = [c.address for c in self.cluster.clients]
+        progress = LiveProgress(addresses, duration_s, self.console)
+        on_progress: ProgressCallback = progress.update
+        if self.events is not None:
+            tap = ProgressTap(self.events, addresses, experiment_id, threads, duration_s)
+
+            def both(i: int, p: pb.Progress) -> None:
+                progress.update(i, p)
+                tap.update(i, p)
+
+            on_progress = both
+
         with progress:
             return run_experiment(
                 self.cluster,
@@ -75,7 +90,7 @@ class Target:
                 threads,
                 duration_s,
                 experiment_id,
-                progress.update,
+                on_progress,
                 self.start_state,
                 self.settings.agents.heartbeat_timeout,
                 rate,
@@ -210,14 +225,17 @@ def _answers(address: str, creds: Credentials | None, heartbeat_timeout: float) 
 
 
 @contextmanager
-def bring_up(settings: Settings, work_dir: Path, console: Console) -> Iterator[Target]:
+def bring_up(
+    settings: Settings, work_dir: Path, console: Console, events: EventSink | None = None
+) -> Iterator[Target]:
     """Reach the listed agents, or spawn local ones; load every fragment; on the way out,
-    stop what was spawned (listed agents keep running)."""
+    stop what was spawned (listed agents keep running). Progress also goes to `events`."""
     if settings.store.name == preflight.MODEL_STORE:
         yield Target(
             settings,
             console,
             model=ModelStore(settings.model, settings.sla, settings.rating, settings.run.seed),
+            events=events,
         )
         return
     preflight.check_store(settings)
@@ -275,6 +293,7 @@ def bring_up(settings: Settings, work_dir: Path, console: Console) -> Iterator[T
             start_state=settings.rating.state,
             local=local,
             creds=creds,
+            events=events,
         )
         yield target
     finally:

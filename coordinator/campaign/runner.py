@@ -21,6 +21,7 @@ from bgbench.coordinator.campaign.language import Campaign, load_campaign
 from bgbench.coordinator.campaign.records import JobRecord
 from bgbench.coordinator.campaign.servers import Servers
 from bgbench.coordinator.config import Settings, describe_validation_error
+from bgbench.coordinator.events import CampaignEnded, CampaignStarted, EventSink
 from bgbench.coordinator.faults import INTERRUPTED
 from bgbench.coordinator.redaction import REDACTED, redact_config
 from bgbench.coordinator.results import ResultsStore
@@ -47,9 +48,11 @@ def run_campaign(
     resume: str | None = None,
     on_failure: str | None = None,
     console: Console | None = None,
+    events: EventSink | None = None,
 ) -> CampaignOutcome:
     """Run `campaign` (or, with `resume`, the unfinished campaign of that id in the results
-    store: `campaign` is then None) and return every job's outcome."""
+    store: `campaign` is then None) and return every job's outcome. `events` follows it live
+    (coordinator/events.py): the campaign's start and end, its ratings' events between."""
     console = console or api.quiet_console()
     results_dir = api.results_path(results_dir)
     store = ResultsStore(results_dir)
@@ -75,6 +78,8 @@ def run_campaign(
         records.start_campaign(store, campaign_id, campaign)
     policy = on_failure or (campaign.on_failure if campaign else "continue")
     console.print(f"campaign {campaign_id}: results in {store.path}")
+    if events:
+        events.emit(CampaignStarted(campaign_id, resume is not None))
     servers = Servers(results_dir / campaign_id / "servers", console)
     servers.adopt()
     status = "done"
@@ -85,7 +90,7 @@ def run_campaign(
                 continue
             console.rule(f"job {job.seq} of {len(jobs)}: {job.label}")
             settings = _fresh_settings(campaign, job)
-            outcome, message = _run_job(store, campaign_id, job, settings, servers, console)
+            outcome, message = _run_job(store, campaign_id, job, settings, servers, console, events)
             records.update_job(store, campaign_id, job.seq, status=outcome, message=message)
             if outcome == "failed":
                 console.print(f"job {job.seq} failed: {message}")
@@ -94,6 +99,8 @@ def run_campaign(
                     break
     except KeyboardInterrupt:
         records.finish_campaign(store, campaign_id, "interrupted", INTERRUPTED)
+        if events:
+            events.emit(CampaignEnded(campaign_id, "interrupted", INTERRUPTED))
         raise
     except BaseException as exc:
         records.finish_campaign(store, campaign_id, "interrupted", f"{type(exc).__name__}: {exc}")
@@ -102,6 +109,8 @@ def run_campaign(
         servers.stop_all()
     message = "stopped at the first failed job (on_failure: stop)" if status == "failed" else ""
     records.finish_campaign(store, campaign_id, status, message)
+    if events:
+        events.emit(CampaignEnded(campaign_id, status, message))
     return CampaignOutcome(campaign_id, status, store.path, records.jobs(store, campaign_id))
 
 
@@ -141,6 +150,7 @@ def _run_job(
     settings: Settings,
     servers: Servers,
     console: Console,
+    events: EventSink | None = None,
 ) -> tuple[str, str]:
     """Rate one job (or resume its interrupted rating); its outcome and why it failed."""
     try:
@@ -160,14 +170,14 @@ def _run_job(
             run_study(settings, job.study, rating_id, store.path.parent, console)
             record = api.rating_record(store, rating_id)
         elif rating is not None:
-            record = api.rate(None, store, resume=rating["id"], console=console)
+            record = api.rate(None, store, resume=rating["id"], console=console, events=events)
         else:
             options = servers.options(job.seq, job.specs)
             settings.store.options = {**options, **settings.store.options}
             write_document(settings, servers.root.parent / f"job-{job.seq}.yaml")
             rating_id = job.rating_id or api.new_rating_id()
             records.update_job(store, campaign_id, job.seq, status="running", rating_id=rating_id)
-            record = api.rate(settings, store, console=console, rating_id=rating_id)
+            record = api.rate(settings, store, console=console, rating_id=rating_id, events=events)
     except UserError as exc:
         return "failed", f"user error: {exc}"
     except SystemFault as exc:

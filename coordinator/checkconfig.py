@@ -1,0 +1,18 @@
+"""What `bgbench check-config` checks, for the CLI and the deck alike: the settings model,
+the local layout and the checks that need no agent."""
+
+from pathlib import Path
+from typing import Any
+
+from bgbench.coordinator import preflight
+from bgbench.coordinator.config import Settings, load_settings
+from bgbench.coordinator.sizing import resolve_local_layout
+
+
+def check_settings_file(file: Path, overrides: list[tuple[str, Any]]) -> Settings:
+    """The settings of `file` (and overrides), checked without generating any load; a
+    UserError names what is wrong."""
+    settings = load_settings(file, overrides)
+    resolve_local_layout(settings, None)
+    preflight.check_before_agents(settings)
+    return settings

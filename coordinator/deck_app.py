@@ -1,0 +1,371 @@
+"""`bgbench deck`: the web app (FastAPI), its routes and its token rule.
+
+Every rating runs as a `bgbench` subprocess (coordinator/deck_jobs.py); the deck edits and
+checks settings files, starts, stops and resumes jobs, streams a job's events file as
+server-sent events, and shows the results store.
+"""
+
+import asyncio
+import json
+import re
+import secrets
+import sqlite3
+import subprocess
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from pydantic import BaseModel
+from sse_starlette import EventSourceResponse
+
+from bgbench.coordinator import deck_html
+from bgbench.coordinator.campaign import load_campaign
+from bgbench.coordinator.campaign import records as campaign_records
+from bgbench.coordinator.checkconfig import check_settings_file
+from bgbench.coordinator.deck_jobs import BGBENCH, Job, Jobs
+from bgbench.coordinator.results import DB_NAME, ResultsStore
+from bgbench.errors import BGBenchError, UserError
+
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,80}\.(toml|yaml|yml)$")
+POLL_S = 0.25  # how often a stream looks for new lines of a job's events file
+LOG_TAIL = 4000  # characters of a failed job's output shown on its page
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class DeckConfig:
+    results: Path  # the results store's directory the jobs record into
+    settings_dir: Path  # where edited settings files are saved
+    token: str | None = None
+
+
+class SettingsText(BaseModel):
+    name: str
+    text: str
+    kind: str = "rate"  # rate: a rating's settings; campaign: a campaign file
+
+
+class StartJob(BaseModel):
+    kind: str  # rate | campaign
+    name: str
+    metrics_port: int | None = None
+
+
+class TokenGuard:
+    """With a token, every request carries it: `Authorization: Bearer T` or `?token=T`."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.token = token.encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or self._carries(scope):
+            await self.app(scope, receive, send)
+            return
+        response = JSONResponse(
+            {"error": "this deck needs its token: add ?token=... to the address"}, status_code=401
+        )
+        await response(scope, receive, send)
+
+    def _carries(self, scope: Scope) -> bool:
+        given: list[bytes] = []
+        for key, value in scope.get("headers", []):
+            if key == b"authorization" and value[:7].lower() == b"bearer ":
+                given.append(value[7:].strip())
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        given += [v.encode() for v in query.get("token", [])]
+        return any(secrets.compare_digest(g, self.token) for g in given)
+
+
+def _nonce() -> str:
+    return secrets.token_urlsafe(16)
+
+
+def _html(content: str, nonce: str) -> HTMLResponse:
+    policy = (
+        f"default-src 'none'; connect-src 'self'; img-src 'self' data:; "
+        f"style-src 'nonce-{nonce}'; script-src 'nonce-{nonce}'; base-uri 'none'; "
+        "form-action 'self'"
+    )
+    headers = {"Content-Security-Policy": policy, "Referrer-Policy": "no-referrer"}
+    return HTMLResponse(content, headers=headers)
+
+
+@cache
+def command_exists(*words: str) -> bool:
+    """Whether this bgbench has the command (its --help exits 0), and its help text."""
+    return _help(*words) is not None
+
+
+@cache
+def _help(*words: str) -> str | None:
+    try:
+        done = subprocess.run(
+            [*BGBENCH, *words, "--help"], capture_output=True, text=True, timeout=60, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def check_campaign(name: str, text: str, directory: Path) -> str:
+    """The campaign file `text` checked as `bgbench campaign check` does ("" when every job
+    is valid, else the first error in one line). It is checked where it is saved, so the
+    files it includes resolve the same."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(
+        "w", suffix=".yaml", prefix=".check-", dir=directory, encoding="utf-8"
+    ) as f:
+        f.write(text)
+        f.flush()
+        try:
+            campaign = load_campaign(Path(f.name))
+        except BGBenchError as exc:
+            return str(exc).replace(f.name, name).splitlines()[0]
+    if campaign.invalid:
+        more = len(campaign.invalid) - 1
+        first = campaign.invalid[0].error.replace(f.name, name).splitlines()[0]
+        return first + (f" (and {more} more invalid jobs)" if more else "")
+    return ""
+
+
+def check_text(name: str, text: str) -> str:
+    """The settings `text` (TOML or YAML by `name`) checked as check-config does: "" when
+    valid, else the one-line error."""
+    suffix = Path(name).suffix if NAME.match(name) else ".toml"
+    with tempfile.TemporaryDirectory(prefix="bgbench-deck-") as tmp:
+        path = Path(tmp) / f"settings{suffix}"
+        path.write_text(text, encoding="utf-8")
+        try:
+            check_settings_file(path, [])
+        except BGBenchError as exc:
+            return str(exc).replace(f" in {path}", "").replace(str(path), name)
+        except (ValueError, TypeError) as exc:  # a parser's own complaint
+            return f"invalid settings: {exc}".splitlines()[0]
+    return ""
+
+
+def create_app(config: DeckConfig) -> FastAPI:
+    jobs = Jobs(config.results, config.results / "deck" / "jobs")
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await asyncio.to_thread(jobs.close)  # every job it started, by PID
+
+    app = FastAPI(title="bgbench deck", lifespan=lifespan, docs_url=None, redoc_url=None)
+    app.state.jobs = jobs
+    if config.token:
+        app.add_middleware(TokenGuard, token=config.token)
+
+    @app.exception_handler(BGBenchError)
+    async def user_error(_: Request, exc: BGBenchError) -> JSONResponse:
+        return JSONResponse({"error": str(exc)}, status_code=400)
+
+    def settings_file(name: str) -> Path:
+        if not NAME.match(name):
+            raise UserError(
+                f"settings name {name!r}: use letters, digits, '.', '-' or '_', ending in "
+                ".toml, .yaml or .yml"
+            )
+        return config.settings_dir / name
+
+    def saved_names() -> list[str]:
+        if not config.settings_dir.is_dir():
+            return []
+        return sorted(p.name for p in config.settings_dir.iterdir() if NAME.match(p.name))
+
+    @app.get("/", response_class=HTMLResponse)
+    def index() -> HTMLResponse:
+        nonce = _nonce()
+        content = deck_html.editor(saved_names(), list(jobs.jobs.values()), nonce)
+        return _html(content, nonce)
+
+    @app.get("/api/settings")
+    def list_settings() -> dict[str, list[str]]:
+        return {"names": saved_names()}
+
+    @app.get("/api/settings/{name}")
+    def read_settings(name: str) -> dict[str, str]:
+        path = settings_file(name)
+        if not path.is_file():
+            raise UserError(f"no settings file {name} in {config.settings_dir}")
+        return {"name": name, "text": path.read_text(encoding="utf-8")}
+
+    @app.post("/api/settings")
+    def save_settings(body: SettingsText) -> dict[str, str]:
+        path = settings_file(body.name)
+        config.settings_dir.mkdir(parents=True, exist_ok=True)
+        path.write_text(body.text, encoding="utf-8")
+        return {"name": body.name}
+
+    def check(kind: str, name: str, text: str) -> str:
+        if kind == "campaign":
+            return check_campaign(name, text, config.settings_dir)
+        return check_text(name, text)
+
+    @app.post("/api/validate")
+    def validate(body: SettingsText) -> dict[str, Any]:
+        message = check(body.kind, body.name, body.text)
+        return {"valid": not message, "message": message or "valid"}
+
+    @app.get("/api/jobs")
+    def list_jobs() -> dict[str, Any]:
+        return {
+            "jobs": [
+                {"id": j.id, "kind": j.kind, "pid": j.pid, "status": j.status, "args": j.args}
+                for j in jobs.jobs.values()
+            ]
+        }
+
+    @app.post("/api/jobs")
+    def start(body: StartJob) -> dict[str, Any]:
+        path = settings_file(body.name)
+        if not path.is_file():
+            raise UserError(f"save {body.name} first: no such settings file")
+        if body.kind not in ("rate", "campaign"):
+            raise UserError(f"kind {body.kind!r}: start a rate or a campaign")
+        problem = check(body.kind, body.name, path.read_text(encoding="utf-8"))
+        if problem:
+            raise UserError(problem)
+        if body.kind == "rate":
+            job = jobs.rate(path.absolute(), body.metrics_port)
+        else:
+            job = jobs.campaign(path.absolute(), body.metrics_port)
+        return {"id": job.id, "pid": job.pid}
+
+    @app.post("/api/jobs/{job_id}/stop")
+    def stop(job_id: str) -> dict[str, Any]:
+        job = jobs.stop(job_id)
+        return {"id": job.id, "status": job.status}
+
+    @app.post("/api/jobs/{job_id}/resume")
+    def resume_job(job_id: str) -> dict[str, Any]:
+        job = jobs.get(job_id)
+        if job.returncode() is None:
+            raise UserError(f"job {job_id} is still running: stop it first")
+        rid = job.announced_id()
+        if not rid:
+            raise UserError(f"job {job_id} never started: start it again instead")
+        new = jobs.resume_campaign(rid) if job.is_campaign else jobs.resume(rid)
+        return {"id": new.id, "pid": new.pid}
+
+    @app.post("/api/campaigns/{campaign_id}/resume")
+    def resume_campaign(campaign_id: str) -> dict[str, Any]:
+        job = jobs.resume_campaign(campaign_id)
+        return {"id": job.id, "pid": job.pid}
+
+    @app.post("/api/ratings/{rating_id}/resume")
+    def resume_rating(rating_id: str) -> dict[str, Any]:
+        job = jobs.resume(rating_id)
+        return {"id": job.id, "pid": job.pid}
+
+    @app.get("/api/jobs/{job_id}/stream")
+    async def stream(job_id: str, request: Request) -> EventSourceResponse:
+        job = jobs.get(job_id)
+        start_at = int(request.headers.get("last-event-id", "0") or 0)
+        return EventSourceResponse(_follow(job, start_at, request))
+
+    @app.get("/jobs/{job_id}", response_class=HTMLResponse)
+    def job_page(job_id: str) -> HTMLResponse:
+        nonce = _nonce()
+        return _html(deck_html.job(jobs.get(job_id), nonce), nonce)
+
+    @app.get("/ratings", response_class=HTMLResponse)
+    def ratings_page() -> HTMLResponse:
+        nonce = _nonce()
+        rows, campaigns = _ratings(config.results), _campaigns(config.results)
+        return _html(deck_html.ratings(rows, campaigns, nonce), nonce)
+
+    @app.get("/ratings/{rating_id}/report", response_class=HTMLResponse)
+    def report(rating_id: str) -> Response:
+        store = ResultsStore.existing(config.results)
+        store.rating(rating_id)  # a UserError when there is no such rating
+        if command_exists("report"):
+            return _report(rating_id, config.results)
+        nonce = _nonce()
+        return _html(deck_html.experiments(rating_id, store.experiments(rating_id), nonce), nonce)
+
+    return app
+
+
+def _ratings(results: Path) -> list[dict[str, Any]]:
+    if not (results / DB_NAME).is_file():
+        return []
+    return ResultsStore(results).ratings()
+
+
+def _campaigns(results: Path) -> list[dict[str, Any]]:
+    if not (results / DB_NAME).is_file():
+        return []
+    try:
+        return campaign_records.campaigns(ResultsStore(results))
+    except sqlite3.OperationalError:  # a store from before campaigns
+        return []
+
+
+def _report(rating_id: str, results: Path) -> Response:
+    """`bgbench report ID -o FILE.html` (with --results when it takes one), served."""
+    with tempfile.TemporaryDirectory(prefix="bgbench-report-") as tmp:
+        out = Path(tmp) / f"{rating_id}.html"
+        argv = [*BGBENCH, "report", rating_id, "-o", str(out)]
+        if "--results" in (_help("report") or ""):
+            argv += ["--results", str(results)]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
+        if done.returncode != 0 or not out.is_file():
+            line = (done.stderr.strip().splitlines() or ["no report written"])[-1]
+            return JSONResponse({"error": f"bgbench report {rating_id}: {line}"}, status_code=500)
+        content = out.read_text(encoding="utf-8")
+    policy = (
+        "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
+    )
+    return HTMLResponse(content, headers={"Content-Security-Policy": policy})
+
+
+async def _follow(job: Job, offset: int, request: Request) -> AsyncIterator[dict[str, str]]:
+    """The job's events file from `offset` (a byte offset, the SSE event id), line by line
+    as it grows; then an `end` event with the exit code, and idle until the page leaves."""
+    buffer = b""
+    while True:
+        code = job.returncode()  # before reading: what it wrote before exiting is read
+        chunk = await asyncio.to_thread(_read_from, job.events, offset + len(buffer))
+        buffer += chunk
+        *lines, buffer = buffer.split(b"\n")
+        for line in lines:
+            offset += len(line) + 1
+            if line.strip():
+                yield {"data": line.decode("utf-8", "replace"), "id": str(offset)}
+        if not chunk:
+            if code is not None:
+                tail = await asyncio.to_thread(_tail, job.log)
+                yield {"event": "end", "data": json.dumps({"returncode": code, "log_tail": tail})}
+                break
+            await asyncio.sleep(POLL_S)
+    while not await request.is_disconnected():
+        await asyncio.sleep(1.0)
+
+
+def _read_from(path: Path, offset: int) -> bytes:
+    with path.open("rb") as f:
+        f.seek(offset)
+        return f.read(1 << 20)
+
+
+def _tail(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")[-LOG_TAIL:]
+    except OSError:
+        return ""

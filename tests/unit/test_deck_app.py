@@ -1,0 +1,73 @@
+"""The deck's app in process (no job started): settings checked and saved, names refused,
+the token guard, pages with their script inlined and nothing fetched from elsewhere."""
+
+import re
+
+import pytest
+from fastapi.testclient import TestClient
+
+from bgbench.coordinator.cli_deck import check_binding, is_loopback
+from bgbench.coordinator.deck_app import DeckConfig, create_app
+from bgbench.errors import UserError
+
+YAML = "store:\n  name: sqlite\nrating:\n  objective: soar\n  max_threads: 8\nagents:\n  local: 1\n"
+
+
+@pytest.fixture
+def client(tmp_path):
+    with TestClient(create_app(DeckConfig(tmp_path / "res", tmp_path / "settings"))) as c:
+        yield c
+
+
+def test_settings_are_checked_as_check_config_does_and_saved(client, tmp_path):
+    ok = client.post("/api/validate", json={"name": "a.yaml", "text": YAML}).json()
+    assert ok == {"valid": True, "message": "valid"}
+    bad = client.post("/api/validate", json={"name": "a.yaml", "text": "rating:\n  t0: -3\n"})
+    assert bad.json()["valid"] is False and "rating.t0" in bad.json()["message"]
+    assert "\n" not in bad.json()["message"]
+    broken = client.post("/api/validate", json={"name": "a.toml", "text": "[store\n"}).json()
+    assert broken["valid"] is False and broken["message"]
+    assert str(tmp_path) not in broken["message"]  # the temporary file is not shown
+    assert client.post("/api/settings", json={"name": "a.yaml", "text": YAML}).status_code == 200
+    assert client.get("/api/settings").json() == {"names": ["a.yaml"]}
+    assert client.get("/api/settings/a.yaml").json()["text"] == YAML
+    assert (tmp_path / "settings" / "a.yaml").read_text() == YAML
+
+
+@pytest.mark.parametrize("name", ["../x.toml", "x.txt", ".hidden.toml", "a/b.yaml"])
+def test_a_bad_settings_name_is_one_line(client, name):
+    reply = client.post("/api/settings", json={"name": name, "text": ""})
+    assert reply.status_code in (400, 404)
+    if reply.status_code == 400:
+        assert "settings name" in reply.json()["error"]
+
+
+def test_pages_inline_their_script_and_fetch_nothing_elsewhere(client):
+    for path in ("/", "/ratings"):
+        reply = client.get(path)
+        assert reply.status_code == 200
+        html = reply.text
+        assert "<script nonce=" in html and "EventSource" in html
+        assert not re.search(r"""(src|href)=["']https?:""", html)
+        policy = reply.headers["content-security-policy"]
+        assert "default-src 'none'" in policy and "script-src 'nonce-" in policy
+    assert client.get("/jobs/J9").status_code == 400
+
+
+def test_the_token_guard(tmp_path):
+    app = create_app(DeckConfig(tmp_path / "res", tmp_path / "settings", token="t0ken"))
+    with TestClient(app) as c:
+        assert c.get("/").status_code == 401
+        assert c.get("/", headers={"Authorization": "Bearer nope"}).status_code == 401
+        assert c.get("/", headers={"Authorization": "Bearer t0ken"}).status_code == 200
+        assert c.get("/ratings?token=t0ken").status_code == 200
+        assert "t0ken" not in c.get("/?token=t0ken").text  # the page keeps it, not the server
+
+
+def test_beyond_loopback_only_with_a_token():
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.4")
+    check_binding("127.0.0.1", None)
+    check_binding("0.0.0.0", "t")
+    with pytest.raises(UserError, match="--token"):
+        check_binding("0.0.0.0", None)
