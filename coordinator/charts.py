@@ -165,6 +165,7 @@ def per_agent(agents: pd.DataFrame) -> Figure | None:
     for agent, rows in agents.groupby("agent", sort=False):
         by_t = rows.groupby("threads")["throughput"].mean()
         ax.plot(by_t.index, by_t.to_numpy(), marker="o", label=str(agent))
+    ax.set_ylim(bottom=0)
     ax.legend(fontsize=8)
     return fig
 

@@ -449,3 +449,6 @@ def main() -> None:
         sys.exit(status)
     # Without standalone mode, click returns a command's typer.Exit code instead of exiting.
     sys.exit(code if isinstance(code, int) else 0)
+
+
+from bgbench.coordinator import cli_report  # noqa: E402, F401  (registers report and compare)
