@@ -47,7 +47,7 @@ def differing(configs: dict[str, dict[str, Any]]) -> pd.DataFrame:
         values = [f.get(path) for f in flat.values()]
         if any(v != values[0] for v in values[1:]):
             rows.append({"setting": path, **{n: f.get(path) for n, f in flat.items()}})
-    return pd.DataFrame(rows, columns=["setting", *configs])
+    return pd.DataFrame(rows, columns=["setting", *configs], dtype=object)
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ def soar_text(r: "pd.Series[Any]") -> str:
     low, high = _num(r["soar_low"]), _num(r["soar_high"])
     if low is None or high is None:
         return f"{soar:,.1f}"
-    return f"{soar:,.1f} ({low:,.1f}..{high:,.1f})"
+    return f"{soar:,.1f} (CI {low:,.1f}..{high:,.1f})"
 
 
 def socialites_text(r: "pd.Series[Any]") -> str:

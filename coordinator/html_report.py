@@ -7,6 +7,7 @@ redacted when the store recorded the settings, and again as they are loaded.
 """
 
 import html
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -99,6 +100,13 @@ def _writing(path: Path, write: Callable[[], object]) -> None:
         raise UserError(f"cannot write {path}: {exc.strerror}; choose another -o") from None
 
 
+def _check_writable(out: Path) -> None:
+    """Before any work: the report's directory must exist and take files."""
+    where = out.absolute().parent
+    if out.is_dir() or not where.is_dir() or not os.access(where, os.W_OK):
+        raise UserError(f"cannot write {out}: not a writable file path; choose another -o")
+
+
 def _num(v: float) -> str:
     if v == 0:
         return "0"
@@ -148,8 +156,8 @@ def _headline(page: Page, r: "pd.Series[Any]") -> None:
         page.text(str(note))
 
 
-def _settings(page: Page, r: "pd.Series[Any]") -> None:
-    page.heading("Settings and SLA")
+def _sla(page: Page, r: "pd.Series[Any]") -> None:
+    page.heading("SLA")
     sla = pd.DataFrame(
         [("alpha: % within beta", r["alpha"]), ("beta ms", r["beta_ms"]),
          ("tau: % unpredictable", r["tau"]), ("latency scope", r["latency_scope"]),
@@ -158,8 +166,15 @@ def _settings(page: Page, r: "pd.Series[Any]") -> None:
         columns=["SLA", "value"],
     )  # fmt: skip
     page.table(sla)
+
+
+def _settings(page: Page, r: "pd.Series[Any]") -> None:
+    """Every recorded setting (secrets redacted), and the versions, folded away."""
+    page.heading("Settings")
+    page.parts.append("<details><summary>every setting, as recorded</summary>")
     flat = flatten(r["config"])
     page.table(pd.DataFrame({"setting": list(flat), "value": [str(v) for v in flat.values()]}))
+    page.parts.append("</details>")
     versions = r["versions"] or {}
     if versions:
         page.table(pd.DataFrame({"component": list(versions), "version": list(versions.values())}))
@@ -189,18 +204,7 @@ def _histograms(
     return [(f"T={t}", merged[t]) for t in sorted(merged)]
 
 
-def rating_sections(frames: ResultFrames, rating_id: str, page: Page, prefix: str = "") -> None:
-    """Everything about one rating (a search, a sweep, a study or a run)."""
-    r = frames.rating(rating_id)
-    exps = frames.of_rating(frames.experiments, rating_id)
-    _headline(page, r)
-    _settings(page, r)
-    if str(r["objective"]).startswith(STUDY_PREFIX):
-        _study(frames, rating_id, page, prefix)
-        return
-    page.heading("Search path" if r["objective"] != RUN_OBJECTIVE else "Experiment")
-    page.text("Every experiment, in the order it ran.")
-    page.table(_columns(exps, SEARCH_PATH))
+def _against_threads(exps: pd.DataFrame, r: "pd.Series[Any]", page: Page, prefix: str) -> None:
     page.figure(prefix + "throughput", charts.throughput(exps, r),
                 "Throughput of each experiment against T; bars: its interval; star and band: "
                 "SoAR and its interval.")  # fmt: skip
@@ -210,6 +214,21 @@ def rating_sections(frames: ResultFrames, rating_id: str, page: Page, prefix: st
                 "p50, p95 and p99 response time against T (merged HDR histograms).")  # fmt: skip
     page.figure(prefix + "unpredictable", charts.unpredictable(exps, r["tau"]),
                 "Unpredictable reads against T; the line is tau.")  # fmt: skip
+
+
+def rating_sections(frames: ResultFrames, rating_id: str, page: Page, prefix: str = "") -> None:
+    """Everything about one rating (a search, a sweep, a study or a run)."""
+    r = frames.rating(rating_id)
+    exps = frames.of_rating(frames.experiments, rating_id)
+    _headline(page, r)
+    if str(r["objective"]).startswith(STUDY_PREFIX):
+        _study(frames, rating_id, page, prefix)
+        _settings(page, r)
+        return
+    _sla(page, r)
+    page.heading("Figures")
+    if r["objective"] != RUN_OBJECTIVE:  # one T: nothing to draw against T
+        _against_threads(exps, r, page, prefix)
     standing = _final_or_last(exps)
     lags = _histograms(frames, rating_id, charts.rated(exps), lag_histogram)
     if lags:
@@ -224,6 +243,9 @@ def rating_sections(frames: ResultFrames, rating_id: str, page: Page, prefix: st
     if r["objective"] == RUN_OBJECTIVE and not exps.empty:
         last = frames.result(rating_id, int(exps["seq"].iloc[-1]))
         page.figure(prefix + "progress", charts.progress(last), "Throughput over the run.")
+    page.heading("Search path" if r["objective"] != RUN_OBJECTIVE else "Experiment")
+    page.text("Every experiment, in the order it ran: phase, T, verdict and its reasons.")
+    page.table(_columns(exps, SEARCH_PATH))
     _breakdowns(frames, rating_id, standing, page, prefix)
     sweep = frames.of_rating(frames.sweep, rating_id)
     if not sweep.empty:
@@ -232,6 +254,7 @@ def rating_sections(frames: ResultFrames, rating_id: str, page: Page, prefix: st
                     "Mean latency of each operation per thread count, averaged over the "
                     "repeats.")  # fmt: skip
         page.table(sweep.drop(columns=["rating_id"]))
+    _settings(page, r)
 
 
 def _breakdowns(
@@ -244,12 +267,15 @@ def _breakdowns(
     actions = actions[actions["seq"].isin(seqs)]
     valid = frames.of_rating(frames.validation, rating_id)
     valid = valid[valid["seq"].isin(seqs)]
+    several = standing["threads"].nunique() > 1  # else the tables say it all
     page.heading("Per agent")
-    page.figure(prefix + "agents", charts.per_agent(agents), "Throughput of each agent per T.")
+    if several:
+        page.figure(prefix + "agents", charts.per_agent(agents), "Throughput of each agent per T.")
     page.table(_columns(agents, AGENT_TABLE))
     page.heading("Per action")
-    page.figure(prefix + "actions", charts.per_action(actions),
-                "95th percentile response time of each action per T.")  # fmt: skip
+    if several:
+        page.figure(prefix + "actions", charts.per_action(actions),
+                    "95th percentile response time of each action per T.")  # fmt: skip
     if not actions.empty:
         pooled = actions.groupby(["threads", "action", "title"], sort=False, as_index=False).agg(
             count=("count", "sum"), errors=("errors", "sum"),
@@ -333,6 +359,7 @@ def report(frames: ResultFrames, ident: str, out: Path, fmt: str | None = None) 
     """Write the report of a rating, run, study or campaign id to `out`."""
     if fmt not in (None, "png", "svg"):
         raise UserError(f"--format {fmt}: use png or svg")
+    _check_writable(out)
     page = Page(out.with_suffix(""), fmt)
     if ident in set(frames.campaigns["id"]):
         name = frames.campaigns.loc[frames.campaigns["id"] == ident, "name"].iloc[0]
