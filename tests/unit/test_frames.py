@@ -153,8 +153,7 @@ def test_campaign_rows_load_with_their_foreach_values(tmp_path):
         )
         settings = {"store": {"options": {"password": "hunter2"}}}
         db.execute(
-            "INSERT INTO campaign_jobs VALUES ('C1', 1, 'peak=1e4', ?, ?, '[]', 'R1', "
-            "'done', '')",
+            "INSERT INTO campaign_jobs VALUES ('C1', 1, 'peak=1e4', ?, ?, '[]', 'R1', 'done', '')",
             (json.dumps({"peak": 1e4}), json.dumps(settings)),
         )
     r = results.load(tmp_path)
