@@ -246,7 +246,7 @@ def rating_sections(frames: ResultFrames, rating_id: str, page: Page, prefix: st
     page.heading("Search path" if r["objective"] != RUN_OBJECTIVE else "Experiment")
     page.text("Every experiment, in the order it ran: phase, T, verdict and its reasons.")
     page.table(_columns(exps, SEARCH_PATH))
-    _breakdowns(frames, rating_id, standing, page, prefix)
+    _breakdowns(frames, rating_id, exps, page, prefix)
     sweep = frames.of_rating(frames.sweep, rating_id)
     if not sweep.empty:
         page.heading("Thread sweep")
@@ -258,24 +258,26 @@ def rating_sections(frames: ResultFrames, rating_id: str, page: Page, prefix: st
 
 
 def _breakdowns(
-    frames: ResultFrames, rating_id: str, standing: pd.DataFrame, page: Page, prefix: str
+    frames: ResultFrames, rating_id: str, exps: pd.DataFrame, page: Page, prefix: str
 ) -> None:
-    seqs = set(standing["seq"])
+    """Per agent and per action: drawn against T over every rated experiment, tabled for
+    the experiments that stand for each T (its finals where it has any)."""
+    every = set(charts.rated(exps)["seq"])
+    standing = set(_final_or_last(exps)["seq"])
     agents = frames.of_rating(frames.per_agent, rating_id)
-    agents = agents[agents["seq"].isin(seqs)]
     actions = frames.of_rating(frames.per_action, rating_id)
-    actions = actions[actions["seq"].isin(seqs)]
     valid = frames.of_rating(frames.validation, rating_id)
-    valid = valid[valid["seq"].isin(seqs)]
-    several = standing["threads"].nunique() > 1  # else the tables say it all
+    several = charts.rated(exps)["threads"].nunique() > 1  # else the tables say it all
     page.heading("Per agent")
     if several:
-        page.figure(prefix + "agents", charts.per_agent(agents), "Throughput of each agent per T.")
-    page.table(_columns(agents, AGENT_TABLE))
+        page.figure(prefix + "agents", charts.per_agent(agents[agents["seq"].isin(every)]),
+                    "Throughput of each agent per T (mean of its experiments).")  # fmt: skip
+    page.table(_columns(agents[agents["seq"].isin(standing)], AGENT_TABLE))
     page.heading("Per action")
     if several:
-        page.figure(prefix + "actions", charts.per_action(actions),
+        page.figure(prefix + "actions", charts.per_action(actions[actions["seq"].isin(every)]),
                     "95th percentile response time of each action per T.")  # fmt: skip
+    actions = actions[actions["seq"].isin(standing)]
     if not actions.empty:
         pooled = actions.groupby(["threads", "action", "title"], sort=False, as_index=False).agg(
             count=("count", "sum"), errors=("errors", "sum"),
@@ -287,6 +289,7 @@ def _breakdowns(
     else:
         page.table(actions)
     page.heading("Validation")
+    valid = valid[valid["seq"].isin(standing)]
     if not valid.empty:
         valid = valid.groupby(["threads", "kind", "name"], sort=False, as_index=False)[
             ["reads", "unpredictable"]
