@@ -15,6 +15,7 @@ import pandas as pd
 from hdrh.histogram import HdrHistogram
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import ScalarFormatter
 
 from bgbench.coordinator.metrics import distribution
 
@@ -68,6 +69,7 @@ def _threads_axis(ax: Axes, experiments: pd.DataFrame) -> None:
     threads = experiments["threads"]
     if len(threads) and threads.max() / max(threads.min(), 1) >= 16:
         ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(ScalarFormatter())
 
 
 def throughput(experiments: pd.DataFrame, rating: "pd.Series[Any]") -> Figure | None:
@@ -91,6 +93,7 @@ def throughput(experiments: pd.DataFrame, rating: "pd.Series[Any]") -> Figure | 
             ax.axhspan(low, high, color="tab:orange", alpha=0.15, label="SoAR interval")
         ax.scatter([at], [soar], marker="*", s=220, color="tab:orange", zorder=5,
                    label=f"SoAR {soar:,.0f} at T={at:g}")  # fmt: skip
+    ax.set_ylim(bottom=0)  # a short run's interval may reach below it
     _threads_axis(ax, rows)
     ax.legend(fontsize=8)
     return fig

@@ -30,12 +30,14 @@ PAGE = Template("""<!DOCTYPE html>
 <link rel="icon" href="data:,">
 <title>$title</title>
 <style>
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
+body { font-family: system-ui, sans-serif; margin: 2em auto; padding: 0 1em; max-width: 1200px;
+       color: #222; }
 h1 { font-size: 1.5em; } h2 { border-bottom: 1px solid #ccc; margin-top: 2em; }
 table.data { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0 1.5em; }
 table.data th, table.data td { border: 1px solid #ddd; padding: 2px 6px; text-align: right; }
 table.data th { background: #f4f4f4; }
-figure.chart { margin: 1em 0; } figure.chart svg { max-width: 100%; height: auto; }
+figure.chart { display: inline-block; vertical-align: top; width: 48%; margin: 0.5em 1% 1em 0; }
+figure.chart svg { width: 100%; height: auto; } figcaption { font-size: 0.85em; color: #555; }
 .headline { font-size: 1.15em; font-weight: bold; color: #14632b; }
 .failed { color: #a00; } pre { background: #f6f6f6; padding: 0.5em; overflow-x: auto; }
 </style></head>
