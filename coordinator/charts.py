@@ -217,22 +217,44 @@ def progress(result: dict[str, Any]) -> Figure | None:
     return fig
 
 
-def study(rows: pd.DataFrame, name: str) -> Figure | None:
-    """One table of a study's measurements: the first numeric column that varies (not a
-    time, not the run number) against the mean time of the runs, one line per combination
-    of the text columns. None when the table has no such pair."""
+def _is_time(column: str) -> bool:
+    return column == "seconds" or (column.endswith("_s") and "_per_" not in column)
+
+
+def _is_outcome(column: str) -> bool:
+    """A measured time or rate, as against a quantity the study set (a size, a share)."""
+    return _is_time(column) or "_per_" in column or column.endswith(("/s", " ms"))
+
+
+def study(rows: pd.DataFrame, name: str) -> list[tuple[str, Figure]]:
+    """One table of a study's measurements: the mean time of the runs against each
+    numeric column that varies and is not itself measured (a size, a selectivity; not the
+    run number), one line per combination of its short text columns. A time is a column
+    named seconds or ending in _s (total_s first); none: no figure."""
     numeric = [c for c in rows.columns if pd.api.types.is_numeric_dtype(rows[c])]
-    times = [c for c in numeric if c == "seconds" or c.endswith("_s")]
-    xs = [c for c in numeric if c not in times and c not in ("seq", "run")
+    times = [c for c in numeric if _is_time(c)]
+    xs = [c for c in numeric if not _is_outcome(c) and c not in ("seq", "run")
           and rows[c].nunique() > 1]  # fmt: skip
-    if not times or not xs:
-        return None
-    x, y = xs[0], ("total_s" if "total_s" in times else times[0])
-    data = rows.dropna(subset=[x, y])
-    if data.empty:
-        return None
-    text = [c for c in data.columns if data[c].dtype == object and c not in ("rating_id", "name")
-            and 1 < data[c].nunique() <= 8]  # fmt: skip
+    if not times:
+        return []
+    y = "total_s" if "total_s" in times else times[0]
+    out = []
+    for x in xs:
+        data = rows.dropna(subset=[x, y])
+        if data[x].nunique() > 1:
+            out.append((x, _study_figure(data, name, x, y)))
+    return out
+
+
+def _short_labels(column: "pd.Series[Any]") -> bool:
+    """A text column of a few short values: worth a line each."""
+    if pd.api.types.is_numeric_dtype(column):
+        return False
+    return 1 < column.nunique() <= 8 and column.astype(str).str.len().max() <= 30
+
+
+def _study_figure(data: pd.DataFrame, name: str, x: str, y: str) -> Figure:
+    text = [c for c in data.columns if _short_labels(data[c]) and c not in ("rating_id", "name")]
     fig, ax = _axes(f"{name}: {y} against {x}", x, y)
     groups = data.groupby(text, sort=False) if text else [("", data)]
     for key, part in groups:

@@ -305,8 +305,10 @@ def _study(frames: ResultFrames, rating_id: str, page: Page, prefix: str) -> Non
     for name, part in rows.groupby("name", sort=False):
         part = part.dropna(axis=1, how="all")
         page.heading(str(name), level=3)
-        page.figure(f"{prefix}study-{name}", charts.study(part, str(name)),
-                    f"The study's {name} measurements, mean of the runs.")  # fmt: skip
+        for i, (x, fig) in enumerate(charts.study(part, str(name))):
+            ident = f"{prefix}study-{name}" + (f"-{i + 1}" if i else "")
+            page.figure(ident, fig, f"The study's {name} measurements against {x}, mean of "
+                        "the runs.")  # fmt: skip
         page.table(part.drop(columns=["rating_id"]))
 
 

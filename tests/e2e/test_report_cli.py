@@ -69,3 +69,35 @@ def test_a_missing_results_store_is_not_created(tmp_path):
     proc = bgbench("report", "R1", "--results", str(tmp_path / "none"))
     assert proc.returncode == 2 and "no results store" in proc.stderr
     assert not (tmp_path / "none").exists()
+
+
+SMALL_SENSORLOG = ["-p", "sensorlog.database.machines=6", "-p", "sensorlog.database.readings=500"]
+
+
+@pytest.mark.parametrize(
+    ("study", "extra", "against"),
+    [
+        ("load", ["-p", "sensorlog.study.sizes=[3000,6000]", "-p", "sensorlog.study.runs=2"],
+         ["rows"]),
+        ("queries", [], ["rows", "selectivity %"]),
+    ],
+)  # fmt: skip
+def test_a_study_report_draws_its_times(tmp_path, study, extra, against):
+    proc = bgbench(
+        "study", study, "--workload", "sensorlog", "--store", "sqlite", "--json",
+        "--results", str(tmp_path), "-p", f"store.options.path={tmp_path / 's.sqlite'}",
+        *SMALL_SENSORLOG, *extra,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    rating_id = re.search(r'"rating_id": "([^"]+)"', proc.stdout)
+    assert rating_id is not None
+    out = tmp_path / "study.html"
+    proc = bgbench("report", rating_id.group(1), "--results", str(tmp_path), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    text = out.read_text()
+    figures = re.findall(r'<figure class="chart" id="([\w%-]+)">', text)
+    assert figures == [f"study-{study}"] + [
+        f"study-{study}-{i}" for i in range(2, 1 + len(against))
+    ]
+    for x in against:
+        assert f"measurements against {x}, mean of the runs" in text
