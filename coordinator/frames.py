@@ -48,7 +48,7 @@ measurements
     rating_id, seq, name (the study's table), then every key its rows recorded.
 campaigns
     id, name, created, updated, status (running|done|failed|interrupted), file,
-    file_text, version, cwd, message.
+    file_text (secret-sounding values redacted), version, cwd, message.
 campaign_jobs
     campaign_id, seq, label, vars (dict of its foreach values), settings (dict),
     servers (list), rating_id, status (pending|running|done|failed), message, and one
@@ -57,6 +57,7 @@ campaign_jobs
 
 import json
 import math
+import re
 import sqlite3
 from collections.abc import Iterator, Mapping
 from contextlib import closing, contextmanager
@@ -68,7 +69,13 @@ import pandas as pd
 from hdrh.histogram import HdrHistogram
 
 from bgbench.coordinator.metrics import LatencySummary, decode
-from bgbench.coordinator.redaction import redact_config, redact_options
+from bgbench.coordinator.redaction import (
+    REDACTED,
+    SECRET_KEY,
+    redact_config,
+    redact_options,
+    redact_text,
+)
 from bgbench.coordinator.results import DB_NAME
 from bgbench.coordinator.stats import mean_interval
 from bgbench.coordinator.sweep import CSV_COLUMNS, SweepTable, csv_rows
@@ -114,6 +121,8 @@ JOB_COLUMNS = (
     "message",
 )  # fmt: skip
 VAR_PREFIX = "var."
+# A line of a settings file that sets a key: `token = "..."`, `password: ...`.
+SETTING_LINE = re.compile(r"^(?P<head>\s*[\"']?(?P<key>[\w.-]+)[\"']?\s*[=:]\s*)(?P<value>\S.*)$")
 LAG_KEYS = ("p50_ms", "p95_ms", "p99_ms", "max_ms")
 
 
@@ -226,9 +235,7 @@ def load(path: str | Path) -> ResultFrames:
         validation=_frame(valid_rows, VALIDATION_COLUMNS),
         sweep=_frame([s for r in ratings for s in _sweep_rows(r)], SWEEP_COLUMNS),
         measurements=_measurements(measurements),
-        campaigns=_frame(
-            [{c: r.get(c) for c in CAMPAIGN_COLUMNS} for r in campaigns], CAMPAIGN_COLUMNS
-        ),
+        campaigns=_frame([_campaign_row(r) for r in campaigns], CAMPAIGN_COLUMNS),
         campaign_jobs=_jobs(jobs),
     )
 
@@ -433,6 +440,25 @@ def _measurements(rows: list[dict[str, Any]]) -> pd.DataFrame:
     ]
     columns = list(dict.fromkeys([*MEASUREMENT_COLUMNS, *(k for m in flat for k in m)]))
     return pd.DataFrame(flat, columns=columns)
+
+
+def redact_file(text: str) -> str:
+    """A settings or campaign file's text with the values of secret-sounding keys (and
+    passwords in URIs and libpq strings) replaced by ***: the file is stored as written."""
+    out = []
+    for line in text.splitlines():
+        m = SETTING_LINE.match(line)
+        if m and SECRET_KEY.search(m["key"].rsplit(".", 1)[-1]):
+            out.append(m["head"] + f'"{REDACTED}"')
+        else:
+            out.append(redact_text(line))
+    return "\n".join(out)
+
+
+def _campaign_row(r: Mapping[str, Any]) -> dict[str, Any]:
+    row = {c: r.get(c) for c in CAMPAIGN_COLUMNS}
+    row["file_text"] = redact_file(row["file_text"] or "")
+    return row
 
 
 def _jobs(rows: list[dict[str, Any]]) -> pd.DataFrame:

@@ -147,9 +147,11 @@ def test_campaign_rows_load_with_their_foreach_values(tmp_path):
             "vars_json TEXT, settings_json TEXT, servers_json TEXT, rating_id TEXT, "
             "status TEXT, message TEXT, PRIMARY KEY (campaign_id, seq))"
         )
+        text = 'password = "hunter2"\ndsn = "postgresql://u:hunter2@h/db"\n[foreach]\npeak = [1e4]'
         db.execute(
             "INSERT INTO campaigns VALUES ('C1', 'peaks', 't', 't', 'done', 'c.toml', "
-            "'x', '0.1.0', '/', '')"
+            "?, '0.1.0', '/', '')",
+            (text,),
         )
         settings = {"store": {"options": {"password": "hunter2"}}}
         db.execute(
@@ -162,6 +164,12 @@ def test_campaign_rows_load_with_their_foreach_values(tmp_path):
     assert job["vars"] == {"peak": 1e4} and job["var.peak"] == 1e4
     assert job["rating_id"] == "R1"
     assert job["settings"]["store"]["options"]["password"] == "***"
+    assert r.campaigns["file_text"].iloc[0].splitlines() == [
+        'password = "***"',
+        'dsn = "postgresql://u:***@h/db"',
+        "[foreach]",
+        "peak = [1e4]",
+    ]
 
 
 def test_loading_never_creates_a_store(tmp_path):
