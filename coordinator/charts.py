@@ -8,6 +8,7 @@ turns one into the markup inlined in the HTML report.
 import io
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, TypeGuard
 
 import numpy as np
@@ -53,93 +54,118 @@ def rated(experiments: pd.DataFrame) -> pd.DataFrame:
     return experiments[keep]
 
 
-def _by_phase(ax: Axes, experiments: pd.DataFrame, column: str) -> None:
+@dataclass(frozen=True)
+class XAxis:
+    """What a rating's figures are drawn against: T, or the open-loop rate it searched."""
+
+    column: str  # of the experiments frame
+    label: str
+    short: str
+    soar_at: str  # the ratings frame's column where SoAR was reached
+    at: str  # how that point is written: a format with one field
+
+    def where(self, value: float) -> str:
+        return self.at.format(value)
+
+
+THREADS = XAxis("threads", "T (threads)", "T", "soar_threads", "T={:g}")
+RATE = XAxis("target_rate", "arrival rate (actions/s)", "the arrival rate", "soar_rate",
+             "{:,.0f} arrivals/s")  # fmt: skip
+
+
+def _by_phase(ax: Axes, experiments: pd.DataFrame, column: str, x: XAxis) -> None:
     """One series per phase; failed experiments drawn hollow in red."""
     for phase, rows in experiments.groupby("phase", sort=False):
         marker, color = PHASE_STYLE.get(str(phase), ("o", "tab:gray"))
         ok = rows[rows["passed"]]
         bad = rows[~rows["passed"]]
-        ax.scatter(ok["threads"], ok[column], marker=marker, color=color, label=f"{phase}")
+        ax.scatter(ok[x.column], ok[column], marker=marker, color=color, label=f"{phase}")
         if not bad.empty:
-            ax.scatter(bad["threads"], bad[column], marker=marker, facecolors="none",
+            ax.scatter(bad[x.column], bad[column], marker=marker, facecolors="none",
                        edgecolors="tab:red", label=f"{phase}, failed")  # fmt: skip
 
 
-def _threads_axis(ax: Axes, experiments: pd.DataFrame) -> None:
-    threads = experiments["threads"]
-    if len(threads) and threads.max() / max(threads.min(), 1) >= 16:
+def _threads_axis(ax: Axes, experiments: pd.DataFrame, x: XAxis = THREADS) -> None:
+    values = experiments[x.column]
+    if len(values) and values.max() / max(values.min(), 1) >= 16:
         ax.set_xscale("log", base=2)
         ax.xaxis.set_major_formatter(ScalarFormatter())
 
 
-def throughput(experiments: pd.DataFrame, rating: "pd.Series[Any]") -> Figure | None:
+def throughput(
+    experiments: pd.DataFrame, rating: "pd.Series[Any]", x: XAxis = THREADS
+) -> Figure | None:
     """Actions/s against T, each experiment's interval as an error bar, SoAR marked with
     its interval as a band."""
     rows = rated(experiments)
     if rows.empty:
         return None
-    fig, ax = _axes("Throughput against T", "T (threads)", "actions/s")
+    fig, ax = _axes(f"Throughput against {x.short}", x.label, "actions/s")
     with_ci = rows.dropna(subset=["actions_per_s_low", "actions_per_s_high"])
     if not with_ci.empty:
         err = [with_ci["actions_per_s"] - with_ci["actions_per_s_low"],
                with_ci["actions_per_s_high"] - with_ci["actions_per_s"]]  # fmt: skip
-        ax.errorbar(with_ci["threads"], with_ci["actions_per_s"], yerr=err, fmt="none",
+        ax.errorbar(with_ci[x.column], with_ci["actions_per_s"], yerr=err, fmt="none",
                     ecolor="tab:gray", alpha=0.6, capsize=2)  # fmt: skip
-    _by_phase(ax, rows, "actions_per_s")
-    soar, at = rating["soar"], rating["soar_threads"]
+    _by_phase(ax, rows, "actions_per_s", x)
+    soar, at = rating["soar"], rating[x.soar_at]
     if _number(soar) and _number(at) and at:
         low, high = rating["soar_low"], rating["soar_high"]
         if _number(low) and _number(high):
             ax.axhspan(low, high, color="tab:orange", alpha=0.15, label="SoAR interval")
         ax.scatter([at], [soar], marker="*", s=220, color="tab:orange", zorder=5,
-                   label=f"SoAR {soar:,.0f} at T={at:g}")  # fmt: skip
+                   label=f"SoAR {soar:,.0f} at {x.where(at)}")  # fmt: skip
     ax.set_ylim(bottom=0)  # a short run's interval may reach below it
-    _threads_axis(ax, rows)
+    _threads_axis(ax, rows, x)
     ax.legend(fontsize=8)
     return fig
 
 
-def within(experiments: pd.DataFrame, alpha: float | None, beta_ms: float | None) -> Figure | None:
+def within(
+    experiments: pd.DataFrame, alpha: float | None, beta_ms: float | None, x: XAxis = THREADS
+) -> Figure | None:
     rows = rated(experiments)
     if rows.empty:
         return None
     bound = f"{beta_ms:g} ms" if _number(beta_ms) else "beta"
-    fig, ax = _axes(f"Share of actions within {bound} against T", "T (threads)", "% within beta")
-    _by_phase(ax, rows, "within_percent")
+    fig, ax = _axes(f"Share of actions within {bound} against {x.short}", x.label, "% within beta")
+    _by_phase(ax, rows, "within_percent", x)
     if _number(alpha):
         ax.axhline(alpha, color="tab:red", linestyle="--", label=f"alpha {alpha:g}%")
-    _threads_axis(ax, rows)
+    _threads_axis(ax, rows, x)
     ax.legend(fontsize=8)
     return fig
 
 
-def latency(experiments: pd.DataFrame, beta_ms: float | None) -> Figure | None:
+def latency(experiments: pd.DataFrame, beta_ms: float | None, x: XAxis = THREADS) -> Figure | None:
     rows = rated(experiments).dropna(subset=["p50_ms"])
     if rows.empty:
         return None
-    fig, ax = _axes("Response time against T", "T (threads)", "ms")
+    fig, ax = _axes(f"Response time against {x.short}", x.label, "ms")
     for column, color in (("p50_ms", "tab:blue"), ("p95_ms", "tab:orange"),
                           ("p99_ms", "tab:red")):  # fmt: skip
-        by_t = rows.groupby("threads")[column].mean()
+        by_t = rows.groupby(x.column)[column].mean()
         ax.plot(by_t.index, by_t.to_numpy(), marker="o", color=color, label=column[:3])
     if _number(beta_ms):
         ax.axhline(beta_ms, color="black", linestyle="--", label=f"beta {beta_ms:g} ms")
     ax.set_yscale("log")
-    _threads_axis(ax, rows)
+    _threads_axis(ax, rows, x)
     ax.legend(fontsize=8)
     return fig
 
 
-def unpredictable(experiments: pd.DataFrame, tau: float | None) -> Figure | None:
+def unpredictable(
+    experiments: pd.DataFrame, tau: float | None, x: XAxis = THREADS
+) -> Figure | None:
     rows = rated(experiments)
     if rows.empty:
         return None
-    fig, ax = _axes("Unpredictable reads against T", "T (threads)", "% unpredictable")
-    _by_phase(ax, rows, "unpredictable_percent")
+    fig, ax = _axes(f"Unpredictable reads against {x.short}", x.label, "% unpredictable")
+    _by_phase(ax, rows, "unpredictable_percent", x)
     if _number(tau):
         ax.axhline(tau, color="tab:red", linestyle="--", label=f"tau {tau:g}%")
     ax.set_ylim(bottom=0)
-    _threads_axis(ax, rows)
+    _threads_axis(ax, rows, x)
     ax.legend(fontsize=8)
     return fig
 

@@ -11,13 +11,15 @@ Columns of each frame (NaN or None where a record has no such figure):
 ratings
     id, status (running|done|failed), objective (both|soar|socialites|exhaustive|sweep|run|
     study:NAME), workload, store (the binding's name), store_description (the server and
-    its settings, from its first experiment), soar (actions/s), soar_threads, soar_low,
-    soar_high (SoAR's confidence interval, when the summary has one), confidence,
-    socialites, socialites_low, socialites_high (the uncertain range), uncertain_threads
-    (list of T whose verdicts stayed unclear), search_duration_s, final_duration_s,
-    alpha, beta_ms, tau, latency_scope (the SLA), experiments (how many recorded),
-    created, updated, message, notes (list of the summary's notes), config (the recorded
-    settings as a dict, secrets redacted), hosts (list of dicts), versions (dict).
+    its settings, from its first experiment), over (what was searched: threads, or the
+    open-loop rate), soar (actions/s), soar_threads, soar_rate (a rate search's highest
+    passing arrival rate), soar_low, soar_high (SoAR's confidence interval, when the
+    summary has one), confidence, socialites, socialites_low, socialites_high (the
+    uncertain range), uncertain_threads (list of T whose verdicts stayed unclear),
+    search_duration_s, final_duration_s, alpha, beta_ms, tau, latency_scope (the SLA),
+    experiments (how many recorded), created, updated, message, notes (list of the
+    summary's notes), config (the recorded settings as a dict, secrets redacted), hosts
+    (list of dicts), versions (dict).
 experiments
     rating_id, seq, experiment_id, phase (warmup|search|final|sweep|retried|run), threads,
     target_rate, duration_s, elapsed_s, status (passed|failed|fault), passed,
@@ -84,11 +86,11 @@ from bgbench.protos import new_histogram
 from bgbench.workloads import registry
 
 RATING_COLUMNS = (
-    "id", "status", "objective", "workload", "store", "store_description", "soar",
-    "soar_threads", "soar_low", "soar_high", "confidence", "socialites", "socialites_low",
-    "socialites_high", "uncertain_threads", "search_duration_s", "final_duration_s", "alpha",
-    "beta_ms", "tau", "latency_scope", "experiments", "created", "updated", "message", "notes",
-    "config", "hosts", "versions",
+    "id", "status", "objective", "workload", "store", "store_description", "over", "soar",
+    "soar_threads", "soar_rate", "soar_low", "soar_high", "confidence", "socialites",
+    "socialites_low", "socialites_high", "uncertain_threads", "search_duration_s",
+    "final_duration_s", "alpha", "beta_ms", "tau", "latency_scope", "experiments", "created",
+    "updated", "message", "notes", "config", "hosts", "versions",
 )  # fmt: skip
 EXPERIMENT_COLUMNS = (
     "rating_id", "seq", "experiment_id", "phase", "threads", "target_rate", "duration_s",
@@ -266,8 +268,10 @@ def _rating_row(r: Mapping[str, Any]) -> dict[str, Any]:
         "objective": r["objective"],
         "workload": r.get("workload") or (config.get("workload") or {}).get("name") or "bg",
         "store": r["store"],
+        "over": summary.get("over") or "threads",
         "soar": r["soar"],
         "soar_threads": r["soar_threads"],
+        "soar_rate": summary.get("soar_rate"),
         "soar_low": summary.get("soar_low"),
         "soar_high": summary.get("soar_high"),
         "confidence": summary.get("confidence"),

@@ -207,15 +207,18 @@ def _histograms(
 
 
 def _against_threads(exps: pd.DataFrame, r: "pd.Series[Any]", page: Page, prefix: str) -> None:
-    page.figure(prefix + "throughput", charts.throughput(exps, r),
-                "Throughput of each experiment against T; bars: its interval; star and band: "
-                "SoAR and its interval.")  # fmt: skip
-    page.figure(prefix + "within", charts.within(exps, r["alpha"], r["beta_ms"]),
-                "Share of actions within beta against T; the line is alpha.")  # fmt: skip
-    page.figure(prefix + "latency", charts.latency(exps, r["beta_ms"]),
-                "p50, p95 and p99 response time against T (merged HDR histograms).")  # fmt: skip
-    page.figure(prefix + "unpredictable", charts.unpredictable(exps, r["tau"]),
-                "Unpredictable reads against T; the line is tau.")  # fmt: skip
+    """The figures against T (against the arrival rate for a rating that searched it)."""
+    x = charts.RATE if r["over"] == "rate" else charts.THREADS
+    page.figure(prefix + "throughput", charts.throughput(exps, r, x),
+                f"Throughput of each experiment against {x.short}; bars: its interval; star "
+                "and band: SoAR and its interval.")  # fmt: skip
+    page.figure(prefix + "within", charts.within(exps, r["alpha"], r["beta_ms"], x),
+                f"Share of actions within beta against {x.short}; the line is alpha.")  # fmt: skip
+    page.figure(prefix + "latency", charts.latency(exps, r["beta_ms"], x),
+                f"p50, p95 and p99 response time against {x.short} (merged HDR "
+                "histograms).")  # fmt: skip
+    page.figure(prefix + "unpredictable", charts.unpredictable(exps, r["tau"], x),
+                f"Unpredictable reads against {x.short}; the line is tau.")  # fmt: skip
 
 
 def rating_sections(frames: ResultFrames, rating_id: str, page: Page, prefix: str = "") -> None:

@@ -59,6 +59,8 @@ def store(tmp_path_factory):
     sweep_id = api.rate(sweep, where).rating_id
     run = model_settings(where, "run.threadcount=8", "run.maxexecutiontime=2")
     api.run(run)
+    open_loop = model_settings(where, "rating.over=rate", "run.target_rate=1000")
+    api.rate(open_loop, where)
     return where, sweep_id
 
 
@@ -116,6 +118,19 @@ def test_a_sweep_report_draws_latency_per_thread_count(store, tmp_path):
     found = figures_of(out.read_text())
     assert found.paths.get("sweep", 0) > 5
     assert "Thread sweep" in out.read_text()
+
+
+def test_a_rate_search_is_drawn_against_the_arrival_rate(store, tmp_path):
+    where, _ = store
+    frames = results.load(where)
+    (rating_id,) = frames.ratings.loc[frames.ratings["over"] == "rate", "id"]
+    rating = frames.rating(rating_id)
+    out = tmp_path / "open.html"
+    html_report.report(frames, rating_id, out)
+    text = out.read_text()
+    assert figures_of(text).paths.get("throughput", 0) > 5
+    assert "Throughput of each experiment against the arrival rate" in text
+    assert f"SoAR {rating['soar']:,.0f} at {rating['soar_rate']:,.0f} arrivals/s" in text
 
 
 def test_a_run_report_shows_its_progress(store, tmp_path):
