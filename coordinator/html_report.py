@@ -120,7 +120,8 @@ def _num(v: float) -> str:
 # -- a rating -----------------------------------------------------------------------------
 
 SEARCH_PATH = {
-    "seq": "#", "phase": "phase", "threads": "T", "duration_s": "s", "status": "verdict",
+    "seq": "#", "phase": "phase", "threads": "T", "target_rate": "rate/s", "duration_s": "s",
+    "status": "verdict",
     "actions_per_s": "actions/s", "actions_per_s_low": "CI low", "actions_per_s_high": "CI high",
     "within_percent": "% within beta", "unpredictable_percent": "% unpredictable",
     "p50_ms": "p50 ms", "p95_ms": "p95 ms", "p99_ms": "p99 ms", "reasons": "reasons",
@@ -250,7 +251,8 @@ def rating_sections(frames: ResultFrames, rating_id: str, page: Page, prefix: st
         page.figure(prefix + "progress", charts.progress(last), "Throughput over the run.")
     page.heading("Search path" if r["objective"] != RUN_OBJECTIVE else "Experiment")
     page.text("Every experiment, in the order it ran: phase, T, verdict and its reasons.")
-    page.table(_columns(exps, SEARCH_PATH))
+    # a closed-loop rating has no arrival rate; a classic search no intervals
+    page.table(_columns(exps, SEARCH_PATH).dropna(axis=1, how="all"))
     _breakdowns(frames, rating_id, exps, page, prefix)
     sweep = frames.of_rating(frames.sweep, rating_id)
     if not sweep.empty:
