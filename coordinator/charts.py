@@ -7,10 +7,12 @@ turns one into the markup inlined in the HTML report.
 
 import io
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
+import matplotlib
 import numpy as np
 import pandas as pd
 from hdrh.histogram import HdrHistogram
@@ -21,6 +23,7 @@ from matplotlib.ticker import ScalarFormatter
 from bgbench.coordinator.metrics import distribution
 
 SIZE = (7.0, 3.8)
+GROUP_ID = re.compile(r'<g id="[^"]*">')
 RATED_PHASES = ("search", "final", "sweep", "run")  # warm-ups and faulted attempts are not
 PHASE_STYLE = {"search": ("o", "tab:blue"), "final": ("D", "tab:green"),
                "sweep": ("o", "tab:purple"), "run": ("s", "tab:blue")}  # fmt: skip
@@ -29,9 +32,13 @@ PHASE_STYLE = {"search": ("o", "tab:blue"), "final": ("D", "tab:green"),
 def svg(fig: Figure) -> str:
     """The figure as an <svg> element (no XML prologue), to inline in HTML."""
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight")
+    # text as <text> (the page's fonts), not glyph outlines whose ids repeat in every figure
+    with matplotlib.rc_context({"svg.fonttype": "none"}):
+        fig.savefig(buf, format="svg", bbox_inches="tight")
     text = buf.getvalue()
-    return text[text.index("<svg") :]
+    # matplotlib names its groups figure_1, axes_1, ... in every figure: ids that would
+    # repeat on the page, and that nothing refers to
+    return GROUP_ID.sub("<g>", text[text.index("<svg") :])
 
 
 def save(fig: Figure, path: str, fmt: str) -> None:
