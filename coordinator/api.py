@@ -96,11 +96,13 @@ def rate(
     *,
     resume: str | None = None,
     console: Console | None = None,
+    rating_id: str | None = None,
 ) -> RatingRecord:
     """Run a rating of `settings`, recorded in `results` (a results store, or the directory
     of one); its record. With `resume`, continue that unfinished rating of `results`
     instead: `settings` is then its recorded settings (settings_to_resume gives them, with
-    redacted secrets given again), or None when it recorded no secret. A resume runs where
+    redacted secrets given again), or None when it recorded no secret. A new rating takes
+    `rating_id` when given (a campaign records it before the rating starts). A resume runs where
     the rating started (the process changes directory), so relative paths in its settings
     name the same files."""
     console = console or quiet_console()
@@ -116,7 +118,7 @@ def rate(
         resolve_local_layout(settings, None)
         preflight.check_before_agents(settings)
         store = results if isinstance(results, ResultsStore) else ResultsStore(settings.results_dir)
-        rating_id = new_rating_id()
+        rating_id = rating_id or new_rating_id()
         store.start_rating(
             rating_id,
             settings.rating.objective,

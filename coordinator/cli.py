@@ -11,6 +11,7 @@ from rich.console import Console
 
 from bgbench.coordinator import api, preflight
 from bgbench.coordinator.api import new_rating_id, results_path, resumed_settings
+from bgbench.coordinator.cli_campaign import campaign_app
 from bgbench.coordinator.config import (
     SCALE_OVERRIDE,
     Settings,
@@ -277,6 +278,7 @@ def check_config(
 
 results_app = typer.Typer(help="Ratings recorded in the results store.", no_args_is_help=False)
 app.add_typer(results_app, name="results")
+app.add_typer(campaign_app, name="campaign")
 
 
 @results_app.callback(invoke_without_command=True)

@@ -460,7 +460,17 @@ def set_path(data: dict[str, Any], dotted: str, value: Any) -> None:
 
 
 def load_settings(file: Path | None, overrides: list[tuple[str, Any]]) -> Settings:
-    data = read_file(file) if file else {}
+    data = apply_overrides(read_file(file) if file else {}, overrides)
+    try:
+        settings = Settings.model_validate(data)
+    except ValidationError as exc:
+        raise UserError(describe_validation_error(exc, file)) from None
+    return settings
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[tuple[str, Any]]) -> dict[str, Any]:
+    """`data` (a raw settings table) with `-p NAME=VALUE` overrides set in it: NAME a
+    dotted path, workload.scale, or a paper's parameter name the workload accepts."""
     choice = [v for d, v in overrides if d == "workload.name"]
     if choice:
         set_path(data, "workload.name", choice[-1])
@@ -472,11 +482,7 @@ def load_settings(file: Path | None, overrides: list[tuple[str, Any]]) -> Settin
         elif dotted in aliases:
             dotted = f"{name}.{aliases[dotted]}"
         set_path(data, dotted, value)
-    try:
-        settings = Settings.model_validate(data)
-    except ValidationError as exc:
-        raise UserError(describe_validation_error(exc, file)) from None
-    return settings
+    return data
 
 
 def describe_validation_error(exc: ValidationError, file: Path | None = None) -> str:

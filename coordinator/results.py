@@ -62,6 +62,31 @@ CREATE TABLE IF NOT EXISTS experiments (
     workload_config_json TEXT NOT NULL DEFAULT '{}',
     PRIMARY KEY (rating_id, seq)
 );
+CREATE TABLE IF NOT EXISTS campaigns (     -- coordinator/campaign/
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    created TEXT NOT NULL,
+    updated TEXT NOT NULL,
+    status TEXT NOT NULL,          -- running | done | failed | interrupted
+    file TEXT NOT NULL,            -- the campaign file as given
+    file_text TEXT NOT NULL,       -- its text, and each included file's
+    version TEXT NOT NULL,         -- bgbench's
+    cwd TEXT NOT NULL,
+    message TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE IF NOT EXISTS campaign_jobs (
+    campaign_id TEXT NOT NULL REFERENCES campaigns(id),
+    seq INTEGER NOT NULL,          -- 1..n, the order the jobs run in
+    label TEXT NOT NULL,           -- its foreach values, e.g. "store=postgres mix=high"
+    vars_json TEXT NOT NULL,       -- the same as a JSON object
+    settings_json TEXT NOT NULL,   -- the resolved document (after inheritance), redacted
+    servers_json TEXT NOT NULL DEFAULT '[]',  -- servers it names, and those started for it
+    study TEXT NOT NULL DEFAULT '',  -- a workload study it runs instead of a rating
+    rating_id TEXT,                -- its rating, once started
+    status TEXT NOT NULL,          -- pending | running | done | failed
+    message TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (campaign_id, seq)
+);
 CREATE TABLE IF NOT EXISTS measurements (  -- a study's raw measurements (coordinator/study.py)
     rating_id TEXT NOT NULL REFERENCES ratings(id),
     seq INTEGER NOT NULL,
@@ -147,6 +172,13 @@ class ResultsStore:
             raise UserError(f"no results store in {results_dir}: give --results the directory "
                             "the rating was recorded in")  # fmt: skip
         return cls(results_dir)
+
+    @contextmanager
+    def connect(self) -> Iterator[sqlite3.Connection]:
+        """One transaction on the store (rows as sqlite3.Row), for the modules that keep
+        tables of their own in it (coordinator/campaign/records.py)."""
+        with self._db() as db:
+            yield db
 
     @contextmanager
     def _db(self) -> Iterator[sqlite3.Connection]:

@@ -25,6 +25,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -32,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import cassandra_server
 import hbase_server
-from procs import apt, fetch_jars, free_port, port_open, stop_pid, tcp_answers, wait_for
+from procs import apt, fetch_jars, free_port, port_open, running, stop_pid, tcp_answers, wait_for
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 STATE = "server.json"
@@ -56,8 +57,13 @@ def start_postgres(directory: Path, port: int | None = None) -> dict:
              "-E", "UTF8", "--no-locale"],
             check=True, capture_output=True,
         )  # fmt: skip
+    sockets = directory
+    if len(str(directory)) > 80:  # a socket's path must fit in 107 bytes: one in /tmp
+        sockets = Path(tempfile.mkdtemp(prefix="bgbench-pg-"))
+        if as_pg:
+            shutil.chown(sockets, "postgres", "postgres")
     options = (
-        f"-p {port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={directory} "
+        f"-p {port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={sockets} "
         "-c fsync=off -c synchronous_commit=off -c max_connections=300 -c shared_buffers=256MB"
     )
     subprocess.run(
@@ -126,7 +132,41 @@ def start_mongo_wire(directory: Path, port: int | None = None) -> dict:
             "pid": proc.pid, "dir": str(directory)}  # fmt: skip
 
 
-def start(kind: str, directory: Path) -> dict:
+def store_options(info: dict) -> dict:
+    """The store options (`store.options`) that point a binding at a server started here,
+    each with a namespace of its own (a new database, keyspace or table prefix), so jobs
+    sharing a server never see each other's data. Every workload's bindings take these."""
+    unique = "bg_" + uuid.uuid4().hex[:12]
+    port = info["port"]
+    if info["server"] == "postgres":
+        return {"dsn": new_database(info)}
+    if info["server"] == "memcached":
+        return {"memcached": f"127.0.0.1:{port}"}
+    if info["server"] == "mongo-wire":
+        return {"uri": f"mongodb://127.0.0.1:{port}", "database": unique,
+                "server_name": info["name"]}  # fmt: skip
+    if info["server"] == "cassandra":
+        return {"hosts": info["hosts"], "port": port, "keyspace": unique}
+    if info["server"] == "hbase":
+        return {"port": port, "table_prefix": unique + "_", "server_name": info["name"]}
+    raise SystemExit(f"no store options for server {info['server']!r}")
+
+
+def alive(info: dict) -> bool:
+    """Whether every process of a server recorded here still runs."""
+    pids = info.get("pids") or [info["pid"]]
+    return all(running(pid) for pid in pids)
+
+
+def start(kind: str, directory: Path, port: int | None = None) -> dict:
+    """Start a server of `kind` with its data in `directory`; `port` (PostgreSQL, memcached
+    and the MongoDB-wire server) asks for the port it had before, so the connection
+    settings recorded with a rating still reach its data after a restart."""
+    if port is not None and kind in ("postgres", "memcached", "mongo-wire"):
+        info = {"postgres": start_postgres, "memcached": start_memcached,
+                "mongo-wire": start_mongo_wire}[kind](directory, port)  # fmt: skip
+        (directory / STATE).write_text(json.dumps(info))
+        return info
     starters = {
         "postgres": start_postgres,
         "memcached": start_memcached,

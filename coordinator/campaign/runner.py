@@ -1,0 +1,199 @@
+"""Running a campaign: its jobs in order, each a rating through the rating API, recorded
+with the campaign; resumed after a crash or Ctrl-C without re-running a finished rating.
+
+A job that fails (bad settings, a store or infrastructure fault) is recorded with its
+reason and the campaign goes on to the next job, or stops (on_failure: stop). An
+interrupted rating is resumed through the rating API (`rate --resume`). Servers the
+campaign started are stopped at its end, whatever ends it (servers.py).
+"""
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+from rich.console import Console
+
+from bgbench.coordinator import api
+from bgbench.coordinator.campaign import records
+from bgbench.coordinator.campaign.language import Campaign, load_campaign
+from bgbench.coordinator.campaign.records import JobRecord
+from bgbench.coordinator.campaign.servers import Servers
+from bgbench.coordinator.config import Settings, describe_validation_error
+from bgbench.coordinator.faults import INTERRUPTED
+from bgbench.coordinator.redaction import REDACTED, redact_config
+from bgbench.coordinator.results import ResultsStore
+from bgbench.coordinator.study import run_study
+from bgbench.errors import SystemFault, UserError
+
+
+@dataclass(frozen=True)
+class CampaignOutcome:
+    campaign_id: str
+    status: str  # done | failed (stopped by on_failure: stop)
+    results: Path  # the results store's file
+    jobs: list[JobRecord]
+
+    @property
+    def failed(self) -> list[JobRecord]:
+        return [j for j in self.jobs if j.status == "failed"]
+
+
+def run_campaign(
+    campaign: Campaign | None,
+    results_dir: Path,
+    *,
+    resume: str | None = None,
+    on_failure: str | None = None,
+    console: Console | None = None,
+) -> CampaignOutcome:
+    """Run `campaign` (or, with `resume`, the unfinished campaign of that id in the results
+    store: `campaign` is then None) and return every job's outcome."""
+    console = console or api.quiet_console()
+    results_dir = api.results_path(results_dir)
+    store = ResultsStore(results_dir)
+    if resume is not None:
+        campaign_id = resume
+        row = records.campaign_row(store, campaign_id)
+        if row["status"] in ("done", "failed"):
+            raise UserError(
+                f"campaign {campaign_id} is finished ({row['status']}): see bgbench campaign "
+                f"show {campaign_id} --results {results_dir}"
+            )
+        campaign = _same_file(row)
+        console.print(f"resuming campaign {campaign_id} ({row['name']})")
+    else:
+        if campaign is None:
+            raise UserError("a new campaign needs its file")
+        if campaign.invalid:
+            first = campaign.invalid[0].error
+            more = len(campaign.invalid) - 1
+            also = f" (and {more} more invalid jobs: bgbench campaign check)" if more else ""
+            raise UserError(first + also)
+        campaign_id = records.new_campaign_id()
+        records.start_campaign(store, campaign_id, campaign)
+    policy = on_failure or (campaign.on_failure if campaign else "continue")
+    console.print(f"campaign {campaign_id}: results in {store.path}")
+    servers = Servers(results_dir / campaign_id / "servers", console)
+    servers.adopt()
+    status = "done"
+    try:
+        jobs = records.jobs(store, campaign_id)
+        for job in jobs:
+            if job.status in ("done", "failed"):
+                continue
+            console.rule(f"job {job.seq} of {len(jobs)}: {job.label}")
+            settings = _fresh_settings(campaign, job)
+            outcome, message = _run_job(store, campaign_id, job, settings, servers, console)
+            records.update_job(store, campaign_id, job.seq, status=outcome, message=message)
+            if outcome == "failed":
+                console.print(f"job {job.seq} failed: {message}")
+                if policy == "stop":
+                    status = "failed"
+                    break
+    except KeyboardInterrupt:
+        records.finish_campaign(store, campaign_id, "interrupted", INTERRUPTED)
+        raise
+    except BaseException as exc:
+        records.finish_campaign(store, campaign_id, "interrupted", f"{type(exc).__name__}: {exc}")
+        raise
+    finally:
+        servers.stop_all()
+    message = "stopped at the first failed job (on_failure: stop)" if status == "failed" else ""
+    records.finish_campaign(store, campaign_id, status, message)
+    return CampaignOutcome(campaign_id, status, store.path, records.jobs(store, campaign_id))
+
+
+def _same_file(row: dict[str, str]) -> Campaign | None:
+    """The campaign file again, when it still reads as recorded (its settings then carry
+    the secrets the record redacted); None when it changed or is gone."""
+    path = Path(row["file"])
+    if not path.is_absolute():
+        path = Path(row["cwd"]) / path
+    try:
+        campaign = load_campaign(path)
+    except UserError:
+        return None
+    return campaign if campaign.text == row["file_text"] else None
+
+
+def _fresh_settings(campaign: Campaign | None, job: JobRecord) -> Settings:
+    if campaign is not None and len(campaign.jobs) >= job.seq:
+        settings = campaign.jobs[job.seq - 1].settings
+        if settings is not None:
+            return settings.model_copy(deep=True)
+    if REDACTED in json.dumps(job.settings):
+        raise UserError(
+            f"job {job.seq} ({job.label}) was recorded with a secret redacted and its campaign "
+            "file changed or is gone: restore the file to resume"
+        )
+    try:
+        return Settings.model_validate(job.settings)
+    except ValidationError as exc:
+        raise UserError(describe_validation_error(exc)) from None
+
+
+def _run_job(
+    store: ResultsStore,
+    campaign_id: str,
+    job: JobRecord,
+    settings: Settings,
+    servers: Servers,
+    console: Console,
+) -> tuple[str, str]:
+    """Rate one job (or resume its interrupted rating); its outcome and why it failed."""
+    try:
+        servers.ensure(job.seq, job.specs)
+        records.update_job(
+            store, campaign_id, job.seq, status="running",
+            servers=servers.described(job.seq, job.specs),
+        )  # fmt: skip
+        rating = _recorded_rating(store, job.rating_id)
+        if rating is not None and rating["status"] == "done":
+            record = api.rating_record(store, rating["id"])
+        elif job.study:  # a study cannot resume: it runs again, under a new id
+            options = servers.options(job.seq, job.specs)
+            settings.store.options = {**options, **settings.store.options}
+            rating_id = api.new_rating_id()
+            records.update_job(store, campaign_id, job.seq, status="running", rating_id=rating_id)
+            run_study(settings, job.study, rating_id, store.path.parent, console)
+            record = api.rating_record(store, rating_id)
+        elif rating is not None:
+            record = api.rate(None, store, resume=rating["id"], console=console)
+        else:
+            options = servers.options(job.seq, job.specs)
+            settings.store.options = {**options, **settings.store.options}
+            write_document(settings, servers.root.parent / f"job-{job.seq}.yaml")
+            rating_id = job.rating_id or api.new_rating_id()
+            records.update_job(store, campaign_id, job.seq, status="running", rating_id=rating_id)
+            record = api.rate(settings, store, console=console, rating_id=rating_id)
+    except UserError as exc:
+        return "failed", f"user error: {exc}"
+    except SystemFault as exc:
+        return "failed", f"infrastructure: {exc}"
+    finally:
+        servers.stop_fresh(job.seq, job.specs)
+    if record.status == "done":
+        return "done", ""
+    return "failed", record.fault or record.status
+
+
+def write_document(settings: Settings, path: Path) -> None:
+    """The job's exact settings as a file `bgbench rate -c` takes (secrets redacted)."""
+    data = redact_config(json.loads(settings.model_dump_json()))
+    data.pop("results_dir", None)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        "# One job of a campaign, its settings resolved: bgbench rate -c THIS_FILE\n"
+        + yaml.safe_dump(data, sort_keys=False)
+    )
+
+
+def _recorded_rating(store: ResultsStore, rating_id: str | None) -> dict[str, str] | None:
+    if rating_id is None:
+        return None
+    try:
+        return store.rating(rating_id)
+    except UserError:  # killed between naming the rating and starting it
+        return None

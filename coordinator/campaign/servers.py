@@ -1,0 +1,141 @@
+"""Servers a campaign starts for its jobs (Strudel's workload manager), through
+deploy/local/servers.py, and stops: exactly those it started, also on failure or Ctrl-C.
+
+Each server lives in a directory of the campaign's (results/CAMPAIGN/servers/KEY/) whose
+server.json records its PIDs. A campaign resumed after its coordinator was killed finds
+the servers that coordinator left running there and uses them again (the interrupted
+rating's data is in them), and stops them at its end like its own.
+"""
+
+import importlib.util
+import json
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from rich.console import Console
+
+from bgbench.coordinator.campaign.language import ServerSpec
+from bgbench.errors import SystemFault, UserError
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "local" / "servers.py"
+STATE = "server.json"
+PORT = "campaign-port"  # the port a server of the campaign had (kept when it stops)
+
+
+def deploy_module() -> ModuleType:
+    """deploy/local/servers.py of the checkout bgbench runs from."""
+    if not DEPLOY.is_file():
+        raise UserError(
+            f"a job names a server, but {DEPLOY} is missing (bgbench was not installed from a "
+            "source checkout): start the server yourself and give its address in store.options"
+        )
+    spec = importlib.util.spec_from_file_location("bgbench_deploy_servers", DEPLOY)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@dataclass
+class Servers:
+    """The servers of one campaign, by key (a shared server's name, or job-N-KIND)."""
+
+    root: Path  # results/CAMPAIGN/servers
+    console: Console
+    running: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _deploy: ModuleType | None = None
+
+    @property
+    def deploy(self) -> ModuleType:
+        if self._deploy is None:
+            self._deploy = deploy_module()
+        return self._deploy
+
+    def adopt(self) -> None:
+        """Take over the servers an earlier, killed coordinator of this campaign left
+        running; forget those that are gone."""
+        if not self.root.is_dir():
+            return
+        for state in sorted(self.root.glob(f"*/{STATE}")):
+            info = json.loads(state.read_text())
+            if self.deploy.alive(info):
+                self.running[state.parent.name] = info
+                self.console.print(f"using {info['server']} {state.parent.name} again (still up)")
+            else:
+                state.unlink()
+
+    def ensure(self, seq: int, specs: list[ServerSpec]) -> None:
+        """Start the servers of job `seq` that are not running yet."""
+        for spec in specs:
+            self._ensure(self.key(seq, spec), spec.kind)
+
+    def options(self, seq: int, specs: list[ServerSpec]) -> dict[str, object]:
+        """The store options job `seq`'s running servers provide (a new database, keyspace
+        or prefix on each: jobs sharing a server never see each other's data)."""
+        options: dict[str, object] = {}
+        for spec in specs:
+            info = self.running[self.key(seq, spec)]
+            try:
+                options.update(self.deploy.store_options(info))
+            except (OSError, SystemExit, subprocess.SubprocessError) as exc:
+                raise SystemFault(f"server {spec.key} gave no store options: {exc}") from None
+        return options
+
+    @staticmethod
+    def key(seq: int, spec: ServerSpec) -> str:
+        return f"job-{seq}-{spec.kind}" if spec.fresh else spec.key
+
+    def _ensure(self, key: str, kind: str) -> dict[str, Any]:
+        if key in self.running:
+            return self.running[key]
+        self.console.print(f"starting {kind} server {key} (deploy/local)")
+        directory = self.root / key
+        known = directory / PORT  # a server started here before: its port again
+        port = int(known.read_text()) if known.exists() else None
+        try:
+            info: dict[str, Any] = self.deploy.start(kind, directory, port)
+        except SystemExit as exc:  # the deploy script's own refusal (an unknown kind...)
+            raise UserError(f"server {key}: {exc}") from None
+        except Exception as exc:
+            self.stop(key)  # what it left behind, if it recorded anything
+            raise SystemFault(f"server {key} ({kind}) did not start: {exc}") from None
+        (directory / PORT).write_text(str(info["port"]))
+        self.running[key] = info
+        return info
+
+    def described(self, seq: int, specs: list[ServerSpec]) -> list[dict[str, Any]]:
+        """What a job's record says of its servers (no secrets: ports and PIDs)."""
+        out = []
+        for spec in specs:
+            info = self.running.get(self.key(seq, spec), {})
+            pids = info.get("pids") or ([info["pid"]] if "pid" in info else [])
+            out.append({**spec.to_dict(), "key": self.key(seq, spec), "port": info.get("port"),
+                        "pids": pids})  # fmt: skip
+        return out
+
+    def stop(self, key: str) -> None:
+        self.running.pop(key, None)
+        state = self.root / key / STATE
+        if not state.exists():
+            return
+        self.console.print(f"stopping server {key}")
+        info = json.loads(state.read_text())
+        self.deploy.stop(state.parent)
+        for pid in info.get("pids") or [info["pid"]]:  # what its own stop left running
+            if self.deploy.running(pid):
+                self.deploy.stop_pid(pid)
+
+    def stop_fresh(self, seq: int, specs: list[ServerSpec]) -> None:
+        for spec in specs:
+            if spec.fresh:
+                self.stop(self.key(seq, spec))
+
+    def stop_all(self) -> None:
+        for key in list(self.running):
+            self.stop(key)
+        if self.root.is_dir():  # anything recorded but not adopted (started, then killed)
+            for state in self.root.glob(f"*/{STATE}"):
+                self.stop(state.parent.name)
