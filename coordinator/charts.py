@@ -314,11 +314,18 @@ def campaign(jobs: pd.DataFrame, variables: list[str]) -> Figure | None:
     width = 0.8 / max(len(hues), 1)
     for h, hue in enumerate(hues):
         part = rated_jobs[[_key(r, rest) == hue for _, r in rated_jobs.iterrows()]]
-        x = [groups.index(_key(r, first)) + (h - (len(hues) - 1) / 2) * width
-             for _, r in part.iterrows()]  # fmt: skip
-        low = (part["soar"] - part["soar_low"]).fillna(0).clip(lower=0)
-        high = (part["soar_high"] - part["soar"]).fillna(0).clip(lower=0)
-        ax.bar(x, part["soar"], width=width, yerr=[low, high], capsize=3, label=hue or None)
+        x = np.array([groups.index(_key(r, first)) + (h - (len(hues) - 1) / 2) * width
+                      for _, r in part.iterrows()])  # fmt: skip
+        ax.bar(x, part["soar"], width=width, label=hue or None)
+        # a job whose rating has no interval gets no bar: not a zero-width one
+        known = (part["soar_low"].notna() & part["soar_high"].notna()).to_numpy()
+        if known.any():
+            p = part[known]
+            err = [
+                (p["soar"] - p["soar_low"]).clip(lower=0),
+                (p["soar_high"] - p["soar"]).clip(lower=0),
+            ]
+            ax.errorbar(x[known], p["soar"], yerr=err, fmt="none", ecolor="black", capsize=3)
     ax.set_xticks(range(len(groups)), [g or "(all)" for g in groups])
     if any(hues):
         ax.legend(fontsize=8)

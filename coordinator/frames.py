@@ -53,8 +53,9 @@ campaigns
     file_text (secret-sounding values redacted), version, cwd, message.
 campaign_jobs
     campaign_id, seq, label, vars (dict of its foreach values), settings (dict),
-    servers (list), rating_id, status (pending|running|done|failed), message, and one
-    column var.NAME per foreach variable.
+    servers (list), study (a workload study it ran instead of a rating, or ""),
+    rating_id, status (pending|running|done|failed), message, and one column var.NAME per
+    foreach variable.
 """
 
 import json
@@ -119,8 +120,8 @@ CAMPAIGN_COLUMNS = (
     "message",
 )  # fmt: skip
 JOB_COLUMNS = (
-    "campaign_id", "seq", "label", "vars", "settings", "servers", "rating_id", "status",
-    "message",
+    "campaign_id", "seq", "label", "vars", "settings", "servers", "study", "rating_id",
+    "status", "message",
 )  # fmt: skip
 VAR_PREFIX = "var."
 # A line of a settings file that sets a key: `token = "..."`, `password: ...`.
@@ -230,7 +231,7 @@ def load(path: str | Path) -> ResultFrames:
         r["experiments"] = int(counts.get(r["id"], 0))
     return ResultFrames(
         path=file,
-        ratings=_frame(rating_rows, RATING_COLUMNS),
+        ratings=_typed(_frame(rating_rows, RATING_COLUMNS)),
         experiments=_frame(exp_rows, EXPERIMENT_COLUMNS),
         per_agent=_frame(agent_rows, AGENT_COLUMNS),
         per_action=_frame(action_rows, ACTION_COLUMNS),
@@ -244,6 +245,23 @@ def load(path: str | Path) -> ResultFrames:
 
 def _frame(rows: list[dict[str, Any]], columns: tuple[str, ...]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(columns))
+
+
+RATING_INTS = ("soar_threads", "socialites", "socialites_low", "socialites_high")
+RATING_FLOATS = (
+    "soar", "soar_rate", "soar_low", "soar_high", "confidence", "search_duration_s",
+    "final_duration_s", "alpha", "beta_ms", "tau",
+)  # fmt: skip
+
+
+def _typed(ratings: pd.DataFrame) -> pd.DataFrame:
+    """Numbers as numbers, a missing one as NA, whatever the first rows held (a column of
+    None would otherwise stay a column of objects)."""
+    for c in RATING_INTS:
+        ratings[c] = pd.to_numeric(ratings[c]).astype("Int64")
+    for c in RATING_FLOATS:
+        ratings[c] = pd.to_numeric(ratings[c]).astype("float64")
+    return ratings
 
 
 def _titles(workload: str) -> dict[str, str]:
@@ -476,6 +494,7 @@ def _jobs(rows: list[dict[str, Any]]) -> pd.DataFrame:
             "vars": variables,
             "settings": redact_options(_json(j.get("settings_json"), {})),
             "servers": _json(j.get("servers_json"), []),
+            "study": j.get("study") or "",
             "rating_id": j.get("rating_id"),
             "status": j["status"],
             "message": j.get("message") or "",

@@ -74,8 +74,12 @@ class Page:
         if frame.empty:
             self.text("(none)")
             return
+        shown = frame.copy()
+        for c in shown.columns:  # to_html writes <NA> and None as such, NaN as na_rep
+            if not pd.api.types.is_float_dtype(shown[c]):
+                shown[c] = shown[c].astype(object).where(shown[c].notna(), "")
         self.parts.append(
-            frame.to_html(index=False, classes="data", border=0, na_rep="", float_format=_num)
+            shown.to_html(index=False, classes="data", border=0, na_rep="", float_format=_num)
         )
 
     def figure(self, ident: str, fig: Figure | None, caption: str) -> None:
@@ -343,8 +347,8 @@ def campaign_sections(frames: ResultFrames, campaign_id: str, page: Page) -> Non
         page.text(str(c["message"]), "failed")
     page.heading("Ratings compared")
     chart = charts.campaign(jobs, variables)
-    page.figure("campaign-soar", chart, "SoAR of each job, error bars its interval, grouped by "
-                "the foreach values.")  # fmt: skip
+    page.figure("campaign-soar", chart, "SoAR of each job, grouped by the foreach values; "
+                "error bars its interval, where the rating has one.")  # fmt: skip
     page.heading("Jobs")
     page.table(_columns(jobs, JOB_TABLE))
     page.heading("Campaign file", level=3)

@@ -1,10 +1,12 @@
 """Reports open in a real browser (Debian's headless Chromium through selenium): no console
 error, every expected chart present with a drawn svg, a screenshot kept as the test's
-artefact. Of a real SQLite rating, and of a campaign around it."""
+artefact. Of a real SQLite rating, and of a real campaign (SQLite and the model store)."""
 
+import contextlib
 import json
-import shutil
-import sqlite3
+import os
+import signal
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,7 +14,7 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
-from tests.e2e.conftest import bgbench
+from tests.e2e.conftest import BGBENCH, bgbench
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -73,41 +75,66 @@ def test_a_rating_report_opens_with_every_chart(sqlite_rating, browser, tmp_path
     assert headline.startswith("SoAR ")
 
 
-def test_a_campaign_report_opens_with_its_comparison(sqlite_rating, browser, tmp_path):
-    # The campaign's rows are written here by hand around two real ratings (SQLite, and
-    # the model store rated beside it): the campaign runner is another branch's work.
-    results, sqlite_id = sqlite_rating
-    store = tmp_path / "results"
-    store.mkdir()
-    shutil.copy(results / "bgbench.sqlite", store / "bgbench.sqlite")
-    proc = bgbench("rate", "--store", "model", "--results", str(store), "--json")
-    assert proc.returncode == 0, proc.stderr
-    model_id = json.loads(proc.stdout)["rating_id"]
-    with sqlite3.connect(store / "bgbench.sqlite") as db:
-        db.execute(
-            "CREATE TABLE campaigns (id TEXT PRIMARY KEY, name TEXT, created TEXT, "
-            "updated TEXT, status TEXT, file TEXT, file_text TEXT, version TEXT, cwd TEXT, "
-            "message TEXT)"
-        )
-        db.execute(
-            "CREATE TABLE campaign_jobs (campaign_id TEXT, seq INTEGER, label TEXT, "
-            "vars_json TEXT, settings_json TEXT, servers_json TEXT, rating_id TEXT, "
-            "status TEXT, message TEXT, PRIMARY KEY (campaign_id, seq))"
-        )
-        db.execute(
-            "INSERT INTO campaigns VALUES ('C1', 'stores', 't', 't', 'done', 'c.toml', "
-            "'[foreach]\nstore = [\"sqlite\", \"model\"]', '0.1.0', '/', '')"
-        )
-        for seq, (rid, name) in enumerate([(sqlite_id, "sqlite"), (model_id, "model")], 1):
-            db.execute(
-                "INSERT INTO campaign_jobs VALUES ('C1', ?, ?, ?, '{}', '[]', ?, 'done', '')",
-                (seq, f"store={name}", json.dumps({"store": name}), rid),
-            )
+CAMPAIGN = """
+campaign: report-check
+templates:
+  quick:
+    sla: {delta_search_s: 1, delta_s: 1}
+    rating: {objective: soar, max_threads: 4, final_runs: 2, repeats: 1}
+    agents: {local: 1, processes: 2}
+  sqlite:
+    extends: quick
+    store: {name: sqlite, options: {path: "DATA/${mix}.sqlite"}}
+  model:
+    extends: quick
+    store: {name: model}
+    model: {noise: 0.05}
+jobs:
+  - extends: ${store}
+    foreach: {store: [sqlite, model], mix: [low, high]}
+    params: {mix: "${mix}", usercount: 400}
+"""
+
+
+def run_campaign(tmp_path: Path) -> tuple[Path, dict]:
+    """A real campaign (SQLite through a local agent, and the model store; two mixes each)
+    through `bgbench campaign run`; its results directory and --json outcome. Its process
+    group is killed in any case: the agents it spawned go with it."""
+    spec = tmp_path / "campaign.yaml"
+    spec.write_text(CAMPAIGN.replace("DATA", str(tmp_path)))
+    results = tmp_path / "results"
+    proc = subprocess.Popen(
+        [*BGBENCH, "campaign", "run", str(spec), "--results", str(results), "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        out, err = proc.communicate(timeout=600)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert proc.returncode == 0, err
+    return results, json.loads(out)
+
+
+def test_a_real_campaign_report_opens_with_its_comparison(browser, tmp_path):
+    results, outcome = run_campaign(tmp_path)
+    assert [j["status"] for j in outcome["jobs"]] == ["done"] * 4, outcome
     page = tmp_path / "campaign.html"
-    proc = bgbench("report", "C1", "--results", str(store), "-o", str(page))
+    proc = bgbench("report", outcome["campaign_id"], "--results", str(results), "-o", str(page))
     assert proc.returncode == 0, proc.stderr
     charts = open_report(browser, page, tmp_path / "campaign.png")
     assert charts.get("campaign-soar", 0) > 5, charts
-    for rid in (sqlite_id, model_id):
-        assert charts.get(f"{rid}-throughput", 0) > 5, charts
+    # grouped by the first foreach value, a bar colour per the other
+    soar = browser.find_element(By.ID, "campaign-soar").text
+    for label in ("store=sqlite", "store=model", "mix=low", "mix=high"):
+        assert label in soar, soar
+    jobs = browser.find_element(By.XPATH, "//h2[text()='Jobs']/following-sibling::table[1]")
+    rows = jobs.find_elements(By.CSS_SELECTOR, "tbody tr")
+    assert [r.find_elements(By.TAG_NAME, "td")[1].text for r in rows] == [
+        j["label"] for j in outcome["jobs"]
+    ]
+    for job in outcome["jobs"]:  # a section per rating, with its own figures
+        rid = job["rating_id"]
         assert browser.find_element(By.ID, f"rating-{rid}").is_displayed()
+        assert charts.get(f"{rid}-throughput", 0) > 5, charts

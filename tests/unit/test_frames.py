@@ -124,29 +124,24 @@ def test_per_action_and_validation_rows_match_the_results(sqlite_store):
     assert len(agents) == 1 and agents["p95_ms"].iloc[0] > 0
 
 
-def test_a_store_without_campaign_tables_loads_them_empty(model_store):
+def test_a_store_without_campaign_tables_loads_them_empty(model_store, tmp_path):
     where, _ = model_store
-    r = results.load(where)
+    older = tmp_path / "bgbench.sqlite"  # as written before campaigns existed
+    older.write_bytes((where / "bgbench.sqlite").read_bytes())
+    with sqlite3.connect(older) as db:
+        db.execute("DROP TABLE campaign_jobs")
+        db.execute("DROP TABLE campaigns")
+    r = results.load(older)
     assert r.campaigns.empty and list(r.campaigns.columns) == list(CAMPAIGN_COLUMNS)
     assert r.campaign_jobs.empty and list(r.campaign_jobs.columns) == list(JOB_COLUMNS)
     assert r.sweep.empty and r.measurements.empty
 
 
 def test_campaign_rows_load_with_their_foreach_values(tmp_path):
-    # Rows written here by hand in the campaign tables' schema (their module is another
-    # branch's work): a store written by campaigns loads them as frames.
+    # Rows written here by hand in the campaign tables' schema (a real campaign is
+    # reported in tests/e2e/test_report_browser.py), with a secret in its file's text.
     model_rating(tmp_path, "R1", "model.peak=1e4")
     with sqlite3.connect(tmp_path / "bgbench.sqlite") as db:
-        db.execute(
-            "CREATE TABLE campaigns (id TEXT PRIMARY KEY, name TEXT, created TEXT, "
-            "updated TEXT, status TEXT, file TEXT, file_text TEXT, version TEXT, cwd TEXT, "
-            "message TEXT)"
-        )
-        db.execute(
-            "CREATE TABLE campaign_jobs (campaign_id TEXT, seq INTEGER, label TEXT, "
-            "vars_json TEXT, settings_json TEXT, servers_json TEXT, rating_id TEXT, "
-            "status TEXT, message TEXT, PRIMARY KEY (campaign_id, seq))"
-        )
         text = 'password = "hunter2"\ndsn = "postgresql://u:hunter2@h/db"\n[foreach]\npeak = [1e4]'
         db.execute(
             "INSERT INTO campaigns VALUES ('C1', 'peaks', 't', 't', 'done', 'c.toml', "
@@ -155,7 +150,9 @@ def test_campaign_rows_load_with_their_foreach_values(tmp_path):
         )
         settings = {"store": {"options": {"password": "hunter2"}}}
         db.execute(
-            "INSERT INTO campaign_jobs VALUES ('C1', 1, 'peak=1e4', ?, ?, '[]', 'R1', 'done', '')",
+            "INSERT INTO campaign_jobs (campaign_id, seq, label, vars_json, settings_json, "
+            "servers_json, rating_id, status, message) "
+            "VALUES ('C1', 1, 'peak=1e4', ?, ?, '[]', 'R1', 'done', '')",
             (json.dumps({"peak": 1e4}), json.dumps(settings)),
         )
     r = results.load(tmp_path)

@@ -145,29 +145,21 @@ def test_a_run_report_shows_its_progress(store, tmp_path):
 
 
 def test_a_campaign_report_compares_its_ratings(store, tmp_path):
-    # The campaign tables' rows are written here by hand around two real ratings: the
-    # campaign runner is another branch's work (see the README's campaign report test).
+    # The campaign tables' rows are written here by hand around two real ratings, so this
+    # test needs no campaign run (tests/e2e/test_report_browser.py reports a real one).
     where, _ = store
     db_path = tmp_path / "bgbench.sqlite"
     db_path.write_bytes((where / "bgbench.sqlite").read_bytes())
     with sqlite3.connect(db_path) as db:
-        db.execute(
-            "CREATE TABLE campaigns (id TEXT PRIMARY KEY, name TEXT, created TEXT, "
-            "updated TEXT, status TEXT, file TEXT, file_text TEXT, version TEXT, cwd TEXT, "
-            "message TEXT)"
-        )
-        db.execute(
-            "CREATE TABLE campaign_jobs (campaign_id TEXT, seq INTEGER, label TEXT, "
-            "vars_json TEXT, settings_json TEXT, servers_json TEXT, rating_id TEXT, "
-            "status TEXT, message TEXT, PRIMARY KEY (campaign_id, seq))"
-        )
         db.execute(
             "INSERT INTO campaigns VALUES ('C1', 'peaks', 't', 't', 'done', 'peaks.toml', "
             "'[foreach]\npeak = [1e4, 2e4]', '0.1.0', '/', '')"
         )
         for seq, (rid, peak) in enumerate([("R1", 1e4), ("R2", 2e4)], start=1):
             db.execute(
-                "INSERT INTO campaign_jobs VALUES ('C1', ?, ?, ?, '{}', '[]', ?, 'done', '')",
+                "INSERT INTO campaign_jobs (campaign_id, seq, label, vars_json, settings_json, "
+                "servers_json, rating_id, status, message) "
+                "VALUES ('C1', ?, ?, ?, '{}', '[]', ?, 'done', '')",
                 (seq, f"peak={peak:g}", json.dumps({"peak": peak}), rid),
             )
     out = tmp_path / "c1.html"
