@@ -162,7 +162,6 @@ def _int_text(v: Any) -> str:
 
 
 def _num(v: Any) -> float | None:
-    if v is None or isinstance(v, str | bool):
+    if isinstance(v, str | bool) or pd.isna(v):  # None, NaN and pandas' NA
         return None
-    f = float(v)
-    return None if math.isnan(f) else f
+    return float(v)

@@ -81,3 +81,16 @@ def test_a_missing_interval_is_named_not_judged_as_noise():
 def test_bad_ids_are_user_errors(store, ids):
     with pytest.raises(UserError):
         compare(store, ids)
+
+
+def test_ratings_without_socialites_compare_and_print(tmp_path):
+    model_rating(tmp_path, "RS", "model.peak=1e4", "rating.objective=soar")
+    model_rating(tmp_path, "RT", "model.peak=2e4", "rating.objective=soar")
+    c = compare(results.load(tmp_path), ["RS", "RT"])
+    assert c.ratings["socialites"].isna().all()
+    from rich.console import Console
+
+    console = Console(width=250, record=True)
+    console.print(render(c))
+    row = next(line for line in console.export_text().splitlines() if "Socialites" in line)
+    assert [cell.strip() for cell in row.split("│")[2:4]] == ["-", "-"], row
