@@ -12,6 +12,7 @@ from rich.console import Console
 from bgbench.coordinator import api, preflight
 from bgbench.coordinator.api import new_rating_id, results_path, resumed_settings
 from bgbench.coordinator.cli_campaign import campaign_app
+from bgbench.coordinator.cli_report import report_app
 from bgbench.coordinator.config import (
     SCALE_OVERRIDE,
     Settings,
@@ -279,6 +280,7 @@ def check_config(
 results_app = typer.Typer(help="Ratings recorded in the results store.", no_args_is_help=False)
 app.add_typer(results_app, name="results")
 app.add_typer(campaign_app, name="campaign")
+app.add_typer(report_app)  # report and compare
 
 
 @results_app.callback(invoke_without_command=True)
@@ -451,6 +453,3 @@ def main() -> None:
         sys.exit(status)
     # Without standalone mode, click returns a command's typer.Exit code instead of exiting.
     sys.exit(code if isinstance(code, int) else 0)
-
-
-from bgbench.coordinator import cli_report  # noqa: E402, F401  (registers report and compare)

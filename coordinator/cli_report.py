@@ -1,23 +1,29 @@
-"""`bgbench report` and `bgbench compare`, registered onto the CLI's app (coordinator/cli.py
-imports this module once, at its end)."""
+"""`bgbench report` and `bgbench compare` (coordinator/cli.py adds report_app's commands
+to its own)."""
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 
 from bgbench.coordinator import compare as comparing
 from bgbench.coordinator import html_report
 from bgbench.coordinator.api import results_path
-from bgbench.coordinator.cli import ResultsFlag, app, err, out
 from bgbench.coordinator.frames import ResultFrames, load
+
+report_app = typer.Typer()
+out = Console(width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+ResultsFlag = Annotated[Path | None, typer.Option(help="results directory (default results)")]
 
 
 def _frames(results: Path | None) -> ResultFrames:
     return load(results_path(results or Path("results")))
 
 
-@app.command()
+@report_app.command()
 def report(
     ident: Annotated[str, typer.Argument(help="a rating, run or campaign id")],
     output: Annotated[
@@ -37,7 +43,7 @@ def report(
         err.print(f"wrote {path}")
 
 
-@app.command("compare")
+@report_app.command("compare")
 def compare_ratings(
     ids: Annotated[list[str], typer.Argument(help="two rating ids or more")],
     results: ResultsFlag = None,
