@@ -202,6 +202,7 @@ def per_agent(agents: pd.DataFrame) -> Figure | None:
         by_t = rows.groupby("threads")["throughput"].mean()
         ax.plot(by_t.index, by_t.to_numpy(), marker="o", label=str(agent))
     ax.set_ylim(bottom=0)
+    _threads_axis(ax, agents)
     ax.legend(fontsize=8)
     return fig
 
@@ -216,6 +217,7 @@ def per_action(actions: pd.DataFrame) -> Figure | None:
         by_t = part.groupby("threads")["p95_ms"].mean()
         ax.plot(by_t.index, by_t.to_numpy(), marker=".", label=str(action))
     ax.set_yscale("log")
+    _threads_axis(ax, rows)
     ax.legend(fontsize=7, ncol=2)
     return fig
 
