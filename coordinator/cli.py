@@ -15,6 +15,7 @@ from bgbench.coordinator.checkconfig import check_settings_file
 from bgbench.coordinator.cli_campaign import campaign_app
 from bgbench.coordinator.cli_deck import deck
 from bgbench.coordinator.cli_live import EventsOption, MetricsPortOption, live_sink
+from bgbench.coordinator.cli_report import report_app
 from bgbench.coordinator.config import (
     SCALE_OVERRIDE,
     Settings,
@@ -288,6 +289,7 @@ app.command()(deck)
 results_app = typer.Typer(help="Ratings recorded in the results store.", no_args_is_help=False)
 app.add_typer(results_app, name="results")
 app.add_typer(campaign_app, name="campaign")
+app.add_typer(report_app)  # report and compare
 
 
 @results_app.callback(invoke_without_command=True)

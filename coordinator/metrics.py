@@ -113,3 +113,14 @@ def judge(
     if saturated:
         reasons.append("saturated client: a load process used its whole core")
     return Verdict(not reasons, reasons)
+
+
+def distribution(h: HdrHistogram) -> tuple[np.ndarray, np.ndarray]:
+    """The recorded values' distribution: each non-empty bucket's median value and its
+    count (for plotting a histogram)."""
+    if h.get_total_count() == 0:
+        return np.zeros(0), np.zeros(0)
+    _, _, middle = _bucket_values(h.counts_len)
+    counts = _counts(h)
+    used = counts > 0
+    return middle[used], counts[used]

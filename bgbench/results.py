@@ -1,0 +1,14 @@
+"""Recorded results as pandas DataFrames, for notebooks and your own plots.
+
+    from bgbench import results
+    r = results.load("results")          # a results directory, or its bgbench.sqlite
+    r.experiments.plot.scatter("threads", "actions_per_s")
+
+`load` returns a ResultFrames: ratings, experiments, per_agent, per_action, validation,
+sweep, measurements, campaigns and campaign_jobs, each a DataFrame whose columns
+bgbench.coordinator.frames documents.
+"""
+
+from bgbench.coordinator.frames import ResultFrames, load
+
+__all__ = ["ResultFrames", "load"]
