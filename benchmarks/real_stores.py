@@ -94,7 +94,7 @@ def soar(jobs: list[dict], args: argparse.Namespace) -> None:
 def patches(args: argparse.Namespace) -> list[Patch]:
     """The job entries of `args.what`, with the options that differ from the file's."""
     out = [only(["rating", "audit"] if args.what == "consistency" else ["soar"])]
-    if args.users != 1000:
+    if args.what == "consistency" and args.users != 1000:
         out.append(every_job({"params": {"usercount": args.users}}))
     if (args.threads, args.duration, args.repeats) != (16, 60, 3):
 
@@ -111,7 +111,7 @@ def patches(args: argparse.Namespace) -> list[Patch]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("what", choices=["consistency", "soar"])
-    parser.add_argument("--users", type=int, default=1000)
+    parser.add_argument("--users", type=int, default=1000, help="members (consistency)")
     parser.add_argument("--threads", type=int, default=16, help="T of the fixed-T runs")
     parser.add_argument("--duration", type=float, default=60, help="s per fixed-T run")
     parser.add_argument("--repeats", type=int, default=3)
