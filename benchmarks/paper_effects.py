@@ -3,7 +3,7 @@ examples/campaigns/paper_effects.yaml, run as a campaign, and its figures as tab
 
     .venv/bin/python benchmarks/paper_effects.py              # all
     .venv/bin/python benchmarks/paper_effects.py figure11     # or some of them
-    .venv/bin/python benchmarks/paper_effects.py --quick      # a check: ~1,000x smaller
+    .venv/bin/python benchmarks/paper_effects.py --quick      # a check: 200 members, 1 s / 2 s
     .venv/bin/python benchmarks/paper_effects.py --results DIR  # keep the results store
 
 - figure11: CASQL with a TTL hands out unpredictable reads that grow with the TTL;
