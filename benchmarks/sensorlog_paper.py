@@ -1,113 +1,57 @@
 """Mahmood, Risch and Zhu's sensor-log experiments at this machine's scale: bulk loading
 by size, index timing and consistency (Figures 3 and 4), and Q1-Q3 by selectivity with
 each store's plan (Figures 5-9, Table 2), on SQLite, PostgreSQL, the MongoDB-wire server
-(SecantusDB: its figures are that server's, not MongoDB's) and Cassandra.
+(SecantusDB: its figures are that server's, not MongoDB's) and Cassandra. Runs
+examples/campaigns/sensorlog_paper.yaml and prints its tables.
 
     .venv/bin/python benchmarks/sensorlog_paper.py [--stores sqlite,postgres,mongodb,cassandra]
-        [--sizes 10000,20000,40000,60000] [--runs 3] [--query-rows 60000]
+        [--sizes 10000,20000,40000,60000] [--runs 3] [--query-rows 60000] [--results DIR]
 
-Each store runs `bgbench study load` and `bgbench study queries` (--json) against a
-server started on loopback by deploy/local/servers.py and stopped at the end. Cassandra's
+Each store runs the studies `load` and `queries` (`bgbench study`) as jobs of the
+campaign, against a server it starts on loopback (deploy/local/servers.py) and stops at
+its end; SQLite's files are bgbench-data/sensorlog-{load,queries}.sqlite. Cassandra's
 strong setting needs its commit log synced per write, a server setting: its strong loads
 run on a second server started with `commitlog_sync: batch` (servers.py cassandra-batch).
+The options patch a copy of the campaign file (recorded with the campaign).
 """
 
 import argparse
 import tempfile
-import uuid
 from pathlib import Path
 from typing import Any
 
-from harness import bgbench, new_database, servers
+from harness import Patch, campaign_jobs, only
 
 SELECTIVITIES = (0.002, 0.02, 0.2, 0.25, 1.0, 2.0, 5.0)
-
-
-def study(name: str, store: str, results: str, options: list[str], extra: list[str]) -> dict:
-    return bgbench(
-        "study", name, "--workload", "sensorlog", "--store", store, "--results", results,
-        *options, *extra,
-    )  # fmt: skip
+STORES = "sqlite,postgres,mongodb,cassandra"
+DEFAULTS = {"sizes": "10000,20000,40000,60000", "runs": 3, "query_rows": 60000,
+            "mongodb_sizes": "2500,5000,10000,15000", "mongodb_query_rows": 15000}  # fmt: skip
 
 
 def table(record: dict, name: str) -> list[dict[str, Any]]:
     return next(t["rows"] for t in record["tables"] if t["name"] == name)
 
 
-class Runner:
-    def __init__(self, args: argparse.Namespace, tmp: Path) -> None:
-        self.args = args
-        self.tmp = tmp
-        self.results = str(tmp / "results")
-        self.started: list[Path] = []
+def patches(args: argparse.Namespace) -> list[Patch]:
+    """The stores' job entries, and the templates with the options that differ."""
+    out = [] if args.stores == STORES else [only(args.stores.split(","))]
+    if any(getattr(args, k) != v for k, v in DEFAULTS.items()):
 
-    def server(self, kind: str) -> dict:
-        directory = self.tmp / f"{kind}-{uuid.uuid4().hex[:6]}"
-        directory.mkdir()
-        self.started.append(directory)
-        return servers.start(kind, directory)
+        def patch(data: dict[str, Any]) -> None:
+            def sizes(text: str) -> list[int]:
+                return [int(n) for n in text.split(",")]
 
-    def stop_all(self) -> None:
-        for directory in reversed(self.started):
-            servers.stop(directory)
+            data["templates"]["sensorlog"]["params"] = {
+                "sensorlog.study.sizes": sizes(args.sizes), "sensorlog.study.runs": args.runs,
+                "sensorlog.study.query_rows": args.query_rows,
+            }  # fmt: skip
+            data["templates"]["slow"]["params"] = {
+                "sensorlog.study.sizes": sizes(args.mongodb_sizes),
+                "sensorlog.study.query_rows": args.mongodb_query_rows,
+            }
 
-    def common(self, store: str) -> list[str]:
-        a = self.args
-        slow = store == "mongodb"  # SecantusDB, a Python server, takes ~1,500 rows/s here
-        sizes, rows = (a.mongodb_sizes, a.mongodb_query_rows) if slow else (a.sizes, a.query_rows)
-        return [
-            "-p", f"sensorlog.study.sizes=[{sizes}]", "-p", f"sensorlog.study.runs={a.runs}",
-            "-p", f"sensorlog.study.query_rows={rows}",
-        ]  # fmt: skip
-
-    def options(self, store: str, strong: bool) -> list[str]:
-        """-p options reaching a fresh database of the store's server."""
-        if store == "sqlite":
-            return [
-                "-p",
-                f"store.options.path={self.tmp / f'sensorlog-{uuid.uuid4().hex[:6]}.sqlite'}",
-            ]
-        if store == "postgres":
-            pg = getattr(self, "_pg", None) or self.server("postgres")
-            self._pg = pg
-            return ["-p", f"store.options.dsn={new_database(pg)}"]
-        if store == "mongodb":
-            mongo = getattr(self, "_mongo", None) or self.server("mongo-wire")
-            self._mongo = mongo
-            return [
-                "-p", f"store.options.uri=mongodb://127.0.0.1:{mongo['port']}",
-                "-p", f"store.options.database=sensorlog_{uuid.uuid4().hex[:6]}",
-                "-p", f"store.options.server_name={mongo['name']}",
-            ]  # fmt: skip
-        kind = "cassandra-batch" if strong else "cassandra"
-        attr = "_cass_batch" if strong else "_cass"
-        node = getattr(self, attr, None) or self.server(kind)
-        setattr(self, attr, node)
-        return [
-            "-p", f"store.options.hosts={node['hosts'][0]}",
-            "-p", f"store.options.port={node['port']}",
-            "-p", f"store.options.keyspace=sensorlog_{uuid.uuid4().hex[:6]}",
-        ]  # fmt: skip
-
-    def load(self, store: str) -> list[dict[str, Any]]:
-        rows = []
-        if store == "cassandra":  # one server per commit-log mode
-            for consistency in ("strong", "weak"):
-                r = study(
-                    "load",
-                    store,
-                    self.results,
-                    self.options(store, consistency == "strong"),
-                    [*self.common(store), "-p", f'sensorlog.study.consistency=["{consistency}"]'],
-                )
-                rows += table(r, "load")
-            return rows
-        r = study("load", store, self.results, self.options(store, False), self.common(store))
-        return table(r, "load")
-
-    def queries(self, store: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        r = study("queries", store, self.results, self.options(store, False), self.common(store))
-        return table(r, "queries"), table(r, "thresholds")
+        out.append(patch)
+    return out
 
 
 def print_load(loads: dict[str, list[dict[str, Any]]]) -> None:
@@ -181,27 +125,32 @@ def print_queries(results: dict[str, tuple[list[dict[str, Any]], list[dict[str, 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--stores", default="sqlite,postgres,mongodb,cassandra")
-    parser.add_argument("--sizes", default="10000,20000,40000,60000")
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--query-rows", type=int, default=60000)
-    parser.add_argument("--mongodb-sizes", default="2500,5000,10000,15000")
-    parser.add_argument("--mongodb-query-rows", type=int, default=15000)
+    parser.add_argument("--stores", default=STORES)
+    parser.add_argument("--sizes", default=DEFAULTS["sizes"])
+    parser.add_argument("--runs", type=int, default=DEFAULTS["runs"])
+    parser.add_argument("--query-rows", type=int, default=DEFAULTS["query_rows"])
+    parser.add_argument("--mongodb-sizes", default=DEFAULTS["mongodb_sizes"])
+    parser.add_argument("--mongodb-query-rows", type=int, default=DEFAULTS["mongodb_query_rows"])
+    parser.add_argument("--results", type=Path, help="results directory (default: a temporary)")
+    parser.add_argument("--show", metavar="CAMPAIGN_ID", help="print a recorded run's tables")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        runner = Runner(args, Path(tmp))
-        try:
-            loads, queries = {}, {}
-            for store in args.stores.split(","):
-                print(f"-- {store}", flush=True)
-                loads[store] = runner.load(store)
-                queries[store] = runner.queries(store)
-            print()
-            print_load(loads)
-            print()
-            print_queries(queries)
-        finally:
-            runner.stop_all()
+        jobs = campaign_jobs("sensorlog_paper", args.results, args.show, patches(args), tmp)
+    loads: dict[str, list[dict[str, Any]]] = {}
+    queries: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
+    for job in jobs:
+        if job["status"] != "done":
+            continue
+        store, record = job["label"].split(" ")[0], job["record"]
+        if any(t["name"] == "load" for t in record["tables"]):
+            loads.setdefault(store, []).extend(table(record, "load"))
+        else:
+            queries[store] = (table(record, "queries"), table(record, "thresholds"))
+    print()
+    print_load(loads)
+    print()
+    if queries:
+        print_queries(queries)
 
 
 if __name__ == "__main__":

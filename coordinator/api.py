@@ -245,7 +245,8 @@ def rating_record(results: ResultsStore | Path, rating_id: str) -> RatingRecord:
         socialites=row["socialites"],
         fault=row["message"] if failed else "",
         fault_kind=recorded_kind(row["message"]).value if failed else "",
-        summary=RatingSummary.from_dict(summary) if summary else None,
+        # a study's summary is its tables (coordinator/study.py), not a rating's
+        summary=RatingSummary.from_dict(summary) if summary and "tables" not in summary else None,
         experiments=tuple(
             ExperimentRecord(
                 seq=e["seq"],
