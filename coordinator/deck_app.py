@@ -15,7 +15,6 @@ import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
@@ -100,23 +99,6 @@ def _html(content: str, nonce: str) -> HTMLResponse:
     )
     headers = {"Content-Security-Policy": policy, "Referrer-Policy": "no-referrer"}
     return HTMLResponse(content, headers=headers)
-
-
-@cache
-def command_exists(*words: str) -> bool:
-    """Whether this bgbench has the command (its --help exits 0), and its help text."""
-    return _help(*words) is not None
-
-
-@cache
-def _help(*words: str) -> str | None:
-    try:
-        done = subprocess.run(
-            [*BGBENCH, *words, "--help"], capture_output=True, text=True, timeout=60, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout if done.returncode == 0 else None
 
 
 def check_campaign(name: str, text: str, directory: Path) -> str:
@@ -292,12 +274,8 @@ def create_app(config: DeckConfig) -> FastAPI:
 
     @app.get("/ratings/{rating_id}/report", response_class=HTMLResponse)
     def report(rating_id: str) -> Response:
-        store = ResultsStore.existing(config.results)
-        store.rating(rating_id)  # a UserError when there is no such rating
-        if command_exists("report"):
-            return _report(rating_id, config.results)
-        nonce = _nonce()
-        return _html(deck_html.experiments(rating_id, store.experiments(rating_id), nonce), nonce)
+        ResultsStore.existing(config.results).rating(rating_id)  # a UserError if unknown
+        return _report(rating_id, config.results)
 
     return app
 
@@ -318,12 +296,10 @@ def _campaigns(results: Path) -> list[dict[str, Any]]:
 
 
 def _report(rating_id: str, results: Path) -> Response:
-    """`bgbench report ID -o FILE.html` (with --results when it takes one), served."""
+    """`bgbench report ID -o FILE.html`, served."""
     with tempfile.TemporaryDirectory(prefix="bgbench-report-") as tmp:
         out = Path(tmp) / f"{rating_id}.html"
-        argv = [*BGBENCH, "report", rating_id, "-o", str(out)]
-        if "--results" in (_help("report") or ""):
-            argv += ["--results", str(results)]
+        argv = [*BGBENCH, "report", rating_id, "-o", str(out), "--results", str(results)]
         done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
         if done.returncode != 0 or not out.is_file():
             line = (done.stderr.strip().splitlines() or ["no report written"])[-1]

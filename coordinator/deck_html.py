@@ -148,24 +148,3 @@ def campaigns_table(rows: list[dict[str, Any]]) -> str:
         '<th>status</th><th class="num">jobs done</th><th></th></tr></thead>'
         f"<tbody>{''.join(lines)}</tbody></table>"
     )
-
-
-def experiments(rating_id: str, rows: list[dict[str, Any]], nonce: str) -> str:
-    lines = "".join(
-        f'<tr><td class="num">{e["seq"]}</td><td>{escape(e["phase"])}</td>'
-        f'<td class="num">{e["threads"]}</td><td class="num">{e["duration_s"]:g}</td>'
-        f'<td class="num">{_num(e["actions_per_s"])}</td>'
-        f'<td class="num">{_num(e["within_percent"], 2)}</td>'
-        f'<td class="num">{_num(e["unpredictable_percent"], 3)}</td>'
-        f"<td>{escape(e['status'])}</td><td>{escape(e['reasons'] or '')}</td></tr>"
-        for e in rows
-    )
-    body = (
-        f"<h2>Rating {escape(rating_id)}: its experiments</h2>"
-        '<p class="muted">(no <code>bgbench report</code> command is installed: the table)</p>'
-        '<table id="experiments"><thead><tr><th class="num">#</th><th>phase</th>'
-        '<th class="num">T</th><th class="num">s</th><th class="num">actions/s</th>'
-        '<th class="num">≤ β %</th><th class="num">unpredictable %</th><th>status</th>'
-        f"<th>reasons</th></tr></thead><tbody>{lines}</tbody></table>"
-    )
-    return page(f"rating {rating_id}", body, nonce, page="experiments")
