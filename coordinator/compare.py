@@ -153,7 +153,8 @@ def render(c: Comparison) -> Group:
 
 
 def _value_text(v: Any) -> str:
-    return "-" if v is None else str(v)
+    unset = v is None or (isinstance(v, float) and math.isnan(v))  # absent from a config
+    return "-" if unset else str(v)
 
 
 def _int_text(v: Any) -> str:
