@@ -162,22 +162,22 @@ def _run_job(
         rating = _recorded_rating(store, job.rating_id)
         if rating is not None and rating["status"] == "done":
             record = api.rating_record(store, rating["id"])
-        elif job.study:  # a study cannot resume: it runs again, under a new id
-            options = servers.options(job.seq, job.specs)
-            settings.store.options = {**options, **settings.store.options}
-            rating_id = api.new_rating_id()
-            records.update_job(store, campaign_id, job.seq, status="running", rating_id=rating_id)
-            run_study(settings, job.study, rating_id, store.path.parent, console)
-            record = api.rating_record(store, rating_id)
-        elif rating is not None:
+        elif rating is not None and not job.study:
             record = api.rate(None, store, resume=rating["id"], console=console, events=events)
-        else:
+        else:  # a new rating, or a study (which cannot resume: it runs again, under a new id)
             options = servers.options(job.seq, job.specs)
             settings.store.options = {**options, **settings.store.options}
-            write_document(settings, servers.root.parent / f"job-{job.seq}.yaml")
-            rating_id = job.rating_id or api.new_rating_id()
+            kept = None if job.study else job.rating_id  # named before a kill, never started
+            rating_id = kept or api.new_rating_id()
             records.update_job(store, campaign_id, job.seq, status="running", rating_id=rating_id)
-            record = api.rate(settings, store, console=console, rating_id=rating_id, events=events)
+            if job.study:
+                run_study(settings, job.study, rating_id, store.path.parent, console)
+                record = api.rating_record(store, rating_id)
+            else:
+                write_document(settings, servers.root.parent / f"job-{job.seq}.yaml")
+                record = api.rate(
+                    settings, store, console=console, rating_id=rating_id, events=events
+                )
     except UserError as exc:
         return "failed", f"user error: {exc}"
     except SystemFault as exc:
