@@ -411,15 +411,20 @@ def search_duration(settings: "Settings") -> float:
     return settings.sla.delta_search_s or final_duration(settings)
 
 
-def read_file(path: Path) -> dict[str, Any]:
+def read_text(path: Path, what: str = "config file") -> str:
+    """A UTF-8 file's text; an unreadable one is a UserError naming it as `what`."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise UserError(f"cannot read config file {path}: {exc.strerror}") from None
+        raise UserError(f"cannot read {what} {path}: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
         raise UserError(
-            f"config file {path} is not UTF-8 text (byte {exc.start}): save it as UTF-8"
+            f"{what} {path} is not UTF-8 text (byte {exc.start}): save it as UTF-8"
         ) from None
+
+
+def read_file(path: Path) -> dict[str, Any]:
+    text = read_text(path)
     try:
         if path.suffix in (".yaml", ".yml"):
             data = yaml.safe_load(text) or {}

@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from bgbench.coordinator.config import read_text
 from bgbench.errors import UserError
 
 Path_ = tuple[str, ...]  # a key path inside a document: ("rating", "max_threads")
@@ -48,12 +49,7 @@ class Located:
 
 def read_yaml(path: Path) -> tuple[Located, str]:
     """The file's mapping with its places, and its text."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UserError(f"cannot read campaign file {path}: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise UserError(f"campaign file {path} is not UTF-8 (byte {exc.start})") from None
+    text = read_text(path, "campaign file")
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
