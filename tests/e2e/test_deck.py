@@ -2,6 +2,7 @@
 real SQLite rating started, followed live to its SoAR), its token rule, and stopping and
 resuming a rating through its API."""
 
+import contextlib
 import json
 import os
 import re
@@ -84,8 +85,9 @@ def deck(tmp_path):
         end(d.proc, signal.SIGTERM)
 
 
-@pytest.fixture
-def browser(tmp_path):
+@contextlib.contextmanager
+def chromium(tmp_path: Path, *extra: str):
+    """Debian's headless Chromium under selenium, quit on leaving."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -97,7 +99,7 @@ def browser(tmp_path):
         "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
         "--no-first-run", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", f"--user-data-dir={tmp_path / 'chromium-profile'}",
-        "--window-size=1200,1500",
+        "--window-size=1200,1500", *extra,
     ):  # fmt: skip
         options.add_argument(arg)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
@@ -106,6 +108,12 @@ def browser(tmp_path):
         yield driver
     finally:
         driver.quit()
+
+
+@pytest.fixture
+def browser(tmp_path):
+    with chromium(tmp_path) as driver:
+        yield driver
 
 
 def severe(driver) -> list[str]:

@@ -13,7 +13,7 @@ import urllib.request
 import pytest
 
 from tests.e2e.live_helpers import BGBENCH, end, free_port, wait_for
-from tests.e2e.test_deck import Deck, get, small_rating
+from tests.e2e.test_deck import Deck, chromium, get, small_rating
 
 REBIND = "rebind.attacker.example"
 
@@ -71,6 +71,33 @@ def test_the_issue_s_rebinding_curl_starts_no_rating(deck, tmp_path):
     assert "Host" in json.loads((tmp_path / "reply").read_text())["error"]
     assert jobs(deck) == []  # asked with the deck's own Host: nothing was started
     assert not list((tmp_path / "res" / "deck" / "jobs").glob("*.events.jsonl"))
+
+
+REBINDING_SCRIPT = """
+const done = arguments[arguments.length - 1];
+const body = JSON.stringify({kind: "rate", name: "x.toml"});
+Promise.all([
+  fetch("/api/jobs", {method: "POST", headers: {"Content-Type": "application/json"}, body}),
+  fetch("/api/settings"),
+]).then((replies) => Promise.all(replies.map(async (r) => [r.status, await r.text()])))
+  .then(done, (e) => done(String(e)));
+"""
+
+
+def test_a_rebinding_page_in_a_browser_can_neither_start_nor_read(deck, tmp_path):
+    """Chromium resolves the attacker's name to 127.0.0.1, as DNS rebinding makes it: a
+    page of that origin calls the deck same-origin, Origin header and all."""
+    assert save(deck, "x.toml", small_rating(tmp_path), deck.own)[0] == 200
+    rule = f"--host-resolver-rules=MAP {REBIND} 127.0.0.1"
+    with chromium(tmp_path, rule) as browser:
+        browser.set_script_timeout(120)
+        browser.get(f"http://{REBIND}:{deck.port}/")
+        page = browser.page_source
+        replies = browser.execute_async_script(REBINDING_SCRIPT)
+    assert [status for status, _ in replies] == [421, 421], replies
+    assert "data-csrf" not in page and "Settings" not in page
+    assert "x.toml" not in replies[1][1]
+    assert jobs(deck) == []
 
 
 def test_a_foreign_host_reads_nothing(deck, tmp_path):
