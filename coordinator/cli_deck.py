@@ -72,17 +72,30 @@ def deck(
             help="every request must carry it (Authorization: Bearer T, or ?token=T)",
         ),
     ] = None,
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="also answer requests for this host name (NAME or NAME:PORT; repeatable), "
+            "e.g. the name of a proxy in front of the deck; any other Host is refused"
+        ),
+    ] = None,
 ) -> None:
     """A local web deck: edit and check settings, start, watch, stop and resume ratings,
     browse past ones. Each rating runs as its own bgbench process."""
     import uvicorn  # here: the web stack costs every other command nothing
 
     from bgbench.coordinator.deck_app import DeckConfig, create_app
+    from bgbench.coordinator.deck_guard import HostRule, check_allow_host
 
     check_binding(host, token)
+    for name in allow_host or []:
+        check_allow_host(name)
     results = results_path(results)
     sock = listen(host, port)
-    config = DeckConfig(results, settings_dir or results / "deck" / "settings", token or None)
+    address, bound_port = sock.getsockname()[:2]
+    hosts = HostRule.for_binding(host, address, bound_port, allow_host or [])
+    settings = settings_dir or results / "deck" / "settings"
+    config = DeckConfig(results, settings, hosts, token or None)
     server = uvicorn.Server(
         uvicorn.Config(create_app(config), log_level="warning", access_log=False)
     )

@@ -12,79 +12,53 @@ import secrets
 import sqlite3
 import subprocess
 import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from sse_starlette import EventSourceResponse
 
 from bgbench.coordinator import deck_html
 from bgbench.coordinator.campaign import load_campaign
 from bgbench.coordinator.campaign import records as campaign_records
 from bgbench.coordinator.checkconfig import check_settings_file
+from bgbench.coordinator.deck_guard import HostRule, RequestGuard, new_csrf_token
 from bgbench.coordinator.deck_jobs import BGBENCH, Job, Jobs
 from bgbench.coordinator.results import DB_NAME, ResultsStore
 from bgbench.errors import BGBenchError, UserError
+from bgbench.inputs import open_output, read_bounded_text
 
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,80}\.(toml|yaml|yml)$")
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,80}\.(toml|yaml|yml)")  # whole names only
+EVENT_ID = re.compile(r"[0-9]{1,15}")  # a byte offset into a job's events file
+SETTINGS_LIMIT = 1 << 20  # bytes of one settings or campaign file the deck reads or saves
 POLL_S = 0.25  # how often a stream looks for new lines of a job's events file
 LOG_TAIL = 4000  # characters of a failed job's output shown on its page
-
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 @dataclass(frozen=True)
 class DeckConfig:
     results: Path  # the results store's directory the jobs record into
     settings_dir: Path  # where edited settings files are saved
+    hosts: HostRule  # the Host values it answers (its address, loopback names, --allow-host)
     token: str | None = None
 
 
 class SettingsText(BaseModel):
-    name: str
-    text: str
+    name: str = Field(max_length=200)
+    text: str = Field(max_length=SETTINGS_LIMIT)
     kind: str = "rate"  # rate: a rating's settings; campaign: a campaign file
 
 
 class StartJob(BaseModel):
-    kind: str  # rate | campaign
-    name: str
+    kind: str = Field(max_length=20)  # rate | campaign
+    name: str = Field(max_length=200)
     metrics_port: int | None = None
-
-
-class TokenGuard:
-    """With a token, every request carries it: `Authorization: Bearer T` or `?token=T`."""
-
-    def __init__(self, app: ASGIApp, token: str) -> None:
-        self.app = app
-        self.token = token.encode()
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self._carries(scope):
-            await self.app(scope, receive, send)
-            return
-        response = JSONResponse(
-            {"error": "this deck needs its token: add ?token=... to the address"}, status_code=401
-        )
-        await response(scope, receive, send)
-
-    def _carries(self, scope: Scope) -> bool:
-        given: list[bytes] = []
-        for key, value in scope.get("headers", []):
-            if key == b"authorization" and value[:7].lower() == b"bearer ":
-                given.append(value[7:].strip())
-        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-        given += [v.encode() for v in query.get("token", [])]
-        return any(secrets.compare_digest(g, self.token) for g in given)
 
 
 def _nonce() -> str:
@@ -125,7 +99,7 @@ def check_campaign(name: str, text: str, directory: Path) -> str:
 def check_text(name: str, text: str) -> str:
     """The settings `text` (TOML or YAML by `name`) checked as check-config does: "" when
     valid, else the one-line error."""
-    suffix = Path(name).suffix if NAME.match(name) else ".toml"
+    suffix = Path(name).suffix if NAME.fullmatch(name) else ".toml"
     with tempfile.TemporaryDirectory(prefix="bgbench-deck-") as tmp:
         path = Path(tmp) / f"settings{suffix}"
         path.write_text(text, encoding="utf-8")
@@ -150,15 +124,22 @@ def create_app(config: DeckConfig) -> FastAPI:
 
     app = FastAPI(title="bgbench deck", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.jobs = jobs
-    if config.token:
-        app.add_middleware(TokenGuard, token=config.token)
+    app.state.csrf = csrf = new_csrf_token()
+    app.add_middleware(RequestGuard, hosts=config.hosts, csrf=csrf, token=config.token)
 
     @app.exception_handler(BGBenchError)
     async def user_error(_: Request, exc: BGBenchError) -> JSONResponse:
         return JSONResponse({"error": str(exc)}, status_code=400)
 
+    @app.exception_handler(RequestValidationError)
+    async def bad_request(_: Request, exc: RequestValidationError) -> JSONResponse:
+        first = exc.errors()[0] if exc.errors() else {}
+        where = ".".join(str(part) for part in first.get("loc", ()) if part != "body")
+        message = f"{where or 'request'}: {first.get('msg', 'not understood')}"
+        return JSONResponse({"error": message.splitlines()[0]}, status_code=400)
+
     def settings_file(name: str) -> Path:
-        if not NAME.match(name):
+        if not NAME.fullmatch(name):
             raise UserError(
                 f"settings name {name!r}: use letters, digits, '.', '-' or '_', ending in "
                 ".toml, .yaml or .yml"
@@ -168,12 +149,12 @@ def create_app(config: DeckConfig) -> FastAPI:
     def saved_names() -> list[str]:
         if not config.settings_dir.is_dir():
             return []
-        return sorted(p.name for p in config.settings_dir.iterdir() if NAME.match(p.name))
+        return sorted(p.name for p in config.settings_dir.iterdir() if NAME.fullmatch(p.name))
 
     @app.get("/", response_class=HTMLResponse)
     def index() -> HTMLResponse:
         nonce = _nonce()
-        content = deck_html.editor(saved_names(), list(jobs.jobs.values()), nonce)
+        content = deck_html.editor(saved_names(), list(jobs.jobs.values()), nonce, csrf)
         return _html(content, nonce)
 
     @app.get("/api/settings")
@@ -185,13 +166,14 @@ def create_app(config: DeckConfig) -> FastAPI:
         path = settings_file(name)
         if not path.is_file():
             raise UserError(f"no settings file {name} in {config.settings_dir}")
-        return {"name": name, "text": path.read_text(encoding="utf-8")}
+        return {"name": name, "text": read_bounded_text(path, SETTINGS_LIMIT, "settings file")}
 
     @app.post("/api/settings")
     def save_settings(body: SettingsText) -> dict[str, str]:
         path = settings_file(body.name)
         config.settings_dir.mkdir(parents=True, exist_ok=True)
-        path.write_text(body.text, encoding="utf-8")
+        with open_output(path, "settings file") as f:  # never into a FIFO a user left there
+            f.write(body.text)
         return {"name": body.name}
 
     def check(kind: str, name: str, text: str) -> str:
@@ -220,7 +202,8 @@ def create_app(config: DeckConfig) -> FastAPI:
             raise UserError(f"save {body.name} first: no such settings file")
         if body.kind not in ("rate", "campaign"):
             raise UserError(f"kind {body.kind!r}: start a rate or a campaign")
-        problem = check(body.kind, body.name, path.read_text(encoding="utf-8"))
+        text = read_bounded_text(path, SETTINGS_LIMIT, "settings file")
+        problem = check(body.kind, body.name, text)
         if problem:
             raise UserError(problem)
         if body.kind == "rate":
@@ -258,19 +241,20 @@ def create_app(config: DeckConfig) -> FastAPI:
     @app.get("/api/jobs/{job_id}/stream")
     async def stream(job_id: str, request: Request) -> EventSourceResponse:
         job = jobs.get(job_id)
-        start_at = int(request.headers.get("last-event-id", "0") or 0)
+        given = request.headers.get("last-event-id", "")
+        start_at = int(given) if EVENT_ID.fullmatch(given) else 0
         return EventSourceResponse(_follow(job, start_at, request))
 
     @app.get("/jobs/{job_id}", response_class=HTMLResponse)
     def job_page(job_id: str) -> HTMLResponse:
         nonce = _nonce()
-        return _html(deck_html.job(jobs.get(job_id), nonce), nonce)
+        return _html(deck_html.job(jobs.get(job_id), nonce, csrf), nonce)
 
     @app.get("/ratings", response_class=HTMLResponse)
     def ratings_page() -> HTMLResponse:
         nonce = _nonce()
         rows, campaigns = _ratings(config.results), _campaigns(config.results)
-        return _html(deck_html.ratings(rows, campaigns, nonce), nonce)
+        return _html(deck_html.ratings(rows, campaigns, nonce, csrf), nonce)
 
     @app.get("/ratings/{rating_id}/report", response_class=HTMLResponse)
     def report(rating_id: str) -> Response:

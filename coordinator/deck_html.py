@@ -12,6 +12,8 @@ STYLE = (_STATIC / "deck.css").read_text(encoding="utf-8")
 
 
 def page(title: str, body: str, nonce: str, **data: str) -> str:
+    """A deck page; `data` becomes its body's data- attributes (data-csrf: the token its
+    script sends with every change, readable only by pages of the deck's own origin)."""
     attrs = "".join(f' data-{k}="{escape(v)}"' for k, v in data.items())
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
@@ -27,7 +29,7 @@ def page(title: str, body: str, nonce: str, **data: str) -> str:
 </body></html>"""
 
 
-def editor(names: list[str], jobs: list[Job], nonce: str) -> str:
+def editor(names: list[str], jobs: list[Job], nonce: str, csrf: str) -> str:
     options = "".join(f'<option value="{escape(n)}">{escape(n)}</option>' for n in names)
     body = f"""
 <h2>Settings</h2>
@@ -51,7 +53,7 @@ def editor(names: list[str], jobs: list[Job], nonce: str) -> str:
 </div>
 <h2>Jobs</h2>
 {jobs_table(jobs)}"""
-    return page("settings", body, nonce, page="editor")
+    return page("settings", body, nonce, page="editor", csrf=csrf)
 
 
 def jobs_table(jobs: list[Job]) -> str:
@@ -69,7 +71,7 @@ def jobs_table(jobs: list[Job]) -> str:
     )
 
 
-def job(j: Job, nonce: str) -> str:
+def job(j: Job, nonce: str, csrf: str) -> str:
     body = f"""
 <h2>Job {escape(j.id)}: {escape(j.kind)} <span class="muted">(PID {j.pid})</span></h2>
 <p><code>bgbench {escape(" ".join(j.args))}</code></p>
@@ -90,14 +92,16 @@ def job(j: Job, nonce: str) -> str:
 <h2>Experiments</h2>
 <ol id="verdicts"></ol>
 <pre id="log" class="log"></pre>"""
-    return page(f"job {j.id}", body, nonce, page="job", job=j.id)
+    return page(f"job {j.id}", body, nonce, page="job", job=j.id, csrf=csrf)
 
 
 def _num(v: Any, digits: int = 1) -> str:
     return "-" if v is None else f"{v:,.{digits}f}"
 
 
-def ratings(rows: list[dict[str, Any]], campaigns: list[dict[str, Any]], nonce: str) -> str:
+def ratings(
+    rows: list[dict[str, Any]], campaigns: list[dict[str, Any]], nonce: str, csrf: str
+) -> str:
     if not rows:
         table = '<p class="muted">no rating recorded in this results store yet</p>'
     else:
@@ -126,7 +130,7 @@ def ratings(rows: list[dict[str, Any]], campaigns: list[dict[str, Any]], nonce: 
         f'<h2>Ratings</h2><p id="ratings-error" class="error"></p>{table}'
         f"{campaigns_table(campaigns)}"
     )
-    return page("ratings", body, nonce, page="ratings")
+    return page("ratings", body, nonce, page="ratings", csrf=csrf)
 
 
 def campaigns_table(rows: list[dict[str, Any]]) -> str:

@@ -9,6 +9,7 @@ it started, by the PID recorded at spawn.
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -19,6 +20,9 @@ from pathlib import Path
 
 from bgbench.errors import UserError
 
+RUN_ID = re.compile(
+    r"[A-Za-z0-9_-]{1,64}"
+)  # a rating's or campaign's id, e.g. R20260101-120000-ab12
 BGBENCH = [sys.executable, "-m", "bgbench"]
 STOP_GRACE_S = 20.0  # after SIGINT, how long a job may take to record itself
 
@@ -143,7 +147,7 @@ def _metrics(port: int | None) -> list[str]:
 
 
 def _check_id(value: str) -> None:
-    if not value or not all(c.isalnum() or c in "-_" for c in value):
+    if not RUN_ID.fullmatch(value):
         raise UserError(f"{value!r} is not a rating or campaign id: copy one from the ratings")
 
 

@@ -10,8 +10,9 @@ function withToken(url) {
   return u.pathname + u.search;
 }
 
+// The deck refuses a change without the anti-forgery token its page carries (data-csrf).
 async function api(path, body) {
-  const headers = { "Content-Type": "application/json" };
+  const headers = { "Content-Type": "application/json", "X-BGBench-CSRF": document.body.dataset.csrf };
   if (TOKEN) headers.Authorization = "Bearer " + TOKEN;
   const init = body === undefined ? { headers } : { method: "POST", headers, body: JSON.stringify(body) };
   const reply = await fetch(path, init);

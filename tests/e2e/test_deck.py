@@ -2,8 +2,10 @@
 real SQLite rating started, followed live to its SoAR), its token rule, and stopping and
 resuming a rating through its API."""
 
+import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -51,14 +53,26 @@ def post(url: str, body: dict, headers: dict[str, str] | None = None) -> tuple[i
         return exc.code, json.loads(exc.read() or b"{}")
 
 
+def csrf_token(page: str) -> str:
+    """The anti-forgery token a deck page carries for its script ("" on a page without)."""
+    found = re.search(r'data-csrf="([A-Za-z0-9_-]+)"', page)
+    return found[1] if found else ""
+
+
 class Deck:
-    def __init__(self, tmp: Path) -> None:
-        port = free_port()
-        self.proc = spawn(
-            ["deck", "--port", str(port), "--results", str(tmp / "res")], tmp / "deck.log", tmp
-        )
+    def __init__(self, tmp: Path, *options: str) -> None:
+        self.port = port = free_port()
+        args = ["deck", "--port", str(port), "--results", str(tmp / "res"), *options]
+        self.proc = spawn(args, tmp / "deck.log", tmp)
         self.url = f"http://127.0.0.1:{port}"
         self.log = tmp / "deck.log"
+        self.own: dict[str, str] = {}  # what the deck's own page sends with a change
+
+    def started(self) -> "Deck":
+        wait_for(lambda: get(self.url + "/")[0] == 200 or self.proc.poll() is not None, "the deck")
+        assert self.proc.poll() is None, self.log.read_text()
+        self.own = {"Origin": self.url, "X-BGBench-CSRF": csrf_token(get(self.url + "/")[1])}
+        return self
 
 
 @pytest.fixture
@@ -66,15 +80,14 @@ def deck(tmp_path):
     """A deck on a free loopback port (ended by its PID after the test)."""
     d = Deck(tmp_path)
     try:
-        wait_for(lambda: get(d.url + "/")[0] == 200 or d.proc.poll() is not None, "the deck")
-        assert d.proc.poll() is None, d.log.read_text()
-        yield d
+        yield d.started()
     finally:
         end(d.proc, signal.SIGTERM)
 
 
-@pytest.fixture
-def browser(tmp_path):
+@contextlib.contextmanager
+def chromium(tmp_path: Path, *extra: str):
+    """Debian's headless Chromium under selenium, quit on leaving."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -86,7 +99,7 @@ def browser(tmp_path):
         "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
         "--no-first-run", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", f"--user-data-dir={tmp_path / 'chromium-profile'}",
-        "--window-size=1200,1500",
+        "--window-size=1200,1500", *extra,
     ):  # fmt: skip
         options.add_argument(arg)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
@@ -95,6 +108,12 @@ def browser(tmp_path):
         yield driver
     finally:
         driver.quit()
+
+
+@pytest.fixture
+def browser(tmp_path):
+    with chromium(tmp_path) as driver:
+        yield driver
 
 
 def severe(driver) -> list[str]:
@@ -151,15 +170,42 @@ def test_a_rating_started_and_followed_in_the_browser(deck, browser, tmp_path):
     assert severe(browser) == []
 
 
+def test_the_page_s_changes_carry_its_token_by_either_loopback_name(deck, browser, tmp_path):
+    """The deck's script sends its anti-forgery token (and the browser its Origin): saving
+    and checking work from the page, opened as 127.0.0.1 and as localhost."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wait = WebDriverWait(browser, 300, poll_frequency=0.2)
+    for base, name in (
+        (deck.url, "by-address.toml"),
+        (f"http://localhost:{deck.port}", "by-name.toml"),
+    ):
+        browser.get(base + "/")
+        text = browser.find_element(By.ID, "settings-text")
+        text.send_keys(small_rating(tmp_path))
+        shown = browser.find_element(By.ID, "validation")
+        wait.until(lambda _, shown=shown: shown.text == "valid")
+        field = browser.find_element(By.ID, "settings-name")
+        field.clear()
+        field.send_keys(name)
+        browser.find_element(By.ID, "save").click()
+        said = browser.find_element(By.ID, "start-error")
+        wait.until(lambda _, said=said: said.text)  # "saved NAME", or why it was refused
+        assert said.text == f"saved {name}"
+        assert (tmp_path / "res" / "deck" / "settings" / name).read_text().startswith("[store]")
+        assert severe(browser) == []
+
+
 def test_stop_records_an_interrupted_rating_and_resume_continues_it(deck, tmp_path):
     base = deck.url
     long = {"name": "long.toml", "text": small_rating(tmp_path, 64, 30, 30)}
-    assert post(base + "/api/settings", long)[0] == 200
-    code, job = post(base + "/api/jobs", {"kind": "rate", "name": "long.toml"})
+    assert post(base + "/api/settings", long, deck.own)[0] == 200
+    code, job = post(base + "/api/jobs", {"kind": "rate", "name": "long.toml"}, deck.own)
     assert code == 200, job
     events = tmp_path / "res" / "deck" / "jobs" / f"{job['id']}.events.jsonl"
     wait_for(lambda: '"kind":"progress"' in events.read_text(), "the first progress tick")
-    assert post(base + f"/api/jobs/{job['id']}/stop", {})[0] == 200
+    assert post(base + f"/api/jobs/{job['id']}/stop", {}, deck.own)[0] == 200
 
     def status(job_id: str) -> str:
         listed = json.loads(get(base + "/api/jobs")[1])["jobs"]
@@ -173,7 +219,7 @@ def test_stop_records_an_interrupted_rating_and_resume_continues_it(deck, tmp_pa
     page = get(base + "/ratings")[1]
     assert rid in page and "failed" in page and f'data-resume="{rid}"' in page
 
-    code, again = post(base + f"/api/jobs/{job['id']}/resume", {})
+    code, again = post(base + f"/api/jobs/{job['id']}/resume", {}, deck.own)
     assert code == 200, again
     resumed = tmp_path / "res" / "deck" / "jobs" / f"{again['id']}.events.jsonl"
     wait_for(lambda: '"kind":"progress"' in resumed.read_text(), "the resumed rating's progress")
@@ -244,20 +290,26 @@ def kinds(path: Path) -> list[dict]:
 
 def test_a_campaign_started_stopped_and_resumed_from_the_deck(deck, tmp_path):
     base = deck.url
-    bad = post(base + "/api/validate", {"name": "c.yaml", "text": "jobs: []\n", "kind": "campaign"})
+    bad = post(
+        base + "/api/validate",
+        {"name": "c.yaml", "text": "jobs: []\n", "kind": "campaign"},
+        deck.own,
+    )
     assert (
         bad[0] == 200 and bad[1]["valid"] is False and "non-empty list of jobs" in bad[1]["message"]
     )
     text = campaign_file(tmp_path)
-    good = post(base + "/api/validate", {"name": "c.yaml", "text": text, "kind": "campaign"})
+    good = post(
+        base + "/api/validate", {"name": "c.yaml", "text": text, "kind": "campaign"}, deck.own
+    )
     assert good[1] == {"valid": True, "message": "valid"}
-    assert post(base + "/api/settings", {"name": "c.yaml", "text": text})[0] == 200
-    code, job = post(base + "/api/jobs", {"kind": "campaign", "name": "c.yaml"})
+    assert post(base + "/api/settings", {"name": "c.yaml", "text": text}, deck.own)[0] == 200
+    code, job = post(base + "/api/jobs", {"kind": "campaign", "name": "c.yaml"}, deck.own)
     assert code == 200, job
     jobs_dir = tmp_path / "res" / "deck" / "jobs"
     events = jobs_dir / f"{job['id']}.events.jsonl"
     wait_for(lambda: '"kind":"progress"' in events.read_text(), "the campaign's first progress")
-    assert post(base + f"/api/jobs/{job['id']}/stop", {})[0] == 200
+    assert post(base + f"/api/jobs/{job['id']}/stop", {}, deck.own)[0] == 200
     wait_for(lambda: '"kind":"campaign_end"' in events.read_text(), "the campaign's end")
     first = kinds(events)
     assert first[0]["kind"] == "campaign_start" and first[1]["kind"] == "rating_start"
@@ -272,7 +324,7 @@ def test_a_campaign_started_stopped_and_resumed_from_the_deck(deck, tmp_path):
     assert wait_for(lambda: ended(job["id"]), "the stopped campaign's exit") == "exited 130"
     assert f'data-resume-campaign="{cid}"' in get(base + "/ratings")[1]
 
-    code, again = post(base + f"/api/jobs/{job['id']}/resume", {})
+    code, again = post(base + f"/api/jobs/{job['id']}/resume", {}, deck.own)
     assert code == 200, again
     assert wait_for(lambda: ended(again["id"]), "the resumed campaign's exit") == "exited 0"
     second = kinds(jobs_dir / f"{again['id']}.events.jsonl")
