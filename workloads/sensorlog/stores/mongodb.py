@@ -66,6 +66,7 @@ from pymongo.errors import (
 
 from bgbench.errors import StoreError
 from bgbench.workloads.loading import ROWS_PER_BEAT
+from bgbench.workloads.mongouri import MongoURI
 from bgbench.workloads.sensorlog.config import SensorLogDatabaseConfig
 from bgbench.workloads.sensorlog.generator import Rows
 from bgbench.workloads.sensorlog.store import Concurrency, FragmentLog, Query, Reading
@@ -92,7 +93,7 @@ CONSISTENCY_SETTINGS = {
 class MongoSensorOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    uri: str = "mongodb://127.0.0.1:27017"
+    uri: MongoURI = "mongodb://127.0.0.1:27017"
     database: str = "bgbench_sensorlog"
     server_name: str = Field(
         "MongoDB", description="what the server is (SecantusDB, FerretDB 1.24, MongoDB 7.0...)"
