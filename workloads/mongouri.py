@@ -26,3 +26,22 @@ def check_uri(uri: str) -> str:
 
 
 MongoURI = Annotated[str, AfterValidator(check_uri)]
+
+
+def where(uri: str) -> str:
+    """The servers a (checked) uri names, for messages: never its user, password or options."""
+    scheme, _, rest = uri.partition("://")
+    try:
+        nodes = parse_uri("mongodb://" + rest)["nodelist"]
+    except (PyMongoError, ValueError):
+        return "the servers of store.options.uri"
+    hosts = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}" for host, port in nodes]
+    if scheme == "mongodb+srv":
+        return f"mongodb+srv://{nodes[0][0]}"
+    return "mongodb://" + ",".join(hosts)
+
+
+def brief(exc: BaseException) -> str:
+    """pymongo's message on one line, without the topology a selection timeout appends."""
+    text = (str(exc).strip() or type(exc).__name__).splitlines()[0]
+    return text.split(", Timeout:")[0].split(" (configured timeouts")[0]

@@ -159,3 +159,23 @@ def test_a_bad_mongodb_uri_is_named_with_exit_2(tmp_path, workload, uri, says):
     line = the_error_line(proc)
     assert "store.options.uri: not a MongoDB URI" in line and says in line, line
     assert SECRET not in proc.stderr + proc.stdout
+
+
+def test_mongodb_unreachable_names_its_servers_never_the_password(tmp_path):
+    """The message named the whole uri, password included, and the selection's topology."""
+    port = servers.free_port()
+    proc = subprocess.run(
+        [
+            sys.executable, "-m", "bgbench", "run", "--store", "mongodb", "--agents", "1",
+            "--threads", "2", "--duration", "1", "--users", "200", "--json",
+            "--results", str(tmp_path / "results"), "-p", "agents.heartbeat_timeout=60",
+            "-p", f"store.options.uri=mongodb://bg:{SECRET}@127.0.0.1:{port}/",
+            "-p", "store.options.timeout_ms=1000",
+        ],
+        capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert proc.returncode == 3, proc.stderr
+    fault = json.loads(proc.stdout)["fault"]
+    assert f"cannot reach MongoDB at mongodb://127.0.0.1:{port}: " in fault, fault
+    assert "Topology" not in fault
+    assert SECRET not in proc.stderr + proc.stdout

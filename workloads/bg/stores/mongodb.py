@@ -36,7 +36,7 @@ from bgbench.workloads.bg.store import (
     ResourceRow,
 )
 from bgbench.workloads.loading import ROWS_PER_BEAT, beating
-from bgbench.workloads.mongouri import MongoURI
+from bgbench.workloads.mongouri import MongoURI, brief, where
 
 READ_PREFERENCES = {
     "primary": ReadPreference.PRIMARY,
@@ -120,8 +120,9 @@ class MongoBinding:
             if self.options.comments == "collection":
                 self.db.manipulations.create_index("rid")
         except PyMongoError as exc:
+            o = self.options
             raise StoreError(
-                f"cannot reach {self.options.server_name} at {self.options.uri}: {exc}"
+                f"cannot reach {o.server_name} at {where(o.uri)}: {brief(exc)}"
             ) from None
 
     def use_schema(self, db: BGDatabaseConfig) -> None:

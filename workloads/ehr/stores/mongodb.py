@@ -41,7 +41,7 @@ from bgbench.errors import StoreError
 from bgbench.workloads.bg.stores.mongodb import READ_PREFERENCES
 from bgbench.workloads.ehr.config import EHRDatabaseConfig
 from bgbench.workloads.ehr.store import Concurrency, FragmentRows, LabResult
-from bgbench.workloads.mongouri import MongoURI
+from bgbench.workloads.mongouri import MongoURI, brief, where
 
 ReadPreferenceName = Literal[
     "primary", "primaryPreferred", "secondary", "secondaryPreferred", "nearest"
@@ -160,7 +160,8 @@ class MongoEHRBinding:
         self.loop_dbs: dict[asyncio.AbstractEventLoop, _LoopDatabase] = {}
 
     def _unreachable(self, exc: PyMongoError) -> StoreError:
-        return StoreError(f"cannot reach {self.options.server_name} at {self.options.uri}: {exc}")
+        o = self.options
+        return StoreError(f"cannot reach {o.server_name} at {where(o.uri)}: {brief(exc)}")
 
     # -- schema and load -------------------------------------------------------------------
     def create_schema(self, db: EHRDatabaseConfig) -> None:
