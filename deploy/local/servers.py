@@ -22,6 +22,7 @@ functional readiness probes of Cassandra and HBase use the drivers bgbench insta
 
 import json
 import os
+import pwd
 import shutil
 import subprocess
 import sys
@@ -37,28 +38,25 @@ from procs import apt, fetch_jars, free_port, port_open, running, stop_pid, tcp_
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 STATE = "server.json"
+OWNER = "bgbench-owner"  # in a cluster made in postgres's home: the directory it serves
 
 
 def start_postgres(directory: Path, port: int | None = None) -> dict:
     if not (PG_BIN / "initdb").exists():
         apt("postgresql")
     port = port or free_port()
-    data = directory / "pgdata"
     directory.mkdir(parents=True, exist_ok=True)
     as_pg = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-    if as_pg:  # as root, PostgreSQL runs as user postgres, who must reach the data dir
-        for parent in [directory, *directory.parents]:
-            if parent != Path("/"):
-                os.chmod(parent, os.stat(parent).st_mode | 0o755)
-        shutil.chown(directory, "postgres", "postgres")
+    home = _pg_home(directory) if as_pg else directory
+    data = home / "pgdata"
     if not data.exists():
         subprocess.run(
             [*as_pg, str(PG_BIN / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
              "-E", "UTF8", "--no-locale"],
             check=True, capture_output=True,
         )  # fmt: skip
-    sockets = directory
-    if len(str(directory)) > 80:  # a socket's path must fit in 107 bytes: one in /tmp
+    sockets = home
+    if len(str(home)) > 80:  # a socket's path must fit in 107 bytes: one in /tmp
         sockets = Path(tempfile.mkdtemp(prefix="bgbench-pg-"))
         if as_pg:
             shutil.chown(sockets, "postgres", "postgres")
@@ -67,13 +65,61 @@ def start_postgres(directory: Path, port: int | None = None) -> dict:
         "-c fsync=off -c synchronous_commit=off -c max_connections=300 -c shared_buffers=256MB"
     )
     subprocess.run(
-        [*as_pg, str(PG_BIN / "pg_ctl"), "-D", str(data), "-l", str(directory / "pg.log"),
+        [*as_pg, str(PG_BIN / "pg_ctl"), "-D", str(data), "-l", str(home / "pg.log"),
          "-w", "-t", "60", "-o", options, "start"],
         check=True, capture_output=True,
     )  # fmt: skip
     pid = int((data / "postmaster.pid").read_text().splitlines()[0])
     wait_for(lambda: _pg_ready(port), "PostgreSQL", 30)
     return {"server": "postgres", "port": port, "pid": pid, "dir": str(directory)}
+
+
+def _pg_home(directory: Path) -> Path:
+    """As root, PostgreSQL runs as user postgres, who must reach its data, log and socket:
+    in `directory` when that user can get to it (made theirs), else in a directory made
+    for them in postgres's home and linked from `directory` (pgdata, pg.log). No mode of
+    an existing directory changes: a private home stays private (issue 24, item 4)."""
+    linked, log = directory / "pgdata", directory / "pg.log"
+    if linked.is_symlink() and linked.resolve().parent.is_dir():  # the cluster of before
+        return linked.resolve().parent
+    for link in (linked, log):
+        if link.is_symlink():  # to a cluster removed by hand: a new one
+            link.unlink()
+    if linked.exists() or _postgres_can_enter(directory.parent):
+        shutil.chown(directory, "postgres", "postgres")
+        return directory
+    base = Path(pwd.getpwnam("postgres").pw_dir) / "bgbench"
+    base.mkdir(mode=0o700, exist_ok=True)
+    shutil.chown(base, "postgres", "postgres")
+    _sweep_orphans(base)
+    home = base / uuid.uuid4().hex[:12]
+    home.mkdir(mode=0o700)
+    shutil.chown(home, "postgres", "postgres")
+    linked.symlink_to(home / "pgdata")
+    log.symlink_to(home / "pg.log")
+    (home / OWNER).write_text(str(directory))  # last: until then, no sweep looks at it
+    return home
+
+
+def _postgres_can_enter(directory: Path) -> bool:
+    check = ["runuser", "-u", "postgres", "--", "test", "-x", str(directory)]
+    return subprocess.run(check, capture_output=True).returncode == 0
+
+
+def _sweep_orphans(base: Path) -> None:
+    """Remove the clusters made by _pg_home whose directory is gone (deleted, or linked
+    elsewhere) and whose server is not running: their data went with that directory."""
+    for home in base.iterdir():
+        owner = home / OWNER
+        if not owner.exists():
+            continue
+        link = Path(owner.read_text()) / "pgdata"
+        if link.is_symlink() and link.resolve() == (home / "pgdata").resolve():
+            continue
+        pid_file = home / "pgdata" / "postmaster.pid"
+        if pid_file.exists() and running(int(pid_file.read_text().splitlines()[0])):
+            continue
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def _pg_ready(port: int) -> bool:
@@ -191,9 +237,10 @@ def stop(directory: Path) -> None:
     info = json.loads(state.read_text())
     if info["server"] == "postgres":
         as_pg = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        data = (directory / "pgdata").resolve()  # in postgres's home when linked from there
         subprocess.run(
-            [*as_pg, str(PG_BIN / "pg_ctl"), "-D", str(directory / "pgdata"), "-m", "fast",
-             "-w", "-t", "30", "stop"],
+            [*as_pg, str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "-t", "30",
+             "stop"],
             capture_output=True,
         )  # fmt: skip
     elif info["server"] == "cassandra":

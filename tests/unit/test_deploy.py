@@ -1,17 +1,21 @@
-"""The deployment files agree with the schemas and with the agent they start."""
+"""The deployment files agree with the schemas and with the agent they start; the local
+server starter leaves the modes of the directories above a server's alone."""
 
 import configparser
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
 from pathlib import Path
 
 import kubernetes_validate
+import psycopg
 import pytest
 import yaml
 
 from bgbench.coordinator.config import Settings
+from tests.conftest import servers
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 K8S_VERSION = "1.30.0"
@@ -69,3 +73,45 @@ def test_the_environment_example_only_names_variables_the_agent_reads():
     assert names
     for name in names:
         assert name in help_text, name
+
+
+def modes(path: Path) -> dict[Path, int]:
+    return {p: p.stat().st_mode for p in [path, *path.parents]}
+
+
+def answers(server: dict, sql: str) -> list[tuple]:
+    dsn = f"host=127.0.0.1 port={server['port']} user=postgres dbname=postgres"
+    with psycopg.connect(dsn, autocommit=True, connect_timeout=30) as conn:
+        cursor = conn.execute(sql)
+        return cursor.fetchall() if cursor.description else []
+
+
+def test_starting_postgres_changes_no_mode_of_a_private_parent(tmp_path):
+    """Issue 24, item 4: `servers.py start postgres DIR` made every parent of DIR mode 0755,
+    so a private home became world-readable."""
+    private = tmp_path / "home"
+    private.mkdir(mode=0o700)
+    private.chmod(0o700)
+    directory = private / "pg"
+    before = modes(private)
+    server = servers.start("postgres", directory)
+    try:
+        assert modes(private) == before
+        assert answers(server, "SELECT 1") == [(1,)]
+        answers(server, "CREATE TABLE kept AS SELECT 7 AS x")
+        servers.stop(directory)
+        server = servers.start("postgres", directory, server["port"])  # its data again
+        assert answers(server, "SELECT x FROM kept") == [(7,)]
+        assert modes(private) == before
+    finally:
+        servers.stop(directory)
+    cluster = (directory / "pgdata").resolve().parent
+    if cluster == directory:
+        return  # postgres could enter tmp_path: its data is in DIR, as before
+    shutil.rmtree(directory)
+    other = private / "pg2"
+    try:
+        servers.start("postgres", other)
+    finally:
+        servers.stop(other)
+    assert not cluster.exists()  # the cluster of a deleted directory is swept

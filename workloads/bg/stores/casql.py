@@ -6,9 +6,11 @@ arguments. Consistency, as a setting:
   lists for it (sections C.1 to C.3), leaving a short-lived marker so a reader that
   computed its value before the commit cannot put it back (Gumball's idea);
 - ttl: keys expire after `ttl_s`; writes invalidate nothing, so reads can be stale.
-Values are pickled tuples, zlib-compressed as a setting (the paper's Whalin client
-compressed). A value over memcached's item limit is served from PostgreSQL, never
-cached, and counted. Replies are always awaited (pymemcache defaults to noreply).
+Values are the rows as JSON, zlib-compressed as a setting (casql_values.py); memcached has
+no authentication, so a value that is not exactly what a binding cached is rejected: the
+read is served from PostgreSQL, the value replaced as after a miss, and counted. A value
+over memcached's item limit is served from PostgreSQL, never cached, and counted. Replies
+are always awaited (pymemcache defaults to noreply).
 
 Socialites are tasks on the load process's event loop: PostgreSQL through the asyncpg
 connection of PostgresBinding, memcached through aiomcache (aio-libs' asyncio client),
@@ -19,24 +21,33 @@ version in describe() stay blocking (pymemcache), as does connect().
 """
 
 import asyncio
-import pickle
-import zlib
 from collections.abc import Awaitable, Callable
-from typing import Annotated, ClassVar, Literal, TypeVar
+from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
 import aiomcache
-from pydantic import Field, field_validator
+from pydantic import Field, TypeAdapter, field_validator
 from pymemcache.client.base import Client
+from pymemcache.exceptions import MemcacheError
 
+from bgbench.errors import StoreError, UserError
+from bgbench.workloads.bg.config import BGDatabaseConfig
 from bgbench.workloads.bg.store import CommentRow, MemberRow, Profile, ResourceRow
+from bgbench.workloads.bg.stores.casql_values import (
+    COMMENTS,
+    MEMBERS,
+    PROFILE,
+    RESOURCES,
+    decode,
+    encode,
+)
 from bgbench.workloads.bg.stores.postgres import (
     PostgresAsyncConnection,
     PostgresBinding,
     PostgresConnection,
     PostgresOptions,
 )
+from bgbench.workloads.pgpools import first_line
 
-ITEM_LIMIT = 1024 * 1024 - 1024  # memcached's default item size, less key and header room
 MARKER = b"\x00bgbench:invalidated"
 T = TypeVar("T")
 
@@ -69,20 +80,39 @@ class CasqlBinding(PostgresBinding):
         self.cache_options = options
         host, port = options.memcached.rsplit(":", 1)
         self.cache_address = (host, int(port))
-        self.stats = {"hits": 0, "misses": 0, "oversized": 0, "invalidations": 0}
+        self.stats = {"hits": 0, "misses": 0, "oversized": 0, "invalidations": 0, "rejected": 0}
 
     def _client(self) -> Client:
         o = self.cache_options
         return Client(self.cache_address, connect_timeout=o.timeout_s, timeout=o.timeout_s,
                       default_noreply=False)  # fmt: skip
 
-    def load_fragment(self, fragment) -> None:  # type: ignore[no-untyped-def]
-        super().load_fragment(fragment)
+    def _memcached(self, command: Callable[[Client], T], first_contact: bool = False) -> T:
+        """A blocking command on a connection of its own. On first contact (preparing), a
+        memcached that cannot be reached is the user's to fix, as PostgreSQL's dsn is;
+        later it is a fault of the store."""
         client = self._client()
         try:
-            client.flush_all(noreply=False)  # cached results of the old rows are void
+            return command(client)
+        except (OSError, MemcacheError) as exc:
+            where = self.cache_options.memcached
+            if first_contact:
+                raise UserError(
+                    f"store.options.memcached: cannot reach memcached at {where} "
+                    f"({first_line(exc)}): correct the address, or start memcached"
+                ) from None
+            raise StoreError(f"cannot reach memcached at {where}: {first_line(exc)}") from None
         finally:
             client.close()
+
+    def create_schema(self, db: BGDatabaseConfig) -> None:
+        super().create_schema(db)
+        self._memcached(Client.version, first_contact=True)
+
+    def load_fragment(self, fragment) -> None:  # type: ignore[no-untyped-def]
+        super().load_fragment(fragment)
+        # cached results of the old rows are void
+        self._memcached(lambda client: client.flush_all(noreply=False))
 
     def connect(self) -> "CasqlConnection":  # type: ignore[override]
         base = super().connect()
@@ -96,11 +126,7 @@ class CasqlBinding(PostgresBinding):
         return CasqlAsyncConnection(base, cache, self.cache_options, self.stats)
 
     def describe(self) -> str:
-        client = self._client()
-        try:
-            version = client.version().decode()
-        finally:
-            client.close()
+        version = self._memcached(Client.version).decode()
         o = self.cache_options
         mode = "invalidation" if o.consistency == "invalidation" else f"TTL {o.ttl_s} s"
         return f"CASQL: {super().describe()} + memcached {version} ({mode})"
@@ -125,13 +151,29 @@ def _friendship_keys(a: int, b: int) -> tuple[bytes, ...]:
             b"lf:%d" % b)  # fmt: skip
 
 
-def _encode(value: object, compress: bool) -> bytes:
-    raw = pickle.dumps(value, protocol=5)
-    return zlib.compress(raw, 1) if compress else raw
+def _profile_row(p: Profile) -> tuple:
+    return p.member, p.attributes, p.friend_count, p.resource_count, p.pending_count, p.image
 
 
-def _decode(raw: bytes, compress: bool) -> object:
-    return pickle.loads(zlib.decompress(raw) if compress else raw)
+def _cached(
+    raw: bytes | None, cas: Any, shape: TypeAdapter[Any], compress: bool, stats: dict
+) -> tuple[Any, Any]:
+    """What a get found: (the value or None on a miss, the token to fill the key with).
+    A marker or a value that is not one a binding cached (see casql_values) is a miss
+    whose key is filled over it, as over a marker."""
+    if raw is None:
+        stats["misses"] += 1
+        return None, None
+    if raw == MARKER:
+        stats["misses"] += 1
+        return None, cas
+    value = decode(shape, raw, compress)
+    if value is None:  # not a value a binding cached: never trusted, filled over
+        stats["misses"] += 1
+        stats["rejected"] += 1
+        return None, cas
+    stats["hits"] += 1
+    return value, None
 
 
 class CasqlAsyncConnection:
@@ -139,7 +181,7 @@ class CasqlAsyncConnection:
 
     __slots__ = (
         "cache", "compress", "db", "expired", "invalidate", "lease", "loop", "stats", "timeout",
-        "ttl",
+        "ttl", "where",
     )  # fmt: skip
 
     def __init__(
@@ -152,6 +194,7 @@ class CasqlAsyncConnection:
         self.invalidate = o.consistency == "invalidation"
         self.compress = o.compress
         self.timeout = o.timeout_s
+        self.where = o.memcached
         self.stats = stats
         self.loop = asyncio.get_running_loop()
         self.expired = False
@@ -168,29 +211,31 @@ class CasqlAsyncConnection:
         timer = self.loop.call_later(self.timeout, self._expire, task)
         try:
             return await call(*args)
-        except BaseException:
+        except BaseException as exc:
             await self.cache.close()
             if self.expired:
                 self.expired = False
                 task.uncancel()  # type: ignore[union-attr]
-                raise TimeoutError(f"memcached did not answer in {self.timeout:g} s") from None
+                raise TimeoutError(
+                    f"memcached at {self.where} did not answer in {self.timeout:g} s"
+                ) from None
+            if isinstance(exc, OSError):
+                raise StoreError(f"memcached at {self.where}: {first_line(exc)}") from None
             raise
         finally:
             timer.cancel()
 
     # -- the cache: as CasqlConnection's --------------------------------------------
-    async def _get(self, key: bytes) -> tuple[object | None, int | None]:
+    async def _get(self, key: bytes, shape: TypeAdapter[Any]) -> tuple[Any, int | None]:
         """(value or None on a miss, the token to fill the key with)."""
         raw, cas = await self._command(self.cache.gets, key)
-        if raw is None or raw == MARKER:
-            self.stats["misses"] += 1
-            return None, (cas if raw == MARKER else None)
-        self.stats["hits"] += 1
-        return _decode(raw, self.compress), None
+        return _cached(raw, cas, shape, self.compress, self.stats)
 
-    async def _set(self, key: bytes, value: object, token: int | None) -> None:
-        raw = _encode(value, self.compress)
-        if len(raw) > ITEM_LIMIT:
+    async def _set(
+        self, key: bytes, shape: TypeAdapter[Any], value: object, token: int | None
+    ) -> None:
+        raw = encode(shape, value, self.compress)
+        if raw is None:
             self.stats["oversized"] += 1  # served from PostgreSQL, never cached
             return
         cache = self.cache
@@ -210,22 +255,21 @@ class CasqlAsyncConnection:
     # -- reads -------------------------------------------------------------------
     async def view_profile(self, requester: int, member: int) -> Profile:
         key = _profile_key(requester, member)
-        hit, token = await self._get(key)
+        hit, token = await self._get(key, PROFILE)
         if hit is not None:
-            return Profile(*hit)  # type: ignore[misc]
+            return Profile(*hit)
         p = await self.db.view_profile(requester, member)
-        await self._set(key, (p.member, p.attributes, p.friend_count, p.resource_count,
-                              p.pending_count, p.image), token)  # fmt: skip
+        await self._set(key, PROFILE, _profile_row(p), token)
         return p
 
     async def _members(
         self, key: bytes, load: Callable[..., Awaitable[list[MemberRow]]], *args: int
     ) -> list[MemberRow]:
-        hit, token = await self._get(key)
+        hit, token = await self._get(key, MEMBERS)
         if hit is not None:
-            return [MemberRow(*r) for r in hit]  # type: ignore[attr-defined]
+            return [MemberRow(*r) for r in hit]
         rows = await load(*args)
-        await self._set(key, [(r.member, r.attributes, r.thumbnail) for r in rows], token)
+        await self._set(key, MEMBERS, [(r.member, r.attributes, r.thumbnail) for r in rows], token)
         return rows
 
     async def list_friends(self, requester: int, member: int) -> list[MemberRow]:
@@ -236,20 +280,20 @@ class CasqlAsyncConnection:
 
     async def view_top_k_resources(self, requester: int, member: int, k: int) -> list[ResourceRow]:
         key = b"vtr:%d:%d" % (member, k)
-        hit, token = await self._get(key)
+        hit, token = await self._get(key, RESOURCES)
         if hit is not None:
-            return [ResourceRow(*r) for r in hit]  # type: ignore[attr-defined]
+            return [ResourceRow(*r) for r in hit]
         rows = await self.db.view_top_k_resources(requester, member, k)
-        await self._set(key, [(r.rid, r.creator, r.wall) for r in rows], token)
+        await self._set(key, RESOURCES, [(r.rid, r.creator, r.wall) for r in rows], token)
         return rows
 
     async def view_comments(self, requester: int, rid: int) -> list[CommentRow]:
         key = b"vcr:%d" % rid
-        hit, token = await self._get(key)
+        hit, token = await self._get(key, COMMENTS)
         if hit is not None:
-            return [CommentRow(*r) for r in hit]  # type: ignore[attr-defined]
+            return [CommentRow(*r) for r in hit]
         rows = await self.db.view_comments(requester, rid)
-        await self._set(key, [(r.rid, r.mid, r.commenter, r.text) for r in rows], token)
+        await self._set(key, COMMENTS, [(r.rid, r.mid, r.commenter, r.text) for r in rows], token)
         return rows
 
     # -- writes: the database first, then the keys the paper lists --------------------
@@ -300,18 +344,14 @@ class CasqlConnection:
     # Invalidation leaves a marker (a lease, as the paper's Gumball) instead of deleting:
     # a reader that missed fills the key with `add` (or `cas` over a marker it saw), so a
     # value computed before a write committed can never land after that write's marker.
-    def _get(self, key: bytes) -> tuple[object | None, object]:
+    def _get(self, key: bytes, shape: TypeAdapter[Any]) -> tuple[Any, object]:
         """(value or None on a miss, the token to fill the key with)."""
         raw, cas = self.cache.gets(key)
-        if raw is None or raw == MARKER:
-            self.stats["misses"] += 1
-            return None, (cas if raw == MARKER else None)
-        self.stats["hits"] += 1
-        return _decode(raw, self.compress), None
+        return _cached(raw, cas, shape, self.compress, self.stats)
 
-    def _set(self, key: bytes, value: object, token: object) -> None:
-        raw = _encode(value, self.compress)
-        if len(raw) > ITEM_LIMIT:
+    def _set(self, key: bytes, shape: TypeAdapter[Any], value: object, token: object) -> None:
+        raw = encode(shape, value, self.compress)
+        if raw is None:
             self.stats["oversized"] += 1  # served from PostgreSQL, never cached
             return
         if not self.invalidate:
@@ -329,22 +369,21 @@ class CasqlConnection:
     # -- reads -------------------------------------------------------------------
     def view_profile(self, requester: int, member: int) -> Profile:
         key = _profile_key(requester, member)
-        hit, token = self._get(key)
+        hit, token = self._get(key, PROFILE)
         if hit is not None:
-            return Profile(*hit)  # type: ignore[misc]
+            return Profile(*hit)
         p = self.db.view_profile(requester, member)
-        self._set(key, (p.member, p.attributes, p.friend_count, p.resource_count,
-                        p.pending_count, p.image), token)  # fmt: skip
+        self._set(key, PROFILE, _profile_row(p), token)
         return p
 
     def _members(
         self, key: bytes, load: Callable[..., list[MemberRow]], *args: int
     ) -> list[MemberRow]:
-        hit, token = self._get(key)
+        hit, token = self._get(key, MEMBERS)
         if hit is not None:
-            return [MemberRow(*r) for r in hit]  # type: ignore[attr-defined]
+            return [MemberRow(*r) for r in hit]
         rows = load(*args)
-        self._set(key, [(r.member, r.attributes, r.thumbnail) for r in rows], token)
+        self._set(key, MEMBERS, [(r.member, r.attributes, r.thumbnail) for r in rows], token)
         return rows
 
     def list_friends(self, requester: int, member: int) -> list[MemberRow]:
@@ -355,20 +394,20 @@ class CasqlConnection:
 
     def view_top_k_resources(self, requester: int, member: int, k: int) -> list[ResourceRow]:
         key = b"vtr:%d:%d" % (member, k)
-        hit, token = self._get(key)
+        hit, token = self._get(key, RESOURCES)
         if hit is not None:
-            return [ResourceRow(*r) for r in hit]  # type: ignore[attr-defined]
+            return [ResourceRow(*r) for r in hit]
         rows = self.db.view_top_k_resources(requester, member, k)
-        self._set(key, [(r.rid, r.creator, r.wall) for r in rows], token)
+        self._set(key, RESOURCES, [(r.rid, r.creator, r.wall) for r in rows], token)
         return rows
 
     def view_comments(self, requester: int, rid: int) -> list[CommentRow]:
         key = b"vcr:%d" % rid
-        hit, token = self._get(key)
+        hit, token = self._get(key, COMMENTS)
         if hit is not None:
-            return [CommentRow(*r) for r in hit]  # type: ignore[attr-defined]
+            return [CommentRow(*r) for r in hit]
         rows = self.db.view_comments(requester, rid)
-        self._set(key, [(r.rid, r.mid, r.commenter, r.text) for r in rows], token)
+        self._set(key, COMMENTS, [(r.rid, r.mid, r.commenter, r.text) for r in rows], token)
         return rows
 
     # -- writes: the database first, then the keys the paper lists --------------------

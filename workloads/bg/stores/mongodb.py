@@ -36,6 +36,7 @@ from bgbench.workloads.bg.store import (
     ResourceRow,
 )
 from bgbench.workloads.loading import ROWS_PER_BEAT, beating
+from bgbench.workloads.mongouri import MongoURI, brief, where
 
 READ_PREFERENCES = {
     "primary": ReadPreference.PRIMARY,
@@ -50,7 +51,7 @@ BATCH = 1000
 class MongoOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    uri: str = "mongodb://127.0.0.1:27017"
+    uri: MongoURI = "mongodb://127.0.0.1:27017"
     database: str = "bgbench"
     server_name: str = Field(
         "MongoDB", description="what the server is (SecantusDB, FerretDB 1.24, MongoDB 7.0...)"
@@ -119,8 +120,9 @@ class MongoBinding:
             if self.options.comments == "collection":
                 self.db.manipulations.create_index("rid")
         except PyMongoError as exc:
+            o = self.options
             raise StoreError(
-                f"cannot reach {self.options.server_name} at {self.options.uri}: {exc}"
+                f"cannot reach {o.server_name} at {where(o.uri)}: {brief(exc)}"
             ) from None
 
     def use_schema(self, db: BGDatabaseConfig) -> None:

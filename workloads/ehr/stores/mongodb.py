@@ -41,6 +41,7 @@ from bgbench.errors import StoreError
 from bgbench.workloads.bg.stores.mongodb import READ_PREFERENCES
 from bgbench.workloads.ehr.config import EHRDatabaseConfig
 from bgbench.workloads.ehr.store import Concurrency, FragmentRows, LabResult
+from bgbench.workloads.mongouri import MongoURI, brief, where
 
 ReadPreferenceName = Literal[
     "primary", "primaryPreferred", "secondary", "secondaryPreferred", "nearest"
@@ -59,7 +60,7 @@ RECENT_INDEX = [("patient", 1), ("effective_ms", -1), ("_id", -1)]
 class MongoEHROptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    uri: str = "mongodb://127.0.0.1:27017"
+    uri: MongoURI = "mongodb://127.0.0.1:27017"
     database: str = "bgbench_ehr"
     server_name: str = Field(
         "MongoDB", description="what the server is (SecantusDB, FerretDB 1.24, MongoDB 7.0...)"
@@ -159,7 +160,8 @@ class MongoEHRBinding:
         self.loop_dbs: dict[asyncio.AbstractEventLoop, _LoopDatabase] = {}
 
     def _unreachable(self, exc: PyMongoError) -> StoreError:
-        return StoreError(f"cannot reach {self.options.server_name} at {self.options.uri}: {exc}")
+        o = self.options
+        return StoreError(f"cannot reach {o.server_name} at {where(o.uri)}: {brief(exc)}")
 
     # -- schema and load -------------------------------------------------------------------
     def create_schema(self, db: EHRDatabaseConfig) -> None:

@@ -66,6 +66,7 @@ from pymongo.errors import (
 
 from bgbench.errors import StoreError
 from bgbench.workloads.loading import ROWS_PER_BEAT
+from bgbench.workloads.mongouri import MongoURI, brief, where
 from bgbench.workloads.sensorlog.config import SensorLogDatabaseConfig
 from bgbench.workloads.sensorlog.generator import Rows
 from bgbench.workloads.sensorlog.store import Concurrency, FragmentLog, Query, Reading
@@ -92,7 +93,7 @@ CONSISTENCY_SETTINGS = {
 class MongoSensorOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    uri: str = "mongodb://127.0.0.1:27017"
+    uri: MongoURI = "mongodb://127.0.0.1:27017"
     database: str = "bgbench_sensorlog"
     server_name: str = Field(
         "MongoDB", description="what the server is (SecantusDB, FerretDB 1.24, MongoDB 7.0...)"
@@ -244,23 +245,18 @@ class MongoSensorBinding:
         try:
             yield
         except PyMongoError as exc:
-            # the topology pymongo appends to a selection timeout is no help on one line
-            first = (
-                (str(exc) or type(exc).__name__)
-                .splitlines()[0]
-                .split(", Timeout:")[0]
-                .split(" (configured timeouts")[0]
-            )
+            first = brief(exc)  # the topology of a selection timeout is no help on one line
+            at = f"{o.server_name} at {where(o.uri)}"
             if isinstance(exc, ServerSelectionTimeoutError) or (
                 isinstance(exc, ConnectionFailure) and not exc.timeout
             ):
-                raise StoreError(f"cannot reach {o.server_name} at {o.uri}: {first}") from None
+                raise StoreError(f"cannot reach {at}: {first}") from None
             if exc.timeout:
                 raise StoreError(
-                    f"{o.server_name} at {o.uri} did not answer within {o.load_timeout_s:g} s "
+                    f"{at} did not answer within {o.load_timeout_s:g} s "
                     f"(store.options.load_timeout_s) to {what}"
                 ) from None
-            raise StoreError(f"{o.server_name} at {o.uri} failed to {what}: {first}") from None
+            raise StoreError(f"{at} failed to {what}: {first}") from None
 
     def _send(
         self, batches: Iterable[Rows], progress: Callable[[], None], held: Callable[[], int]
