@@ -20,21 +20,18 @@ by the same model as `bgbench rate`.
 """
 
 import itertools
-import json
-import re
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
-from simpleeval import EvalWithCompoundTypes, InvalidExpression
 
-from bgbench.coordinator.campaign.document import Located, Path_, read_yaml
+from bgbench.coordinator.campaign.document import Located, merge_data, read_yaml
+from bgbench.coordinator.campaign.references import Resolver, compact
 from bgbench.coordinator.config import (
     Settings,
     apply_overrides,
-    settings_model,
-    workload_name,
 )
 from bgbench.coordinator.study import find_study
 from bgbench.errors import UserError
@@ -43,10 +40,7 @@ TOP_KEYS = {"campaign", "description", "include", "on_failure", "templates", "jo
 JOB_KEYS = {"name", "extends", "foreach", "zip", "server", "params", "study"}  # not settings
 SERVER_KEYS = {"kind", "fresh", "name"}
 FAILURE_POLICIES = ("continue", "stop")
-REFERENCE = re.compile(r"\$\{([^}]*)\}")
-DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
-FUNCTIONS = {"min": min, "max": max, "round": round, "int": int, "float": float, "abs": abs,
-             "len": len, "str": str}  # fmt: skip
+MAX_JOBS = 10_000  # jobs a campaign unfolds to, counted before any is built
 
 
 @dataclass(frozen=True)
@@ -128,7 +122,7 @@ def load_campaign(path: Path) -> Campaign:
         if not isinstance(entry, dict):
             raise UserError(f"{where}: a job is a mapping of settings")
         located = root.item("jobs", i)
-        for values in _unfold(located, where):
+        for values in _unfold(located, where, MAX_JOBS - len(campaign.jobs)):
             campaign.jobs.append(_job(len(campaign.jobs) + 1, located, values, templates))
     return campaign
 
@@ -193,17 +187,7 @@ def _names(value: Any, where: str) -> list[str]:
 
 def merge(base: Located, over: Located) -> Located:
     """`over` on `base`: mappings merge key by key, anything else is replaced."""
-    return Located(_merged(base.data, over.data), {**base.where, **over.where})
-
-
-def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in over.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merged(out[key], value)
-        else:
-            out[key] = value
-    return out
+    return Located(merge_data(base.data, over.data), {**base.where, **over.where})
 
 
 def _without(located: Located, keys: set[str]) -> Located:
@@ -213,14 +197,21 @@ def _without(located: Located, keys: set[str]) -> Located:
 # -- unfolding -------------------------------------------------------------------------
 
 
-def _unfold(entry: Located, where: str) -> list[dict[str, Any]]:
+def _unfold(entry: Located, where: str, room: int) -> list[dict[str, Any]]:
     """The foreach values of each job an entry stands for: the product of its `foreach`
-    lists, times its `zip` lists taken together."""
+    lists, times its `zip` lists taken together; counted first, refused past `room`."""
     matrix = _lists(entry, "foreach")
     zipped = _lists(entry, "zip")
     lengths = {len(v) for v in zipped.values()}
     if len(lengths) > 1:
         raise UserError(f"{entry.at(('zip',)) or where}: zip lists must have the same length")
+    count = math.prod([len(v) for v in matrix.values()] + list(lengths)[:1])
+    if count > room:
+        before = f" after {MAX_JOBS - room:,} before it" if room < MAX_JOBS else ""
+        raise UserError(
+            f"{entry.at(('foreach',)) or where}: this job unfolds to {count:,} jobs{before}; "
+            f"a campaign runs at most {MAX_JOBS:,}"
+        )
     rows: list[dict[str, Any]] = [{}]
     if zipped:
         columns = zip(*zipped.values(), strict=True)
@@ -245,12 +236,8 @@ def _lists(entry: Located, key: str) -> dict[str, list[Any]]:
 
 
 def label_of(values: dict[str, Any], name: str, seq: int) -> str:
-    shown = " ".join(f"{k}={_compact(v)}" for k, v in values.items())
+    shown = " ".join(f"{k}={compact(v)}" for k, v in values.items())
     return " ".join(x for x in (name, shown) if x) or f"job {seq}"
-
-
-def _compact(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
 
 
 # -- one job ---------------------------------------------------------------------------
@@ -333,121 +320,3 @@ def _substitute_vars(value: Any, values: dict[str, Any], where: str, context: st
     if not isinstance(value, str) or "${" not in value:
         return value
     return Resolver(Located({}), values, context).text(value, where)
-
-
-class Resolver:
-    """Replaces every `${...}` of a job's document: a foreach value, another field of the
-    document (the settings' default when the document leaves it unset), or an expression
-    over them. A reference to a field that is itself still a reference waits for it;
-    references in a circle are an error."""
-
-    def __init__(self, merged: Located, values: dict[str, Any], context: str) -> None:
-        self.merged = merged
-        self.document = json.loads(json.dumps(merged.data))  # a deep copy of plain data
-        self.values = values
-        self.context = context
-        self._defaults: dict[str, Any] | None = None
-        self.field = ""  # the field being resolved, for errors
-
-    def resolve(self) -> dict[str, Any]:
-        pending = [p for p, v in _leaves(self.document) if isinstance(v, str) and "${" in v]
-        while pending:
-            waiting = {".".join(p) for p in pending}
-            progressed = []
-            for path in pending:
-                raw = _get(self.document, path)
-
-                def blocked(ref: str, waiting: set[str] = waiting, path: Path_ = path) -> bool:
-                    return any(
-                        w == ref or w.startswith(ref + ".") or ref.startswith(w + ".")
-                        for w in waiting - {".".join(path)}
-                    )
-
-                if any(blocked(r) for r in self._references(raw)):
-                    continue
-                self.field = ".".join(path) + ": "
-                _set(self.document, path, self.text(raw, self.merged.at(path)))
-                progressed.append(path)
-            if not progressed:
-                first = pending[0]
-                raise UserError(
-                    f"{self.merged.at(first)}: {self.context}: {'.'.join(first)} refers in a "
-                    "circle (or to a field that refers back to it)"
-                )
-            pending = [p for p in pending if p not in progressed]
-        return self.document  # type: ignore[no-any-return]
-
-    def _references(self, raw: str) -> list[str]:
-        refs = []
-        for body in REFERENCE.findall(raw):
-            text = body.strip()
-            refs += DOTTED.findall(text[1:]) if text.startswith("=") else [text]
-        return [r for r in refs if r.split(".")[0] not in self.values]
-
-    def text(self, raw: str, where: str) -> Any:
-        whole = REFERENCE.fullmatch(raw.strip())
-        if whole:
-            return self._value(whole.group(1), where)
-        return REFERENCE.sub(lambda m: _compact(self._value(m.group(1), where)), raw)
-
-    def _value(self, body: str, where: str) -> Any:
-        body = body.strip()
-        if body.startswith("="):
-            return self._expression(body[1:].strip(), where)
-        return self._lookup(body, where)
-
-    def _lookup(self, dotted: str, where: str) -> Any:
-        parts = dotted.split(".")
-        if parts[0] in self.values:
-            node: Any = self.values[parts[0]]
-            rest = parts[1:]
-        else:
-            node, rest = self._merged_with_defaults(), parts
-        for part in rest:
-            if not isinstance(node, dict) or part not in node:
-                raise UserError(
-                    f"{where}: {self.context}: {self.field}${{{dotted}}} names neither a "
-                    "foreach value nor a setting"
-                )
-            node = node[part]
-        return node
-
-    def _expression(self, text: str, where: str) -> Any:
-        names = {**self._merged_with_defaults(), **self.values}
-        evaluator = EvalWithCompoundTypes(names=names, functions=FUNCTIONS)
-        try:
-            return evaluator.eval(text)
-        except (InvalidExpression, ArithmeticError, TypeError, ValueError, SyntaxError) as exc:
-            raise UserError(f"{where}: {self.context}: {self.field}${{= {text}}}: {exc}") from None
-
-    def _merged_with_defaults(self) -> dict[str, Any]:
-        if self._defaults is None:
-            try:
-                model = settings_model(workload_name(self.document))
-                self._defaults = model().model_dump(mode="json")
-            except UserError:
-                self._defaults = {}
-        return _merged(self._defaults, self.document)
-
-
-def _leaves(data: Any, path: Path_ = ()) -> list[tuple[Path_, Any]]:
-    if isinstance(data, dict):
-        return [x for k, v in data.items() for x in _leaves(v, (*path, str(k)))]
-    if isinstance(data, list):
-        return [x for i, v in enumerate(data) for x in _leaves(v, (*path, str(i)))]
-    return [(path, data)]
-
-
-def _get(data: Any, path: Path_) -> Any:
-    for part in path:
-        data = data[int(part)] if isinstance(data, list) else data[part]
-    return data
-
-
-def _set(data: Any, path: Path_, value: Any) -> None:
-    for part in path[:-1]:
-        data = data[int(part)] if isinstance(data, list) else data[part]
-    if isinstance(data, list):
-        data[int(path[-1])] = value
-    else:
-        data[path[-1]] = value
