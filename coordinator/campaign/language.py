@@ -27,6 +27,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from bgbench.coordinator.campaign.checks import job_problem
 from bgbench.coordinator.campaign.document import Located, merge_data, read_yaml
 from bgbench.coordinator.campaign.references import Resolver, compact
 from bgbench.coordinator.config import (
@@ -94,9 +95,10 @@ class Campaign:
         return list(names)
 
 
-def load_campaign(path: Path) -> Campaign:
+def load_campaign(path: Path, check: bool = True) -> Campaign:
     """Parse, unfold and validate a campaign file. A malformed file raises UserError; a
-    job whose settings are invalid is kept, with its error (Campaign.invalid)."""
+    job whose settings are invalid, or that `rate` would refuse at its start (`check`:
+    store options, layout, server kinds), is kept, with its error (Campaign.invalid)."""
     root, text = read_yaml(path)
     for key in root.data:
         if key not in TOP_KEYS:
@@ -123,7 +125,8 @@ def load_campaign(path: Path) -> Campaign:
             raise UserError(f"{where}: a job is a mapping of settings")
         located = root.item("jobs", i)
         for values in _unfold(located, where, MAX_JOBS - len(campaign.jobs)):
-            campaign.jobs.append(_job(len(campaign.jobs) + 1, located, values, templates))
+            job = _job(len(campaign.jobs) + 1, located, values, templates, check)
+            campaign.jobs.append(job)
     return campaign
 
 
@@ -243,7 +246,9 @@ def label_of(values: dict[str, Any], name: str, seq: int) -> str:
 # -- one job ---------------------------------------------------------------------------
 
 
-def _job(seq: int, entry: Located, values: dict[str, Any], templates: dict[str, Located]) -> Job:
+def _job(
+    seq: int, entry: Located, values: dict[str, Any], templates: dict[str, Located], check: bool
+) -> Job:
     name = str(entry.data.get("name", ""))
     label = label_of(values, name, seq)
     context = label if label == f"job {seq}" else f"job {seq} ({label})"
@@ -270,6 +275,9 @@ def _job(seq: int, entry: Located, values: dict[str, Any], templates: dict[str, 
         job.settings = Settings.model_validate(document)
         if study:
             find_study(job.settings.workload.name, study)
+        problem = job_problem(job.settings, study, servers, merged) if check else ""
+        if problem:
+            job.error = f"{context}: {problem}"
     except ValidationError as exc:
         job.error = describe(exc, merged, context)
     except UserError as exc:
