@@ -29,11 +29,13 @@ from pydantic import ValidationError
 
 from bgbench.coordinator.campaign.checks import job_problem
 from bgbench.coordinator.campaign.document import Located, merge_data, read_yaml
+from bgbench.coordinator.campaign.expressions import Sizes
 from bgbench.coordinator.campaign.references import Resolver, compact
 from bgbench.coordinator.config import (
     Settings,
     apply_overrides,
 )
+from bgbench.coordinator.settings_files import TEXT_LIMIT
 from bgbench.coordinator.study import find_study
 from bgbench.errors import UserError
 
@@ -42,6 +44,8 @@ JOB_KEYS = {"name", "extends", "foreach", "zip", "server", "params", "study"}  #
 SERVER_KEYS = {"kind", "fresh", "name"}
 FAILURE_POLICIES = ("continue", "stop")
 MAX_JOBS = 10_000  # jobs a campaign unfolds to, counted before any is built
+MAX_UNFOLDED = 5_000_000  # values and characters of all its jobs' documents
+MAX_INCLUDES = 100  # files a campaign includes, in all (a file included twice counts twice)
 
 
 @dataclass(frozen=True)
@@ -106,7 +110,8 @@ def load_campaign(path: Path, check: bool = True) -> Campaign:
                 f"{root.at((key,))}: unknown campaign key {key!r}; use "
                 f"{', '.join(sorted(TOP_KEYS))}"
             )
-    templates, texts = _templates(root, path, [path.resolve()])
+    defined, texts = _templates(root, path, [path.resolve()], [0, 0])
+    templates = Templates(defined)
     policy = root.data.get("on_failure", "continue")
     if policy not in FAILURE_POLICIES:
         raise UserError(f"{root.at(('on_failure',))}: on_failure must be continue or stop")
@@ -119,6 +124,7 @@ def load_campaign(path: Path, check: bool = True) -> Campaign:
         text=text + "".join(f"\n# --- included {p} ---\n{t}" for p, t in texts),
         on_failure=policy,
     )
+    unfolded = 0  # values of every job's document
     for i, entry in enumerate(entries):
         where = root.at(("jobs", str(i)))
         if not isinstance(entry, dict):
@@ -127,6 +133,12 @@ def load_campaign(path: Path, check: bool = True) -> Campaign:
         for values in _unfold(located, where, MAX_JOBS - len(campaign.jobs)):
             job = _job(len(campaign.jobs) + 1, located, values, templates, check)
             campaign.jobs.append(job)
+            unfolded += Sizes(MAX_UNFOLDED).of(job.document)
+            if unfolded > MAX_UNFOLDED:
+                raise UserError(
+                    f"{where}: the campaign's first {len(campaign.jobs):,} jobs hold more than "
+                    f"{MAX_UNFOLDED:,} values and characters in all"
+                )
     return campaign
 
 
@@ -134,23 +146,38 @@ def load_campaign(path: Path, check: bool = True) -> Campaign:
 
 
 def _templates(
-    root: Located, path: Path, seen: list[Path]
+    root: Located, path: Path, seen: list[Path], reads: list[int]
 ) -> tuple[dict[str, Located], list[tuple[Path, str]]]:
     """Every template this file can extend (its includes' first, its own over them), and
-    the included files' texts."""
+    the included files' texts. `reads` counts the files read and their characters, in all:
+    a file included ten times by each of ten files ... would be read without end."""
     out: dict[str, Located] = {}
     texts: list[tuple[Path, str]] = []
     includes = root.data.get("include", [])
     if isinstance(includes, str):
         includes = [includes]
+    if not isinstance(includes, list):
+        raise UserError(f"{root.at(('include',))}: include names a file or a list of files")
     for n, name in enumerate(includes):
         included = (path.parent / str(name)).resolve()
         if included in seen:
             raise UserError(f"{root.at(('include', str(n)))}: {name} includes itself")
+        reads[0] += 1
+        if reads[0] > MAX_INCLUDES:
+            raise UserError(
+                f"{root.at(('include', str(n)))}: a campaign includes at most {MAX_INCLUDES} "
+                "files in all"
+            )
         if not included.is_file():
             raise UserError(f"{root.at(('include', str(n)))}: no campaign file {included}")
         sub, text = read_yaml(included)
-        inner, more = _templates(sub, included, [*seen, included])
+        reads[1] += len(text)
+        if reads[1] > TEXT_LIMIT:
+            raise UserError(
+                f"{root.at(('include', str(n)))}: a campaign's included files hold at most "
+                f"{TEXT_LIMIT:,} characters in all"
+            )
+        inner, more = _templates(sub, included, [*seen, included], reads)
         out.update(inner)
         texts += [(included, text), *more]
     own = root.data.get("templates", {})
@@ -164,18 +191,30 @@ def _templates(
     return out, texts
 
 
-def _resolve(name: str, templates: dict[str, Located], where: str, chain: list[str]) -> Located:
+@dataclass
+class Templates:
+    """The templates a campaign's jobs can extend, and each one merged with what it
+    extends, once (ten templates each extending ten ... would merge without end)."""
+
+    defined: dict[str, Located]
+    resolved: dict[str, Located] = field(default_factory=dict)
+
+
+def _resolve(name: str, templates: Templates, where: str, chain: list[str]) -> Located:
     """Template `name` with everything it extends merged under it."""
-    if name not in templates:
-        known = ", ".join(sorted(templates)) or "none defined"
+    if name in templates.resolved:
+        return templates.resolved[name]
+    if name not in templates.defined:
+        known = ", ".join(sorted(templates.defined)) or "none defined"
         raise UserError(f"{where}: unknown template {name!r} (templates: {known})")
     if name in chain:
         raise UserError(f"{where}: templates extend in a circle: {' -> '.join([*chain, name])}")
-    own = templates[name]
+    own = templates.defined[name]
     base = Located({})
     for parent in _names(own.data.get("extends"), own.at(("extends",))):
         base = merge(base, _resolve(parent, templates, own.at(("extends",)), [*chain, name]))
-    return merge(base, _without(own, {"extends"}))
+    templates.resolved[name] = merge(base, _without(own, {"extends"}))
+    return templates.resolved[name]
 
 
 def _names(value: Any, where: str) -> list[str]:
@@ -184,7 +223,9 @@ def _names(value: Any, where: str) -> list[str]:
     if isinstance(value, str):
         return [value]
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return list(value)
+        # A template named twice merges as if named once, at its last place (its fields win
+        # either way): a list of one name repeated would otherwise merge it without end.
+        return list(dict.fromkeys(reversed(value)))[::-1]
     raise UserError(f"{where}: extends names a template or a list of templates")
 
 
@@ -247,7 +288,7 @@ def label_of(values: dict[str, Any], name: str, seq: int) -> str:
 
 
 def _job(
-    seq: int, entry: Located, values: dict[str, Any], templates: dict[str, Located], check: bool
+    seq: int, entry: Located, values: dict[str, Any], templates: Templates, check: bool
 ) -> Job:
     name = str(entry.data.get("name", ""))
     label = label_of(values, name, seq)
