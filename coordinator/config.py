@@ -22,7 +22,7 @@ from pydantic import (
 )
 
 from bgbench.coordinator.redaction import REDACTED, redact_options
-from bgbench.coordinator.settings_files import parse_value, read_file
+from bgbench.coordinator.settings_files import parse_value, read_file, shown
 from bgbench.errors import UserError
 from bgbench.workloads import registry
 
@@ -460,12 +460,12 @@ def apply_overrides(data: dict[str, Any], overrides: list[tuple[str, Any]]) -> d
 
 def describe_validation_error(exc: ValidationError, file: Path | None = None) -> str:
     err = exc.errors()[0]
-    where = ".".join(str(p) for p in err["loc"]) or "config"
+    where = ".".join(shown(p) for p in err["loc"]) or "config"
     msg = err["msg"]
     if err["type"] == "extra_forbidden":
         msg = "unknown setting (check its spelling and section)"
     given = err.get("input")
-    shown = "" if isinstance(given, dict) or err["type"] == "missing" else f" (got {given!r})"
+    got = "" if isinstance(given, dict) or err["type"] == "missing" else f" (got {given!r})"
     source = f" in {file}" if file else ""
     more = f"; and {len(exc.errors()) - 1} more" if len(exc.errors()) > 1 else ""
-    return f"invalid config{source}: {where}: {msg}{shown}{more}"
+    return f"invalid config{source}: {where}: {msg}{got}{more}"

@@ -29,6 +29,13 @@ MAX_DEPTH = 64  # nesting of mappings and lists
 MAX_VALUES = 100_000  # values of one document, aliases expanded
 
 
+def shown(value: object) -> str:
+    """A key or value of a file as an error shows it: as written when printable, else its
+    repr (a key holding a newline must not break the one line)."""
+    text = str(value)
+    return text if text.isprintable() else repr(text)
+
+
 def read_text(path: Path, what: str = "config file") -> str:
     """A regular UTF-8 file's text, at most TEXT_LIMIT bytes; else a UserError naming it."""
     return read_bounded_text(path, TEXT_LIMIT, what)

@@ -35,7 +35,7 @@ from bgbench.coordinator.config import (
     Settings,
     apply_overrides,
 )
-from bgbench.coordinator.settings_files import TEXT_LIMIT
+from bgbench.coordinator.settings_files import TEXT_LIMIT, shown
 from bgbench.coordinator.study import find_study
 from bgbench.errors import UserError
 
@@ -161,7 +161,7 @@ def _templates(
     for n, name in enumerate(includes):
         included = (path.parent / str(name)).resolve()
         if included in seen:
-            raise UserError(f"{root.at(('include', str(n)))}: {name} includes itself")
+            raise UserError(f"{root.at(('include', str(n)))}: {shown(name)} includes itself")
         reads[0] += 1
         if reads[0] > MAX_INCLUDES:
             raise UserError(
@@ -186,7 +186,7 @@ def _templates(
     block = root.sub("templates")
     for name in own:
         if not isinstance(own[name], dict):
-            raise UserError(f"{block.at((name,))}: template {name} must be a mapping")
+            raise UserError(f"{block.at((name,))}: template {shown(name)} must be a mapping")
         out[name] = block.sub(name)
     return out, texts
 
@@ -280,8 +280,8 @@ def _lists(entry: Located, key: str) -> dict[str, list[Any]]:
 
 
 def label_of(values: dict[str, Any], name: str, seq: int) -> str:
-    shown = " ".join(f"{k}={compact(v)}" for k, v in values.items())
-    return " ".join(x for x in (name, shown) if x) or f"job {seq}"
+    pairs = " ".join(f"{shown(k)}={shown(compact(v))}" for k, v in values.items())
+    return " ".join(x for x in (shown(name) if name else "", pairs) if x) or f"job {seq}"
 
 
 # -- one job ---------------------------------------------------------------------------
@@ -336,11 +336,12 @@ def describe(exc: ValidationError, merged: Located, context: str) -> str:
     if err["type"] != "extra_forbidden":
         msg = err["msg"]
     given = err.get("input")
-    shown = "" if isinstance(given, dict) or err["type"] == "missing" else f" (got {given!r})"
+    got = "" if isinstance(given, dict) or err["type"] == "missing" else f" (got {given!r})"
     where = merged.at(loc) or merged.at(("params",))
     place = f" (set at {where})" if where else ""
     more = f"; and {len(exc.errors()) - 1} more" if len(exc.errors()) > 1 else ""
-    return f"{context}: {'.'.join(loc) or 'settings'}: {msg}{shown}{place}{more}"
+    field = ".".join(shown(p) for p in loc) or "settings"
+    return f"{context}: {field}: {msg}{got}{place}{more}"
 
 
 def _servers(value: Any, where: str, context: str) -> list[ServerSpec]:
