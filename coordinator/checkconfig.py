@@ -13,6 +13,12 @@ def check_settings_file(file: Path, overrides: list[tuple[str, Any]]) -> Setting
     """The settings of `file` (and overrides), checked without generating any load; a
     UserError names what is wrong."""
     settings = load_settings(file, overrides)
+    check_settings(settings)
+    return settings
+
+
+def check_settings(settings: Settings) -> None:
+    """What `rate` checks of valid settings before it starts (a campaign checks each job
+    so); it makes the local layout concrete (agents.processes "auto")."""
     resolve_local_layout(settings, None)
     preflight.check_before_agents(settings)
-    return settings

@@ -6,13 +6,10 @@ default bg) brings its settings section, under its own name: the settings model 
 rating is Settings plus that one section (`settings_model`).
 """
 
-import json
-import tomllib
 from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -25,6 +22,7 @@ from pydantic import (
 )
 
 from bgbench.coordinator.redaction import REDACTED, redact_options
+from bgbench.coordinator.settings_files import parse_value, read_file, shown
 from bgbench.errors import UserError
 from bgbench.workloads import registry
 
@@ -411,43 +409,13 @@ def search_duration(settings: "Settings") -> float:
     return settings.sla.delta_search_s or final_duration(settings)
 
 
-def read_text(path: Path, what: str = "config file") -> str:
-    """A UTF-8 file's text; an unreadable one is a UserError naming it as `what`."""
-    try:
-        return path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UserError(f"cannot read {what} {path}: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise UserError(
-            f"{what} {path} is not UTF-8 text (byte {exc.start}): save it as UTF-8"
-        ) from None
-
-
-def read_file(path: Path) -> dict[str, Any]:
-    text = read_text(path)
-    try:
-        if path.suffix in (".yaml", ".yml"):
-            data = yaml.safe_load(text) or {}
-        else:
-            data = tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
-        first = str(exc).splitlines()[0]
-        raise UserError(f"config file {path} is not valid TOML/YAML: {first}") from None
-    if not isinstance(data, dict):
-        raise UserError(f"config file {path} must hold a table of settings")
-    return data
-
-
 def parse_override(text: str) -> tuple[str, Any]:
     """`name=value`; the value is read as JSON when it parses, else as a string."""
     if "=" not in text:
         raise UserError(f"parameter {text!r} must look like name=value")
     name, raw = text.split("=", 1)
     name = RUN_PARAMETERS.get(name.strip(), name.strip())
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError:
-        value = raw
+    value = parse_value(name, raw)
     if value is None:
         value = raw  # "null" names the null store more often than it means "unset"
     return name, value
@@ -492,12 +460,12 @@ def apply_overrides(data: dict[str, Any], overrides: list[tuple[str, Any]]) -> d
 
 def describe_validation_error(exc: ValidationError, file: Path | None = None) -> str:
     err = exc.errors()[0]
-    where = ".".join(str(p) for p in err["loc"]) or "config"
+    where = ".".join(shown(p) for p in err["loc"]) or "config"
     msg = err["msg"]
     if err["type"] == "extra_forbidden":
         msg = "unknown setting (check its spelling and section)"
     given = err.get("input")
-    shown = "" if isinstance(given, dict) or err["type"] == "missing" else f" (got {given!r})"
+    got = "" if isinstance(given, dict) or err["type"] == "missing" else f" (got {given!r})"
     source = f" in {file}" if file else ""
     more = f"; and {len(exc.errors()) - 1} more" if len(exc.errors()) > 1 else ""
-    return f"invalid config{source}: {where}: {msg}{shown}{more}"
+    return f"invalid config{source}: {where}: {msg}{got}{more}"

@@ -1,5 +1,6 @@
 """Checks that need no agent: the settings fit together before anything starts."""
 
+import functools
 import json
 import subprocess
 import sys
@@ -42,12 +43,19 @@ def check_store(settings: Settings) -> None:
             f"invalid config: store.name: unknown store {settings.store.name!r} for workload "
             f"{settings.workload.name}; use one of {', '.join([*names, MODEL_STORE])}"
         )
-    store = settings.store.name
+    options = json.dumps(settings.store.options)
+    _check_options(settings.workload.name, settings.store.name, options)
+
+
+# Remembered: a campaign checks each of its jobs, most with the same options. A refusal
+# raises, so only valid options are remembered.
+@functools.lru_cache(maxsize=256)
+def _check_options(workload: str, store: str, options: str) -> None:
     # Options are validated by the binding's own model, in a child process: the
     # coordinator never imports a binding (its driver may not even be installed here).
     proc = subprocess.run(
-        [sys.executable, "-m", "bgbench.workloads.registry", settings.workload.name, store],
-        input=json.dumps(settings.store.options),
+        [sys.executable, "-m", "bgbench.workloads.registry", workload, store],
+        input=options,
         capture_output=True,
         text=True,
         timeout=60,

@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from bgbench.coordinator.config import read_text
+from bgbench.coordinator.settings_files import BoundedLoader, compose_yaml, read_text, yaml_problem
 from bgbench.errors import UserError
 
 Path_ = tuple[str, ...]  # a key path inside a document: ("rating", "max_threads")
@@ -51,12 +51,9 @@ def read_yaml(path: Path) -> tuple[Located, str]:
     """The file's mapping with its places, and its text."""
     text = read_text(path, "campaign file")
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = compose_yaml(text)
     except yaml.YAMLError as exc:
-        first = str(exc).splitlines()[0]
-        mark = getattr(exc, "problem_mark", None)
-        line = f" at line {mark.line + 1}" if mark is not None else ""
-        raise UserError(f"campaign file {path} is not valid YAML{line}: {first}") from None
+        raise UserError(f"campaign file {path} is not valid YAML{yaml_problem(exc)}") from None
     if node is None:
         raise UserError(f"campaign file {path} is empty: see examples/campaigns/")
     if not isinstance(node, yaml.MappingNode):
@@ -80,4 +77,18 @@ def _value(node: yaml.Node, path: Path_, file: Path, where: dict[Path_, str]) ->
             where[(*path, str(i))] = f"{file}:{item.start_mark.line + 1}"
             items.append(_value(item, (*path, str(i)), file, where))
         return items
-    return yaml.SafeLoader("").construct_object(node, deep=True)
+    try:
+        return BoundedLoader("").construct_object(node, deep=True)
+    except yaml.YAMLError as exc:
+        raise UserError(f"campaign file {file} is not valid YAML{yaml_problem(exc)}") from None
+
+
+def merge_data(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """`over` on `base`: mappings merge key by key, anything else is replaced."""
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge_data(out[key], value)
+        else:
+            out[key] = value
+    return out

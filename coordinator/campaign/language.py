@@ -20,22 +20,22 @@ by the same model as `bgbench rate`.
 """
 
 import itertools
-import json
-import re
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
-from simpleeval import EvalWithCompoundTypes, InvalidExpression
 
-from bgbench.coordinator.campaign.document import Located, Path_, read_yaml
+from bgbench.coordinator.campaign.checks import job_problem
+from bgbench.coordinator.campaign.document import Located, merge_data, read_yaml
+from bgbench.coordinator.campaign.expressions import Sizes
+from bgbench.coordinator.campaign.references import Resolver, compact
 from bgbench.coordinator.config import (
     Settings,
     apply_overrides,
-    settings_model,
-    workload_name,
 )
+from bgbench.coordinator.settings_files import TEXT_LIMIT, shown
 from bgbench.coordinator.study import find_study
 from bgbench.errors import UserError
 
@@ -43,10 +43,9 @@ TOP_KEYS = {"campaign", "description", "include", "on_failure", "templates", "jo
 JOB_KEYS = {"name", "extends", "foreach", "zip", "server", "params", "study"}  # not settings
 SERVER_KEYS = {"kind", "fresh", "name"}
 FAILURE_POLICIES = ("continue", "stop")
-REFERENCE = re.compile(r"\$\{([^}]*)\}")
-DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
-FUNCTIONS = {"min": min, "max": max, "round": round, "int": int, "float": float, "abs": abs,
-             "len": len, "str": str}  # fmt: skip
+MAX_JOBS = 10_000  # jobs a campaign unfolds to, counted before any is built
+MAX_UNFOLDED = 5_000_000  # values and characters of all its jobs' documents
+MAX_INCLUDES = 100  # files a campaign includes, in all (a file included twice counts twice)
 
 
 @dataclass(frozen=True)
@@ -100,9 +99,10 @@ class Campaign:
         return list(names)
 
 
-def load_campaign(path: Path) -> Campaign:
+def load_campaign(path: Path, check: bool = True) -> Campaign:
     """Parse, unfold and validate a campaign file. A malformed file raises UserError; a
-    job whose settings are invalid is kept, with its error (Campaign.invalid)."""
+    job whose settings are invalid, or that `rate` would refuse at its start (`check`:
+    store options, layout, server kinds), is kept, with its error (Campaign.invalid)."""
     root, text = read_yaml(path)
     for key in root.data:
         if key not in TOP_KEYS:
@@ -110,7 +110,8 @@ def load_campaign(path: Path) -> Campaign:
                 f"{root.at((key,))}: unknown campaign key {key!r}; use "
                 f"{', '.join(sorted(TOP_KEYS))}"
             )
-    templates, texts = _templates(root, path, [path.resolve()])
+    defined, texts = _templates(root, path, [path.resolve()], [0, 0])
+    templates = Templates(defined)
     policy = root.data.get("on_failure", "continue")
     if policy not in FAILURE_POLICIES:
         raise UserError(f"{root.at(('on_failure',))}: on_failure must be continue or stop")
@@ -123,13 +124,21 @@ def load_campaign(path: Path) -> Campaign:
         text=text + "".join(f"\n# --- included {p} ---\n{t}" for p, t in texts),
         on_failure=policy,
     )
+    unfolded = 0  # values of every job's document
     for i, entry in enumerate(entries):
         where = root.at(("jobs", str(i)))
         if not isinstance(entry, dict):
             raise UserError(f"{where}: a job is a mapping of settings")
         located = root.item("jobs", i)
-        for values in _unfold(located, where):
-            campaign.jobs.append(_job(len(campaign.jobs) + 1, located, values, templates))
+        for values in _unfold(located, where, MAX_JOBS - len(campaign.jobs)):
+            job = _job(len(campaign.jobs) + 1, located, values, templates, check)
+            campaign.jobs.append(job)
+            unfolded += Sizes(MAX_UNFOLDED).of(job.document)
+            if unfolded > MAX_UNFOLDED:
+                raise UserError(
+                    f"{where}: the campaign's first {len(campaign.jobs):,} jobs hold more than "
+                    f"{MAX_UNFOLDED:,} values and characters in all"
+                )
     return campaign
 
 
@@ -137,23 +146,38 @@ def load_campaign(path: Path) -> Campaign:
 
 
 def _templates(
-    root: Located, path: Path, seen: list[Path]
+    root: Located, path: Path, seen: list[Path], reads: list[int]
 ) -> tuple[dict[str, Located], list[tuple[Path, str]]]:
     """Every template this file can extend (its includes' first, its own over them), and
-    the included files' texts."""
+    the included files' texts. `reads` counts the files read and their characters, in all:
+    a file included ten times by each of ten files ... would be read without end."""
     out: dict[str, Located] = {}
     texts: list[tuple[Path, str]] = []
     includes = root.data.get("include", [])
     if isinstance(includes, str):
         includes = [includes]
+    if not isinstance(includes, list):
+        raise UserError(f"{root.at(('include',))}: include names a file or a list of files")
     for n, name in enumerate(includes):
         included = (path.parent / str(name)).resolve()
         if included in seen:
-            raise UserError(f"{root.at(('include', str(n)))}: {name} includes itself")
+            raise UserError(f"{root.at(('include', str(n)))}: {shown(name)} includes itself")
+        reads[0] += 1
+        if reads[0] > MAX_INCLUDES:
+            raise UserError(
+                f"{root.at(('include', str(n)))}: a campaign includes at most {MAX_INCLUDES} "
+                "files in all"
+            )
         if not included.is_file():
             raise UserError(f"{root.at(('include', str(n)))}: no campaign file {included}")
         sub, text = read_yaml(included)
-        inner, more = _templates(sub, included, [*seen, included])
+        reads[1] += len(text)
+        if reads[1] > TEXT_LIMIT:
+            raise UserError(
+                f"{root.at(('include', str(n)))}: a campaign's included files hold at most "
+                f"{TEXT_LIMIT:,} characters in all"
+            )
+        inner, more = _templates(sub, included, [*seen, included], reads)
         out.update(inner)
         texts += [(included, text), *more]
     own = root.data.get("templates", {})
@@ -162,23 +186,35 @@ def _templates(
     block = root.sub("templates")
     for name in own:
         if not isinstance(own[name], dict):
-            raise UserError(f"{block.at((name,))}: template {name} must be a mapping")
+            raise UserError(f"{block.at((name,))}: template {shown(name)} must be a mapping")
         out[name] = block.sub(name)
     return out, texts
 
 
-def _resolve(name: str, templates: dict[str, Located], where: str, chain: list[str]) -> Located:
+@dataclass
+class Templates:
+    """The templates a campaign's jobs can extend, and each one merged with what it
+    extends, once (ten templates each extending ten ... would merge without end)."""
+
+    defined: dict[str, Located]
+    resolved: dict[str, Located] = field(default_factory=dict)
+
+
+def _resolve(name: str, templates: Templates, where: str, chain: list[str]) -> Located:
     """Template `name` with everything it extends merged under it."""
-    if name not in templates:
-        known = ", ".join(sorted(templates)) or "none defined"
+    if name in templates.resolved:
+        return templates.resolved[name]
+    if name not in templates.defined:
+        known = ", ".join(sorted(templates.defined)) or "none defined"
         raise UserError(f"{where}: unknown template {name!r} (templates: {known})")
     if name in chain:
         raise UserError(f"{where}: templates extend in a circle: {' -> '.join([*chain, name])}")
-    own = templates[name]
+    own = templates.defined[name]
     base = Located({})
     for parent in _names(own.data.get("extends"), own.at(("extends",))):
         base = merge(base, _resolve(parent, templates, own.at(("extends",)), [*chain, name]))
-    return merge(base, _without(own, {"extends"}))
+    templates.resolved[name] = merge(base, _without(own, {"extends"}))
+    return templates.resolved[name]
 
 
 def _names(value: Any, where: str) -> list[str]:
@@ -187,23 +223,15 @@ def _names(value: Any, where: str) -> list[str]:
     if isinstance(value, str):
         return [value]
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return list(value)
+        # A template named twice merges as if named once, at its last place (its fields win
+        # either way): a list of one name repeated would otherwise merge it without end.
+        return list(dict.fromkeys(reversed(value)))[::-1]
     raise UserError(f"{where}: extends names a template or a list of templates")
 
 
 def merge(base: Located, over: Located) -> Located:
     """`over` on `base`: mappings merge key by key, anything else is replaced."""
-    return Located(_merged(base.data, over.data), {**base.where, **over.where})
-
-
-def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in over.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merged(out[key], value)
-        else:
-            out[key] = value
-    return out
+    return Located(merge_data(base.data, over.data), {**base.where, **over.where})
 
 
 def _without(located: Located, keys: set[str]) -> Located:
@@ -213,14 +241,21 @@ def _without(located: Located, keys: set[str]) -> Located:
 # -- unfolding -------------------------------------------------------------------------
 
 
-def _unfold(entry: Located, where: str) -> list[dict[str, Any]]:
+def _unfold(entry: Located, where: str, room: int) -> list[dict[str, Any]]:
     """The foreach values of each job an entry stands for: the product of its `foreach`
-    lists, times its `zip` lists taken together."""
+    lists, times its `zip` lists taken together; counted first, refused past `room`."""
     matrix = _lists(entry, "foreach")
     zipped = _lists(entry, "zip")
     lengths = {len(v) for v in zipped.values()}
     if len(lengths) > 1:
         raise UserError(f"{entry.at(('zip',)) or where}: zip lists must have the same length")
+    count = math.prod([len(v) for v in matrix.values()] + list(lengths)[:1])
+    if count > room:
+        before = f" after {MAX_JOBS - room:,} before it" if room < MAX_JOBS else ""
+        raise UserError(
+            f"{entry.at(('foreach',)) or where}: this job unfolds to {count:,} jobs{before}; "
+            f"a campaign runs at most {MAX_JOBS:,}"
+        )
     rows: list[dict[str, Any]] = [{}]
     if zipped:
         columns = zip(*zipped.values(), strict=True)
@@ -245,18 +280,16 @@ def _lists(entry: Located, key: str) -> dict[str, list[Any]]:
 
 
 def label_of(values: dict[str, Any], name: str, seq: int) -> str:
-    shown = " ".join(f"{k}={_compact(v)}" for k, v in values.items())
-    return " ".join(x for x in (name, shown) if x) or f"job {seq}"
-
-
-def _compact(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+    pairs = " ".join(f"{shown(k)}={shown(compact(v))}" for k, v in values.items())
+    return " ".join(x for x in (shown(name) if name else "", pairs) if x) or f"job {seq}"
 
 
 # -- one job ---------------------------------------------------------------------------
 
 
-def _job(seq: int, entry: Located, values: dict[str, Any], templates: dict[str, Located]) -> Job:
+def _job(
+    seq: int, entry: Located, values: dict[str, Any], templates: Templates, check: bool
+) -> Job:
     name = str(entry.data.get("name", ""))
     label = label_of(values, name, seq)
     context = label if label == f"job {seq}" else f"job {seq} ({label})"
@@ -283,6 +316,9 @@ def _job(seq: int, entry: Located, values: dict[str, Any], templates: dict[str, 
         job.settings = Settings.model_validate(document)
         if study:
             find_study(job.settings.workload.name, study)
+        problem = job_problem(job.settings, study, servers, merged) if check else ""
+        if problem:
+            job.error = f"{context}: {problem}"
     except ValidationError as exc:
         job.error = describe(exc, merged, context)
     except UserError as exc:
@@ -300,11 +336,12 @@ def describe(exc: ValidationError, merged: Located, context: str) -> str:
     if err["type"] != "extra_forbidden":
         msg = err["msg"]
     given = err.get("input")
-    shown = "" if isinstance(given, dict) or err["type"] == "missing" else f" (got {given!r})"
+    got = "" if isinstance(given, dict) or err["type"] == "missing" else f" (got {given!r})"
     where = merged.at(loc) or merged.at(("params",))
     place = f" (set at {where})" if where else ""
     more = f"; and {len(exc.errors()) - 1} more" if len(exc.errors()) > 1 else ""
-    return f"{context}: {'.'.join(loc) or 'settings'}: {msg}{shown}{place}{more}"
+    field = ".".join(shown(p) for p in loc) or "settings"
+    return f"{context}: {field}: {msg}{got}{place}{more}"
 
 
 def _servers(value: Any, where: str, context: str) -> list[ServerSpec]:
@@ -333,121 +370,3 @@ def _substitute_vars(value: Any, values: dict[str, Any], where: str, context: st
     if not isinstance(value, str) or "${" not in value:
         return value
     return Resolver(Located({}), values, context).text(value, where)
-
-
-class Resolver:
-    """Replaces every `${...}` of a job's document: a foreach value, another field of the
-    document (the settings' default when the document leaves it unset), or an expression
-    over them. A reference to a field that is itself still a reference waits for it;
-    references in a circle are an error."""
-
-    def __init__(self, merged: Located, values: dict[str, Any], context: str) -> None:
-        self.merged = merged
-        self.document = json.loads(json.dumps(merged.data))  # a deep copy of plain data
-        self.values = values
-        self.context = context
-        self._defaults: dict[str, Any] | None = None
-        self.field = ""  # the field being resolved, for errors
-
-    def resolve(self) -> dict[str, Any]:
-        pending = [p for p, v in _leaves(self.document) if isinstance(v, str) and "${" in v]
-        while pending:
-            waiting = {".".join(p) for p in pending}
-            progressed = []
-            for path in pending:
-                raw = _get(self.document, path)
-
-                def blocked(ref: str, waiting: set[str] = waiting, path: Path_ = path) -> bool:
-                    return any(
-                        w == ref or w.startswith(ref + ".") or ref.startswith(w + ".")
-                        for w in waiting - {".".join(path)}
-                    )
-
-                if any(blocked(r) for r in self._references(raw)):
-                    continue
-                self.field = ".".join(path) + ": "
-                _set(self.document, path, self.text(raw, self.merged.at(path)))
-                progressed.append(path)
-            if not progressed:
-                first = pending[0]
-                raise UserError(
-                    f"{self.merged.at(first)}: {self.context}: {'.'.join(first)} refers in a "
-                    "circle (or to a field that refers back to it)"
-                )
-            pending = [p for p in pending if p not in progressed]
-        return self.document  # type: ignore[no-any-return]
-
-    def _references(self, raw: str) -> list[str]:
-        refs = []
-        for body in REFERENCE.findall(raw):
-            text = body.strip()
-            refs += DOTTED.findall(text[1:]) if text.startswith("=") else [text]
-        return [r for r in refs if r.split(".")[0] not in self.values]
-
-    def text(self, raw: str, where: str) -> Any:
-        whole = REFERENCE.fullmatch(raw.strip())
-        if whole:
-            return self._value(whole.group(1), where)
-        return REFERENCE.sub(lambda m: _compact(self._value(m.group(1), where)), raw)
-
-    def _value(self, body: str, where: str) -> Any:
-        body = body.strip()
-        if body.startswith("="):
-            return self._expression(body[1:].strip(), where)
-        return self._lookup(body, where)
-
-    def _lookup(self, dotted: str, where: str) -> Any:
-        parts = dotted.split(".")
-        if parts[0] in self.values:
-            node: Any = self.values[parts[0]]
-            rest = parts[1:]
-        else:
-            node, rest = self._merged_with_defaults(), parts
-        for part in rest:
-            if not isinstance(node, dict) or part not in node:
-                raise UserError(
-                    f"{where}: {self.context}: {self.field}${{{dotted}}} names neither a "
-                    "foreach value nor a setting"
-                )
-            node = node[part]
-        return node
-
-    def _expression(self, text: str, where: str) -> Any:
-        names = {**self._merged_with_defaults(), **self.values}
-        evaluator = EvalWithCompoundTypes(names=names, functions=FUNCTIONS)
-        try:
-            return evaluator.eval(text)
-        except (InvalidExpression, ArithmeticError, TypeError, ValueError, SyntaxError) as exc:
-            raise UserError(f"{where}: {self.context}: {self.field}${{= {text}}}: {exc}") from None
-
-    def _merged_with_defaults(self) -> dict[str, Any]:
-        if self._defaults is None:
-            try:
-                model = settings_model(workload_name(self.document))
-                self._defaults = model().model_dump(mode="json")
-            except UserError:
-                self._defaults = {}
-        return _merged(self._defaults, self.document)
-
-
-def _leaves(data: Any, path: Path_ = ()) -> list[tuple[Path_, Any]]:
-    if isinstance(data, dict):
-        return [x for k, v in data.items() for x in _leaves(v, (*path, str(k)))]
-    if isinstance(data, list):
-        return [x for i, v in enumerate(data) for x in _leaves(v, (*path, str(i)))]
-    return [(path, data)]
-
-
-def _get(data: Any, path: Path_) -> Any:
-    for part in path:
-        data = data[int(part)] if isinstance(data, list) else data[part]
-    return data
-
-
-def _set(data: Any, path: Path_, value: Any) -> None:
-    for part in path[:-1]:
-        data = data[int(part)] if isinstance(data, list) else data[part]
-    if isinstance(data, list):
-        data[int(path[-1])] = value
-    else:
-        data[path[-1]] = value

@@ -55,6 +55,8 @@ def run_campaign(
     (coordinator/events.py): the campaign's start and end, its ratings' events between."""
     console = console or api.quiet_console()
     results_dir = api.results_path(results_dir)
+    if resume is None:
+        _check_new(campaign)  # before the results store is made
     store = ResultsStore(results_dir)
     if resume is not None:
         campaign_id = resume
@@ -67,13 +69,7 @@ def run_campaign(
         campaign = _same_file(row)
         console.print(f"resuming campaign {campaign_id} ({row['name']})")
     else:
-        if campaign is None:
-            raise UserError("a new campaign needs its file")
-        if campaign.invalid:
-            first = campaign.invalid[0].error
-            more = len(campaign.invalid) - 1
-            also = f" (and {more} more invalid jobs: bgbench campaign check)" if more else ""
-            raise UserError(first + also)
+        assert campaign is not None  # _check_new
         campaign_id = records.new_campaign_id()
         records.start_campaign(store, campaign_id, campaign)
     policy = on_failure or (campaign.on_failure if campaign else "continue")
@@ -114,6 +110,16 @@ def run_campaign(
     return CampaignOutcome(campaign_id, status, store.path, records.jobs(store, campaign_id))
 
 
+def _check_new(campaign: Campaign | None) -> None:
+    if campaign is None:
+        raise UserError("a new campaign needs its file")
+    if campaign.invalid:
+        first = campaign.invalid[0].error
+        more = len(campaign.invalid) - 1
+        also = f" (and {more} more invalid jobs: bgbench campaign check)" if more else ""
+        raise UserError(first + also)
+
+
 def _same_file(row: dict[str, str]) -> Campaign | None:
     """The campaign file again, when it still reads as recorded (its settings then carry
     the secrets the record redacted); None when it changed or is gone."""
@@ -121,7 +127,7 @@ def _same_file(row: dict[str, str]) -> Campaign | None:
     if not path.is_absolute():
         path = Path(row["cwd"]) / path
     try:
-        campaign = load_campaign(path)
+        campaign = load_campaign(path, check=False)  # the same text is all that matters
     except UserError:
         return None
     return campaign if campaign.text == row["file_text"] else None

@@ -7,18 +7,22 @@ the servers that coordinator left running there and uses them again (the interru
 rating's data is in them), and stops them at its end like its own.
 """
 
+from __future__ import annotations
+
 import importlib.util
 import json
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from bgbench.coordinator.campaign.language import ServerSpec
 from bgbench.errors import SystemFault, UserError
+
+if TYPE_CHECKING:  # the language checks a job's servers here: no import back at run time
+    from bgbench.coordinator.campaign.language import ServerSpec
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "local" / "servers.py"
 STATE = "server.json"
@@ -37,6 +41,16 @@ def deploy_module() -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def check_kinds(specs: list[ServerSpec]) -> None:
+    """Refuse a server kind deploy/local/servers.py does not start, before anything runs."""
+    if not specs:
+        return
+    known = list(deploy_module().kinds())
+    for spec in specs:
+        if spec.kind not in known:
+            raise UserError(f"unknown server kind {spec.kind!r}: use one of {', '.join(known)}")
 
 
 @dataclass

@@ -204,16 +204,10 @@ def alive(info: dict) -> bool:
     return all(running(pid) for pid in pids)
 
 
-def start(kind: str, directory: Path, port: int | None = None) -> dict:
-    """Start a server of `kind` with its data in `directory`; `port` (PostgreSQL, memcached
-    and the MongoDB-wire server) asks for the port it had before, so the connection
-    settings recorded with a rating still reach its data after a restart."""
-    if port is not None and kind in ("postgres", "memcached", "mongo-wire"):
-        info = {"postgres": start_postgres, "memcached": start_memcached,
-                "mongo-wire": start_mongo_wire}[kind](directory, port)  # fmt: skip
-        (directory / STATE).write_text(json.dumps(info))
-        return info
-    starters = {
+def kinds() -> dict:
+    """Every kind of server `start` starts, each with its starter (a campaign checks the
+    kinds its jobs name against these before it runs any)."""
+    return {
         "postgres": start_postgres,
         "memcached": start_memcached,
         "mongo-wire": start_mongo_wire,
@@ -223,6 +217,18 @@ def start(kind: str, directory: Path, port: int | None = None) -> dict:
         "cassandra-batch": lambda d: cassandra_server.start(d, commitlog="batch"),
         "hbase": hbase_server.start,
     }
+
+
+def start(kind: str, directory: Path, port: int | None = None) -> dict:
+    """Start a server of `kind` with its data in `directory`; `port` (PostgreSQL, memcached
+    and the MongoDB-wire server) asks for the port it had before, so the connection
+    settings recorded with a rating still reach its data after a restart."""
+    if port is not None and kind in ("postgres", "memcached", "mongo-wire"):
+        info = {"postgres": start_postgres, "memcached": start_memcached,
+                "mongo-wire": start_mongo_wire}[kind](directory, port)  # fmt: skip
+        (directory / STATE).write_text(json.dumps(info))
+        return info
+    starters = kinds()
     if kind not in starters:
         raise SystemExit(f"unknown server {kind!r}: use {', '.join(starters)}")
     info = starters[kind](directory)

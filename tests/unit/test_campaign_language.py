@@ -196,3 +196,49 @@ def test_the_example_campaigns_unfold_into_valid_jobs():
     for path in examples:
         campaign = load_campaign(path)
         assert campaign.jobs and not campaign.invalid, (path, [j.error for j in campaign.invalid])
+
+
+# -- bounds: what grows without end is refused as it is counted, never built ------------------
+
+
+def test_a_file_included_ten_times_by_each_of_ten_files_is_refused_past_100_reads(tmp_path):
+    write(tmp_path, "leaf.yaml", "templates: {t: {run: {seed: 1}}}\n")
+    for level in range(1, 4):
+        below = "leaf.yaml" if level == 1 else f"l{level - 1}.yaml"
+        write(tmp_path, f"l{level}.yaml", f"include: [{', '.join([below] * 10)}]\n")
+    path = write(tmp_path, "c.yaml", "include: l3.yaml\njobs: [{extends: t}]\n")
+    with pytest.raises(UserError, match="at most 100 files"):
+        load_campaign(path, check=False)
+
+
+def test_templates_extending_ten_times_over_merge_once_each(tmp_path):
+    lines = ["templates:", "  t0: {run: {seed: 7}}"]
+    lines += [f"  t{i}: {{extends: [{', '.join([f't{i - 1}'] * 10)}]}}" for i in range(1, 30)]
+    path = write(tmp_path, "c.yaml", "\n".join(lines) + "\njobs: [{extends: t29}]\n")
+    (job,) = load_campaign(path, check=False).jobs  # 10^29 merges, were each repeated
+    assert job.settings is not None and job.settings.run.seed == 7
+
+
+def test_references_doubling_are_refused_as_they_grow(tmp_path):
+    fields = ['        r0: "xxxxxxxxxx"'] + [
+        f'        r{i}: "' + f"${{store.options.r{i - 1}}}" * 10 + '"' for i in range(1, 9)
+    ]
+    text = "jobs:\n  - store:\n      name: sqlite\n      options:\n" + "\n".join(fields) + "\n"
+    with pytest.raises(UserError, match="longer than 1,000,000 characters"):
+        load_campaign(write(tmp_path, "c.yaml", text), check=False)
+
+
+def test_a_list_made_to_hold_itself_by_a_reference_is_refused(tmp_path):
+    text = (
+        "jobs:\n  - store:\n      name: sqlite\n      options:\n        l: ['${store.options.l}']\n"
+    )
+    with pytest.raises(UserError, match=r"store\.options\.l\.0: it contains itself"):
+        load_campaign(write(tmp_path, "c.yaml", text), check=False)
+
+
+def test_the_jobs_of_a_campaign_are_bounded_in_all(tmp_path):
+    big = "[" + ", ".join(["'" + "x" * 1000 + "'"] * 90) + "]"
+    text = f"jobs:\n  - store: {{name: model, options: {{big: {big}}}}}\n"
+    text += "    foreach: {n: [" + ", ".join(str(i) for i in range(100)) + "]}\n"
+    with pytest.raises(UserError, match="5,000,000 values and characters in all"):
+        load_campaign(write(tmp_path, "c.yaml", text), check=False)

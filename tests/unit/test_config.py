@@ -63,7 +63,7 @@ def test_bad_file_is_one_line(tmp_path):
     with pytest.raises(UserError, match="not valid TOML") as info:
         load_settings(f, [])
     assert "\n" not in str(info.value)
-    with pytest.raises(UserError, match="cannot read"):
+    with pytest.raises(UserError, match="No such file"):
         load_settings(tmp_path / "missing.toml", [])
 
 

@@ -1,0 +1,39 @@
+"""What a campaign checks of each valid job before anything runs: what `rate` (or `study`)
+would check at its start, and that the servers it names are ones the campaign can start;
+a job that fails either is invalid in `campaign check`, not a failed job of `campaign run`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from bgbench.coordinator import preflight
+from bgbench.coordinator.campaign.document import Located
+from bgbench.coordinator.campaign.servers import check_kinds
+from bgbench.coordinator.checkconfig import check_settings
+from bgbench.coordinator.config import Settings
+from bgbench.errors import UserError
+
+if TYPE_CHECKING:  # the language calls this module: no import back at run time
+    from bgbench.coordinator.campaign.language import ServerSpec
+
+
+def job_problem(settings: Settings, study: str, servers: list[ServerSpec], merged: Located) -> str:
+    """Why the job cannot run ("" when it can), in one line with the place that set it."""
+    try:
+        check_kinds(servers)
+    except UserError as exc:
+        return _placed(str(exc), merged.at(("server",)))
+    copy = settings.model_copy(deep=True)  # checking makes its layout concrete
+    try:
+        if study:
+            preflight.check_store(copy)
+        else:
+            check_settings(copy)
+    except UserError as exc:
+        message = str(exc).removeprefix("invalid config: ")
+        return _placed(message, merged.at(("store",)) if message.startswith("store") else "")
+    return ""
+
+
+def _placed(message: str, where: str) -> str:
+    return f"{message} (set at {where})" if where else message
