@@ -122,11 +122,11 @@ def test_a_foreach_of_ten_to_the_eight_jobs_is_refused_before_any_is_built(tmp_p
 def test_the_deck_validates_nested_aliases_without_an_error_500(deck):  # noqa: F811
     text = "jobs:\n  - store:\n      name: sqlite\n      options:\n" + laughs("        ")
     status, body = post(deck.url + "/api/validate", {"name": "c.yaml", "text": text,
-                                                     "kind": "campaign"})  # fmt: skip
+                                                     "kind": "campaign"}, deck.own)  # fmt: skip
     assert status == 200, body
     assert "100,000 values" in str(body)
     settings = "store:\n  name: sqlite\n  options:\n" + laughs("    ")
-    status, body = post(deck.url + "/api/validate", {"name": "s.yaml", "text": settings})
+    status, body = post(deck.url + "/api/validate", {"name": "s.yaml", "text": settings}, deck.own)
     assert status == 200, body
     assert "100,000 values" in str(body)
 
