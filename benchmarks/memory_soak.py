@@ -26,6 +26,7 @@ from pathlib import Path
 import psutil
 
 MB = 1 << 20
+STOPPED_AFTER_S = 3.0  # progress ticks come every second while the load runs
 ROLES = ("coordinator", "agent", "load process", "other")
 
 
@@ -35,8 +36,8 @@ class Series:
     # (seconds into the experiment when it is running, else None; RSS bytes)
     samples: list[tuple[float | None, int]] = field(default_factory=list)
 
-    def running(self, after: float = 0.0) -> list[tuple[float, int]]:
-        return [(t, rss) for t, rss in self.samples if t is not None and t >= after]
+    def running(self, after: float = 0.0, before: float = float("inf")) -> list[tuple[float, int]]:
+        return [(t, rss) for t, rss in self.samples if t is not None and after <= t < before]
 
     @property
     def peak(self) -> int:
@@ -45,14 +46,23 @@ class Series:
 
 class RunClock:
     """How far into the experiment the run is, from the progress events appended to FILE;
-    None before the first and after the verdict."""
+    None before the first, and once they stop (the load has ended: validation, results)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.offset = 0
         self.elapsed: float | None = None
+        self.changed = 0.0  # monotonic time of the last new elapsed time
 
     def read(self) -> float | None:
+        before = self.elapsed
+        self._read()
+        now = time.monotonic()
+        if self.elapsed != before:
+            self.changed = now
+        return self.elapsed if now - self.changed < STOPPED_AFTER_S else None
+
+    def _read(self) -> None:
         if self.path.exists():
             with open(self.path, "rb") as f:
                 f.seek(self.offset)
@@ -65,7 +75,6 @@ class RunClock:
                         self.elapsed = event["elapsed_s"]
                     elif event["kind"] == "verdict":
                         self.elapsed = None
-        return self.elapsed
 
 
 def role(proc: psutil.Process, root: int) -> str:
@@ -144,7 +153,9 @@ def timeline(series: dict[int, Series], duration: float) -> None:
         print(f"{(k + 1) * step:>7.0f} " + " ".join(cells))
 
 
-def report(series: dict[int, Series], settle: float, bound_mb: float, bound_share: float) -> bool:
+def report(
+    series: dict[int, Series], settle: float, duration: float, bound_mb: float, bound_share: float
+) -> bool:
     """Print the table and the verdict; True when every process stayed flat."""
     print(
         f"{'process':>14} {'pid':>8} {f'at {settle:g} s':>9} {'run end':>8} {'run max':>8} "
@@ -152,7 +163,7 @@ def report(series: dict[int, Series], settle: float, bound_mb: float, bound_shar
     )
     worst: tuple[float, str] = (0.0, "")
     for pid, s in ordered(series):
-        settled = s.running(settle)
+        settled = s.running(settle, duration)  # the last tick's summaries are not the run
         if not settled:
             continue
         start, end = settled[0][1], settled[-1][1]
@@ -190,7 +201,7 @@ def main() -> None:
     series = soak(args.threads, args.duration, args.every, args.bgbench_args)
     timeline(series, args.duration)
     settle = args.settle if args.settle is not None else min(60.0, args.duration / 4)
-    if not report(series, settle, args.bound, args.bound_share):
+    if not report(series, settle, args.duration, args.bound, args.bound_share):
         raise SystemExit(1)
 
 

@@ -26,8 +26,10 @@ from bgbench.worker.tally import ACTION_DTYPE, ActionTally
 ACTION_FIELDS = len(ACTION_DTYPE.names or ())  # ints per action in Recorder.acts
 RECORD_FIELDS = len(RECORD_DTYPE.names or ())  # ints per log record in Recorder.recs
 FLUSH_EVERY = 1 << 13  # records (or actions) per batch: a flush holds its loop about 2 ms
-_RECS_AT = FLUSH_EVERY * RECORD_FIELDS
-_ACTS_AT = FLUSH_EVERY * ACTION_FIELDS
+# Threads each batch their own: together they hold at most about this many actions (and
+# as many records) between flushes, each at least MIN_BATCH (a flush has a fixed cost).
+PENDING_AT_MOST = 1 << 17
+MIN_BATCH = 1 << 7
 OK = 0
 ERROR = 1
 
@@ -40,6 +42,11 @@ def histogram_of(latencies_ns: np.ndarray) -> HdrHistogram:
         for v, c in zip(values.tolist(), counts.tolist(), strict=True):
             h.record_value(v, c)
     return h
+
+
+def batch_for(recorders: int) -> int:
+    """Actions (or records) per batch of each of `recorders` recorders."""
+    return max(MIN_BATCH, min(FLUSH_EVERY, PENDING_AT_MOST // max(1, recorders)))
 
 
 def to_records(flat: list[int], dtype: np.dtype) -> np.ndarray:
@@ -63,13 +70,15 @@ class Recorder:
     ints per action), `recs` (RECORD_FIELDS ints per log record) and `live` (response time
     in ns, for the live view), then calls maybe_flush(). Full batches go to the log and
     to `sink` (a bounded ActionTally unless given): nothing per action is kept here.
-    Recorders of threads share `lock`, which guards the log and the sink."""
+    Recorders of threads share `lock`, which guards the log and the sink, and batch
+    `batch_for(threads)` each."""
 
     def __init__(
         self,
         log: LogWriter,
         lock: "threading.Lock | None" = None,
         sink: ActionSink | None = None,
+        batch: int = FLUSH_EVERY,
     ) -> None:
         self.acts: list[int] = []
         self.recs: list[int] = []
@@ -77,6 +86,8 @@ class Recorder:
         self.log = log
         self.sink: ActionSink = sink if sink is not None else ActionTally()
         self._lock = lock
+        self._recs_at = batch * RECORD_FIELDS
+        self._acts_at = batch * ACTION_FIELDS
         self._done_actions = 0
         self.errors: Counter[tuple[int, str]] = Counter()
         self.error_samples: dict[tuple[int, str], str] = {}
@@ -88,7 +99,7 @@ class Recorder:
             self.error_samples[key] = str(exc)[:300]
 
     def maybe_flush(self) -> None:
-        if len(self.recs) >= _RECS_AT or len(self.acts) >= _ACTS_AT:
+        if len(self.recs) >= self._recs_at or len(self.acts) >= self._acts_at:
             self.finish()
 
     def finish(self) -> None:

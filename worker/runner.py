@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from bgbench.validation.logformat import LogWriter
 from bgbench.worker.blocking import run_blocking
 from bgbench.worker.contracts import ErrorSummary
-from bgbench.worker.measurement import LiveLatencies, Recorder
+from bgbench.worker.measurement import LiveLatencies, Recorder, batch_for
 from bgbench.worker.tally import ActionTally
 from bgbench.worker.timing import Timer
 
@@ -390,7 +390,7 @@ def run_threads(plan: Plan, log: LogWriter, stop: threading.Event, publish: Publ
     spec = plan.spec
     threads = spec.threads
     log_lock = threading.Lock()
-    recorders = [Recorder(log, log_lock, plan.tally) for _ in range(threads)]
+    recorders = [Recorder(log, log_lock, plan.tally, batch_for(threads)) for _ in range(threads)]
     timed: list[Timer | None] = [None] * threads
     sessions = [0] * threads
     unit_counts = [[0] * len(plan.units) for _ in range(threads)]

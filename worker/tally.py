@@ -54,7 +54,8 @@ class Buckets:
     def add_ns(self, latencies_ns: np.ndarray) -> None:
         if len(latencies_ns):
             us = np.clip(latencies_ns // 1000, HIST_LOWEST_US, HIST_HIGHEST_US)
-            self.counts += np.bincount(self.index_of(us), minlength=len(self.counts))
+            found = np.bincount(self.index_of(us))  # as long as the largest bucket seen
+            self.counts[: len(found)] += found
 
     def histogram(self) -> HdrHistogram:
         h = new_histogram()

@@ -4,6 +4,7 @@ whole array gave (the reference functions below are the engine's former ones).""
 
 import dataclasses
 import random
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,16 @@ from hdrh.histogram import HdrHistogram
 from bgbench.protos import HIST_HIGHEST_US, HIST_LOWEST_US, new_histogram
 from bgbench.validation.logformat import LogWriter
 from bgbench.worker.blocking import run_blocking
-from bgbench.worker.measurement import FLUSH_EVERY, LiveLatencies, Recorder, histogram_of
+from bgbench.worker.measurement import (
+    ACTION_FIELDS,
+    FLUSH_EVERY,
+    PENDING_AT_MOST,
+    RECORD_FIELDS,
+    LiveLatencies,
+    Recorder,
+    batch_for,
+    histogram_of,
+)
 from bgbench.worker.tally import ACTION_DTYPE, ActionFile, ActionTally, Buckets
 from bgbench.worker.timing import Timer
 
@@ -203,3 +213,21 @@ def test_a_tallys_state_does_not_grow_with_the_actions_it_folds():
         tally.add(part)
     assert tally.count == len(actions)
     assert retained(tally) == early
+
+
+def test_threads_hold_a_bounded_number_of_actions_between_them(tmp_path):
+    """1,024 threads, each with its own recorder as run_threads makes them, 200 actions
+    each: together they hold at most PENDING_AT_MOST actions; the rest is in the tally."""
+    threads, each = 1024, 200
+    log = LogWriter(tmp_path / "threads.bglog")
+    tally = ActionTally()
+    recorders = [Recorder(log, threading.Lock(), tally, batch_for(threads)) for _ in range(threads)]
+    timers = [Timer(None, r, t) for t, r in enumerate(recorders)]
+    for k in range(each):
+        for t, timer in enumerate(timers):
+            run_blocking(timer.read(1, t << 40 | k, 0, _answer(t), _seen))
+    log.close()
+    pending = sum(len(r.acts) // ACTION_FIELDS for r in recorders)
+    assert pending + tally.count == threads * each
+    assert pending <= PENDING_AT_MOST
+    assert sum(len(r.recs) // RECORD_FIELDS for r in recorders) <= PENDING_AT_MOST
