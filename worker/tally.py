@@ -33,12 +33,12 @@ _RUNNERS = 1 << 16  # the thread field's range
 
 
 class Buckets:
-    """Counts of microsecond values in new_histogram()'s buckets."""
+    """Counts of microsecond values in new_histogram()'s buckets: `rows` histograms."""
 
     _shape = new_histogram()
 
-    def __init__(self) -> None:
-        self.counts = np.zeros(self._shape.counts_len, dtype=np.int64)
+    def __init__(self, rows: int = 1) -> None:
+        self.counts = np.zeros((rows, self._shape.counts_len), dtype=np.int64)
 
     @classmethod
     def index_of(cls, us: np.ndarray) -> np.ndarray:
@@ -51,16 +51,27 @@ class Buckets:
         base = (bucket + 1) << h.sub_bucket_half_count_magnitude
         return base + sub_bucket - h.sub_bucket_half_count  # type: ignore[no-any-return]
 
-    def add_ns(self, latencies_ns: np.ndarray) -> None:
-        if len(latencies_ns):
-            us = np.clip(latencies_ns // 1000, HIST_LOWEST_US, HIST_HIGHEST_US)
-            found = np.bincount(self.index_of(us))  # as long as the largest bucket seen
-            self.counts[: len(found)] += found
+    def grow(self, rows: int) -> None:
+        if rows > len(self.counts):
+            more = np.zeros((rows - len(self.counts), self.counts.shape[1]), dtype=np.int64)
+            self.counts = np.concatenate([self.counts, more])
 
-    def histogram(self) -> HdrHistogram:
+    def add_ns(self, latencies_ns: np.ndarray, rows: np.ndarray | None = None) -> None:
+        """Count each value (ns) in its row (all in row 0 without `rows`)."""
+        if not len(latencies_ns):
+            return
+        us = np.clip(latencies_ns // 1000, HIST_LOWEST_US, HIST_HIGHEST_US)
+        index = self.index_of(us)
+        if rows is not None:
+            index += rows * self.counts.shape[1]
+        found = np.bincount(index)  # as long as the largest index seen
+        self.counts.reshape(-1)[: len(found)] += found
+
+    def histogram(self, row: int = 0) -> HdrHistogram:
         h = new_histogram()
-        for i in np.flatnonzero(self.counts).tolist():
-            h.record_value(h.get_value_from_index(i), int(self.counts[i]))
+        counts = self.counts[row]
+        for i in np.flatnonzero(counts).tolist():
+            h.record_value(h.get_value_from_index(i), int(counts[i]))
         return h
 
 
@@ -76,14 +87,6 @@ class ActionSummary:
         self.errors += other.errors
         self.response.add(other.response)
         self.service.add(other.service)
-
-
-@dataclass
-class _Kind:
-    count: int = 0
-    errors: int = 0
-    response: Buckets = field(default_factory=Buckets)  # end - intended
-    service: Buckets = field(default_factory=Buckets)  # end - start
 
 
 class ActionFile:
@@ -119,19 +122,28 @@ class ActionTally:
     """One run's action timings, batch by batch (`add`), in bounded state. `open_loop`:
     the client's delay of an action counts from the later of its intended start and the
     end of its runner's previous action (an arrival that waited for a free socialite
-    waited for the store); closed loop, from its intended start."""
+    waited for the store); closed loop, from its intended start.
+
+    A runner acts one action at a time, so within a batch put in runner order (a stable
+    radix sort of the 16-bit runner) its actions are in the order they ran and each
+    session's actions are together."""
 
     def __init__(self, open_loop: bool = False, spill: ActionFile | None = None) -> None:
         self.open_loop = open_loop
         self.spill = spill
         self.count = 0
         self.errors = 0
-        self.kinds: dict[int, _Kind] = {}
+        self.codes: list[int] = []  # the action codes seen, in their rows' order
+        self._row_of = np.full(256, -1, dtype=np.intp)  # action code (u1) -> row
+        self.kind_counts = np.zeros(0, dtype=np.int64)  # per row
+        self.kind_errors = np.zeros(0, dtype=np.int64)
+        self.response = Buckets(0)  # per row: end - intended
+        self.service = Buckets(0)  # per row: end - start
         self.delay = Buckets()
         self.sessions = Buckets()  # per session, its slowest action's response time
         self._free = np.zeros(_RUNNERS, dtype=np.int64)  # per runner, its last action's end
-        # per runner, its latest session (it may go on in the next batch): id, runner, max
-        self._open = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64))
+        # per runner with one, its latest session (it may go on in the next batch)
+        self._open = (np.empty(0, np.uint16), np.empty(0, np.int64), np.empty(0, np.int64))
 
     def add(self, actions: np.ndarray) -> None:
         if not len(actions):
@@ -140,62 +152,86 @@ class ActionTally:
             self.spill.append(actions)
         self.count += len(actions)
         failed = actions["status"] != 0
-        self.errors += int(failed.sum())
-        response = actions["end"] - actions["intended"]
-        service = actions["end"] - actions["start"]
-        codes = actions["action"]
-        for code in np.unique(codes).tolist():
-            of = codes == code
-            kind = self.kinds.setdefault(code, _Kind())
-            kind.count += int(of.sum())
-            kind.errors += int(failed[of].sum())
-            kind.response.add_ns(response[of])
-            kind.service.add_ns(service[of])
+        self.errors += int(np.count_nonzero(failed))
+        intended, start, end = (actions[f].astype(np.int64) for f in ("intended", "start", "end"))
+        response = end - intended
+        rows = self._rows(actions["action"])
+        self.kind_counts += np.bincount(rows, minlength=len(self.codes))
+        self.kind_errors += np.bincount(rows[failed], minlength=len(self.codes))
+        self.response.add_ns(response, rows)
+        self.service.add_ns(end - start, rows)
+        runner = actions["thread"]
         if self.open_loop:
-            self.delay.add_ns(self._open_loop_delay(actions))
+            order = np.argsort(runner, kind="stable")
+            self.delay.add_ns(
+                self._open_loop_delay(runner[order], intended[order], start[order], end[order])
+            )
         else:
-            self.delay.add_ns(actions["start"] - actions["intended"])
-        self._fold_sessions(actions["session"], actions["thread"].astype(np.int64), response)
+            self.delay.add_ns(start - intended)
+        self._fold_sessions(runner, actions["session"].astype(np.int64), response)
 
-    def _open_loop_delay(self, actions: np.ndarray) -> np.ndarray:
-        a = actions[np.lexsort((actions["start"], actions["thread"]))]
-        runner = a["thread"]
+    def _rows(self, codes: np.ndarray) -> np.ndarray:
+        rows = self._row_of[codes]
+        if (rows < 0).any():
+            for code in np.unique(codes[rows < 0]).tolist():
+                self._row_of[code] = len(self.codes)
+                self.codes.append(code)
+            n = len(self.codes)
+            self.kind_counts = np.concatenate(
+                [self.kind_counts, np.zeros(n - len(self.kind_counts), np.int64)]
+            )
+            self.kind_errors = np.concatenate(
+                [self.kind_errors, np.zeros(n - len(self.kind_errors), np.int64)]
+            )
+            self.response.grow(n)
+            self.service.grow(n)
+            rows = self._row_of[codes]
+        return rows  # type: ignore[no-any-return]
+
+    def _open_loop_delay(
+        self, runner: np.ndarray, intended: np.ndarray, start: np.ndarray, end: np.ndarray
+    ) -> np.ndarray:
+        """In runner order: each action's delay from the later of its intended start and
+        its runner's previous end (this batch's, or the last batch's)."""
         changes = runner[1:] != runner[:-1]
-        free = np.empty(len(a), dtype=np.int64)
-        free[1:] = a["end"][:-1]
+        free = np.empty(len(runner), dtype=np.int64)
+        free[1:] = end[:-1]
         first = np.concatenate([[True], changes])
         free[first] = self._free[runner[first]]
         last = np.concatenate([changes, [True]])
-        self._free[runner[last]] = a["end"][last]
-        return a["start"] - np.maximum(a["intended"], free)  # type: ignore[no-any-return]
+        self._free[runner[last]] = end[last]
+        return start - np.maximum(intended, free)  # type: ignore[no-any-return]
 
-    def _fold_sessions(self, sids: np.ndarray, runners: np.ndarray, response: np.ndarray) -> None:
-        """Per session its slowest action; a runner's sessions run one after another, so
-        all but its latest have ended."""
-        open_sids, open_runners, open_max = self._open
-        sids = np.concatenate([open_sids, sids])
-        runners = np.concatenate([open_runners, runners])
+    def _fold_sessions(self, runner: np.ndarray, sids: np.ndarray, response: np.ndarray) -> None:
+        """Per session its slowest action. A runner's sessions run one after another: all
+        but its latest have ended, which is held back (ahead of the next batch's)."""
+        open_runner, open_sid, open_max = self._open
+        runner = np.concatenate([open_runner, runner])
+        sids = np.concatenate([open_sid, sids])
         response = np.concatenate([open_max, response])
-        order = np.argsort(sids, kind="stable")
-        sids, runners, response = sids[order], runners[order], response[order]
-        starts = np.flatnonzero(np.concatenate([[True], sids[1:] != sids[:-1]]))
+        order = np.argsort(runner, kind="stable")
+        runner, sids, response = runner[order], sids[order], response[order]
+        new = (runner[1:] != runner[:-1]) | (sids[1:] != sids[:-1])
+        starts = np.flatnonzero(np.concatenate([[True], new]))
         slowest = np.maximum.reduceat(response, starts)
-        sids, runners = sids[starts], runners[starts]
-        by_runner = np.lexsort((sids, runners))
-        latest = np.zeros(len(sids), dtype=bool)
-        ranked = runners[by_runner]
-        latest[by_runner[np.concatenate([ranked[1:] != ranked[:-1], [True]])]] = True
+        runner, sids = runner[starts], sids[starts]
+        latest = np.concatenate([runner[1:] != runner[:-1], [True]])
         self.sessions.add_ns(slowest[~latest])
-        self._open = (sids[latest], runners[latest], slowest[latest])
+        self._open = (runner[latest], sids[latest], slowest[latest])
 
     def finish(self) -> None:
         """Every session has ended: count the ones held back."""
         self.sessions.add_ns(self._open[2])
-        self._open = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64))
+        self._open = (np.empty(0, np.uint16), np.empty(0, np.int64), np.empty(0, np.int64))
 
     def summaries(self) -> dict[int, ActionSummary]:
         """Per action code: counts and histograms of response and service time."""
         return {
-            code: ActionSummary(k.count, k.errors, k.response.histogram(), k.service.histogram())
-            for code, k in sorted(self.kinds.items())
+            code: ActionSummary(
+                int(self.kind_counts[row]),
+                int(self.kind_errors[row]),
+                self.response.histogram(row),
+                self.service.histogram(row),
+            )
+            for row, code in sorted(enumerate(self.codes), key=lambda rc: rc[1])
         }

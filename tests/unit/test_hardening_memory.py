@@ -80,7 +80,7 @@ def simulated_run(runners: int, sessions_each: int, seed: int) -> np.ndarray:
         for t in range(runners):
             for _ in range(rng.randint(1, 4)):
                 intended = clock[t] + rng.randrange(-1000, 10**5)
-                start = intended + int(rng.lognormvariate(8, 2))
+                start = max(intended, clock[t]) + int(rng.lognormvariate(8, 2))
                 end = start + int(rng.lognormvariate(9, 3))
                 failed = rng.random() < 0.02
                 sid = t << 40 | k
