@@ -112,20 +112,21 @@ def soak(threads: int, duration: float, every: float, extra: list[str]) -> dict[
             "--events", str(clock.path), "--json", *extra,
         ]  # fmt: skip
         print("bgbench " + " ".join(command[3:]), file=sys.stderr, flush=True)
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+        out = Path(tmp) / "result.json"  # a file: a full pipe nobody reads would block it
+        with open(out, "w") as sink:
+            proc = subprocess.Popen(command, stdout=sink)
         try:
             root = psutil.Process(proc.pid)
             while proc.poll() is None:
                 sample(root, series, clock.read())
                 time.sleep(every)
-            out, _ = proc.communicate()
         finally:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-    if proc.returncode != 0:
-        raise SystemExit(f"bgbench run exited {proc.returncode}")
-    result = json.loads(out)
+        if proc.returncode != 0:
+            raise SystemExit(f"bgbench run exited {proc.returncode}")
+        result = json.loads(out.read_text())
     print(
         f"{result['actions']:,} actions, {result['actions_per_s']:,.0f} actions/s over "
         f"{result['elapsed_s']:.0f} s",
