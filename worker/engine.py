@@ -40,13 +40,9 @@ from bgbench.worker.contracts import (
     RunSummary,
     ValidateSummary,
 )
-from bgbench.worker.measurement import (
-    client_delay_ns,
-    histogram_of,
-    session_histogram,
-    summarize,
-)
+from bgbench.worker.measurement import histogram_of
 from bgbench.worker.runner import RunOutcome
+from bgbench.worker.tally import ActionFile, ActionTally
 from bgbench.workloads import registry
 from bgbench.workloads.api import FragmentWorkload, Progress, StoreBinding, Workload
 
@@ -94,22 +90,6 @@ def initial_path(log_dir: Path, fragment: int) -> Path:
 
 def _no_progress() -> None:
     pass
-
-
-def open_loop_client_delay_ns(actions: np.ndarray) -> np.ndarray:
-    """Open loop: per action, the time between its store call and the later of its intended
-    start and the end of its runner's previous action. An arrival that waited for a free
-    socialite waited for the store (that queue is in its response time), not the client."""
-    if not len(actions):
-        return np.empty(0, dtype=np.int64)
-    a = actions[np.lexsort((actions["start"], actions["thread"]))]
-    free = np.empty(len(a), dtype=np.int64)
-    free[0] = a["intended"][0]
-    free[1:] = a["end"][:-1]
-    first = np.ones(len(a), dtype=bool)
-    first[1:] = a["thread"][1:] != a["thread"][:-1]
-    free[first] = a["intended"][first]
-    return a["start"] - np.maximum(a["intended"], free)  # type: ignore[no-any-return]
 
 
 class FragmentEngine:
@@ -200,6 +180,9 @@ class FragmentEngine:
             initial_path(spec.log_dir, self.fragment.index), self.fragment.initial_values()
         )
         log = LogWriter(log_path(spec.log_dir, self.fragment.index))
+        # Every action to disk in batches, folded into bounded aggregates on the way.
+        spill = ActionFile(spec.log_dir / f"actions-f{self.fragment.index}.npy")
+        tally = ActionTally(open_loop=spec.target_rate > 0, spill=spill)
         plan = runner.Plan(
             fragment=self.fragment,
             binding=self.binding,
@@ -208,6 +191,7 @@ class FragmentEngine:
             cumulative=self.cumulative,
             action_names=self.workload.actions,
             interarrival_ms=interarrival_ms,
+            tally=tally,
         )
         cpu0 = runner.cpu_seconds()
         # Everything made so far (modules, the fragment, the workload's picture) lives
@@ -223,8 +207,10 @@ class FragmentEngine:
         finally:
             gc.unfreeze()
             log.close()
-        np.save(spec.log_dir / f"actions-f{self.fragment.index}.npy", outcome.actions)
-        return self._summary(spec, outcome, log.count, runner.cpu_seconds() - cpu0, started_from)
+            spill.close()
+        tally.finish()
+        cpu_total = runner.cpu_seconds() - cpu0
+        return self._summary(spec, outcome, tally, log.count, cpu_total, started_from)
 
     def ready(self, policy: str) -> ReadyResult:
         """Make the state exact now, for a run that starts from it (start_state START_READIED):
@@ -245,9 +231,15 @@ class FragmentEngine:
         return self.fragment.ready(policy, self.progress)
 
     def _summary(
-        self, spec: RunSpec, outcome: RunOutcome, records: int, cpu_total: float, started: str
+        self,
+        spec: RunSpec,
+        outcome: RunOutcome,
+        tally: ActionTally,
+        records: int,
+        cpu_total: float,
+        started: str,
     ) -> RunSummary:
-        actions, cpu = outcome.actions, outcome.cpu_seconds
+        cpu = outcome.cpu_seconds
         names = self.workload.actions
         per_action = {
             names.get(code, str(code)): ActionSummary(
@@ -256,10 +248,10 @@ class FragmentEngine:
                 response_hist=s.response.encode(),
                 service_hist=s.service.encode(),
             )
-            for code, s in summarize(actions).items()
+            for code, s in tally.summaries().items()
         }
-        delay = open_loop_client_delay_ns(actions) if spec.target_rate else client_delay_ns(actions)
-        delay_p99_ms = float(np.percentile(delay, 99)) / 1e6 if len(delay) else 0.0
+        delay = tally.delay.histogram()
+        delay_p99_ms = delay.get_value_at_percentile(99) / 1000 if tally.count else 0.0
         aborted = outcome.aborted
         if not aborted and delay_p99_ms > CLIENT_DELAY_BOUND_MS:
             aborted = (
@@ -273,9 +265,9 @@ class FragmentEngine:
             fragment=self.fragment.index,
             threads=spec.threads,
             elapsed=elapsed,
-            actions=len(actions),
+            actions=tally.count,
             sessions=outcome.sessions,
-            errors=int((actions["status"] != 0).sum()),
+            errors=tally.errors,
             per_action=per_action,
             per_unit={
                 u: n
@@ -291,8 +283,8 @@ class FragmentEngine:
             embedded=bool(self.binding.embedded),
             log_records=records,
             store_counters=self.binding.counters(),
-            session_hist=session_histogram(actions).encode(),
-            client_delay_hist=histogram_of(delay).encode(),
+            session_hist=tally.sessions.histogram().encode(),
+            client_delay_hist=delay.encode(),
             loop_lag_max_ms=outcome.loop_lag_max_ms,
             concurrency=self.concurrency,
             state_uncertain=self.fragment.uncertain,

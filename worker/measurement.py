@@ -4,37 +4,32 @@ A runner is one thread (blocking stores) or one whole event loop (asynchronous s
 The timed wrapper extends flat lists of ints (list.extend of the fields: no Python
 object per record is kept; measured cheaper here than array.array or numpy row stores,
 benchmarks/README.md) and full batches become numpy records in one vectorised step: log
-records go to the fragment's log file, action timings become numpy chunks. Summaries
-are exact HDR histograms (microseconds), mergeable across load processes and agents.
+records go to the fragment's log file, action timings to a sink that folds them into
+bounded aggregates (worker/tally.py): memory stays flat in a run of any length.
+Summaries are exact HDR histograms (microseconds), mergeable across load processes and
+agents.
 """
 
+import contextlib
 import itertools
 import threading
 from collections import Counter
-from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 from hdrh.histogram import HdrHistogram
 
 from bgbench.protos import HIST_HIGHEST_US, HIST_LOWEST_US, new_histogram
 from bgbench.validation.logformat import RECORD_DTYPE, LogWriter
+from bgbench.worker.tally import ACTION_DTYPE, ActionTally
 
-ACTION_DTYPE = np.dtype(
-    [
-        ("action", "u1"),
-        ("status", "u1"),  # 0 ok, 1 error
-        ("thread", "<u2"),  # the socialite runner (thread or task) within its load process
-        ("intended", "<i8"),
-        ("start", "<i8"),
-        ("end", "<i8"),
-        ("session", "<i8"),
-    ]
-)
 ACTION_FIELDS = len(ACTION_DTYPE.names or ())  # ints per action in Recorder.acts
 RECORD_FIELDS = len(RECORD_DTYPE.names or ())  # ints per log record in Recorder.recs
 FLUSH_EVERY = 1 << 13  # records (or actions) per batch: a flush holds its loop about 2 ms
-_RECS_AT = FLUSH_EVERY * RECORD_FIELDS
-_ACTS_AT = FLUSH_EVERY * ACTION_FIELDS
+# Threads each batch their own: together they hold at most about this many actions (and
+# as many records) between flushes, each at least MIN_BATCH (a flush has a fixed cost).
+PENDING_AT_MOST = 1 << 17
+MIN_BATCH = 1 << 7
 OK = 0
 ERROR = 1
 
@@ -49,6 +44,11 @@ def histogram_of(latencies_ns: np.ndarray) -> HdrHistogram:
     return h
 
 
+def batch_for(recorders: int) -> int:
+    """Actions (or records) per batch of each of `recorders` recorders."""
+    return max(MIN_BATCH, min(FLUSH_EVERY, PENDING_AT_MOST // max(1, recorders)))
+
+
 def to_records(flat: list[int], dtype: np.dtype) -> np.ndarray:
     """Flat int fields, one row after another, as structured records (one numpy step)."""
     names = dtype.names or ()
@@ -59,18 +59,35 @@ def to_records(flat: list[int], dtype: np.dtype) -> np.ndarray:
     return out
 
 
+class ActionSink(Protocol):
+    """Where batches of action timings (ACTION_DTYPE records) go: an ActionTally."""
+
+    def add(self, actions: np.ndarray) -> None: ...
+
+
 class Recorder:
     """Where one runner's timed calls go. The timed wrapper appends to `acts` (ACTION_FIELDS
     ints per action), `recs` (RECORD_FIELDS ints per log record) and `live` (response time
-    in ns, for the live view), then calls maybe_flush()."""
+    in ns, for the live view), then calls maybe_flush(). Full batches go to the log and
+    to `sink` (a bounded ActionTally unless given): nothing per action is kept here.
+    Recorders of threads share `lock`, which guards the log and the sink, and batch
+    `batch_for(threads)` each."""
 
-    def __init__(self, log: LogWriter, log_lock: "threading.Lock | None" = None) -> None:
+    def __init__(
+        self,
+        log: LogWriter,
+        lock: "threading.Lock | None" = None,
+        sink: ActionSink | None = None,
+        batch: int = FLUSH_EVERY,
+    ) -> None:
         self.acts: list[int] = []
         self.recs: list[int] = []
         self.live: list[int] = []
         self.log = log
-        self._log_lock = log_lock
-        self._chunks: list[np.ndarray] = []
+        self.sink: ActionSink = sink if sink is not None else ActionTally()
+        self._lock = lock
+        self._recs_at = batch * RECORD_FIELDS
+        self._acts_at = batch * ACTION_FIELDS
         self._done_actions = 0
         self.errors: Counter[tuple[int, str]] = Counter()
         self.error_samples: dict[tuple[int, str], str] = {}
@@ -82,40 +99,26 @@ class Recorder:
             self.error_samples[key] = str(exc)[:300]
 
     def maybe_flush(self) -> None:
-        if len(self.recs) >= _RECS_AT or len(self.acts) >= _ACTS_AT:
-            self._flush_records()
-            self._flush_actions()
+        if len(self.recs) >= self._recs_at or len(self.acts) >= self._acts_at:
+            self.finish()
 
-    def _flush_records(self) -> None:
-        flat, self.recs = self.recs, []
-        if not flat:
-            return
-        rows = to_records(flat, RECORD_DTYPE)
-        if self._log_lock is None:
-            self.log.append(rows)
-        else:
-            with self._log_lock:
+    def finish(self) -> None:
+        """Hand every pending log record and action to the log and the sink (when a batch is
+        full, and at the runner's end)."""
+        recs, self.recs = self.recs, []
+        acts, self.acts = self.acts, []
+        self._done_actions += len(acts) // ACTION_FIELDS
+        rows = to_records(recs, RECORD_DTYPE) if recs else None
+        actions = to_records(acts, ACTION_DTYPE) if acts else None
+        with self._lock or contextlib.nullcontext():
+            if rows is not None:
                 self.log.append(rows)
-
-    def _flush_actions(self) -> None:
-        flat, self.acts = self.acts, []
-        if not flat:
-            return
-        self._done_actions += len(flat) // ACTION_FIELDS
-        self._chunks.append(to_records(flat, ACTION_DTYPE))
+            if actions is not None:
+                self.sink.add(actions)
 
     @property
     def action_count(self) -> int:
         return self._done_actions + len(self.acts) // ACTION_FIELDS
-
-    def finish(self) -> np.ndarray:
-        """Flush everything; return this runner's action timings."""
-        self._flush_records()
-        if self.acts:
-            self._flush_actions()
-        if not self._chunks:
-            return np.empty(0, dtype=ACTION_DTYPE)
-        return np.concatenate(self._chunks)
 
 
 class LiveLatencies:
@@ -140,49 +143,3 @@ class LiveLatencies:
         self.waiting = [] if final else fresh
         values = np.fromiter(itertools.chain.from_iterable(ready), dtype=np.int64)
         return histogram_of(values).encode()  # type: ignore[no-any-return]
-
-
-@dataclass
-class ActionSummary:
-    count: int = 0
-    errors: int = 0
-    response: HdrHistogram = field(default_factory=new_histogram)
-    service: HdrHistogram = field(default_factory=new_histogram)
-
-    def merge(self, other: "ActionSummary") -> None:
-        self.count += other.count
-        self.errors += other.errors
-        self.response.add(other.response)
-        self.service.add(other.service)
-
-
-def session_histogram(actions: np.ndarray) -> HdrHistogram:
-    """Per session, its slowest action's response time: a session is within a bound
-    only if every one of its actions is."""
-    if len(actions) == 0:
-        return new_histogram()
-    order = np.argsort(actions["session"], kind="stable")
-    sessions = actions["session"][order]
-    latency = (actions["end"] - actions["intended"])[order]
-    starts = np.flatnonzero(np.concatenate([[True], sessions[1:] != sessions[:-1]]))
-    return histogram_of(np.maximum.reduceat(latency, starts))
-
-
-def client_delay_ns(actions: np.ndarray) -> np.ndarray:
-    """Per action, the time between its intended start and its store call: the client's own
-    delay (bookkeeping, waiting for the interpreter or the event loop), never the store's."""
-    return actions["start"] - actions["intended"]  # type: ignore[no-any-return]
-
-
-def summarize(actions: np.ndarray) -> dict[int, ActionSummary]:
-    """Per action code: counts and histograms of response and service time."""
-    out: dict[int, ActionSummary] = {}
-    for code in np.unique(actions["action"]).tolist():
-        a = actions[actions["action"] == code]
-        out[code] = ActionSummary(
-            count=len(a),
-            errors=int((a["status"] != 0).sum()),
-            response=histogram_of(a["end"] - a["intended"]),
-            service=histogram_of(a["end"] - a["start"]),
-        )
-    return out

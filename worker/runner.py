@@ -31,12 +31,11 @@ from dataclasses import dataclass, field
 from time import monotonic_ns
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from bgbench.validation.logformat import LogWriter
 from bgbench.worker.blocking import run_blocking
 from bgbench.worker.contracts import ErrorSummary
-from bgbench.worker.measurement import ACTION_DTYPE, LiveLatencies, Recorder
+from bgbench.worker.measurement import LiveLatencies, Recorder, batch_for
+from bgbench.worker.tally import ActionTally
 from bgbench.worker.timing import Timer
 
 if TYPE_CHECKING:
@@ -82,6 +81,7 @@ class Plan:
     cumulative: list[float]
     action_names: Mapping[int, str]
     interarrival_ms: float
+    tally: ActionTally  # where every runner's action timings go
 
     @property
     def per_runner_ops(self) -> int:
@@ -138,7 +138,6 @@ class Arrivals:
 
 @dataclass
 class RunOutcome:
-    actions: np.ndarray
     elapsed: float
     sessions: int
     error_counts: list[ErrorSummary]
@@ -168,9 +167,9 @@ def _error_counts(recorders: list[Recorder], names: Mapping[int, str]) -> list[E
     ]
 
 
-def _actions(recorders: list[Recorder]) -> np.ndarray:
-    chunks = [r.finish() for r in recorders]
-    return np.concatenate(chunks) if chunks else np.empty(0, dtype=ACTION_DTYPE)
+def _finish(recorders: list[Recorder]) -> None:
+    for r in recorders:
+        r.finish()
 
 
 def _failing(timed: Timer, who: str) -> str:
@@ -209,7 +208,7 @@ async def _run_tasks(
 ) -> RunOutcome:
     spec, binding = plan.spec, plan.binding
     threads = spec.threads
-    rec = Recorder(log)
+    rec = Recorder(log, sink=plan.tally)
     flags = Flags()
     sessions = [0] * threads
     unit_counts = [0] * len(plan.units)
@@ -229,7 +228,7 @@ async def _run_tasks(
         for conn in raw:
             if conn is not None:
                 await conn.close()
-        return RunOutcome(np.empty(0, dtype=ACTION_DTYPE), 0.0, 0, [], flags.aborted[0], "tasks")
+        return RunOutcome(0.0, 0, [], flags.aborted[0], "tasks")
     yields = not getattr(binding, "suspends", True)
 
     async def think(seconds: float) -> bool:
@@ -302,8 +301,8 @@ async def _run_tasks(
             await tc.conn.close()
         except Exception:  # a connection to a store that stopped answering
             plan.fragment.uncertain = plan.fragment.uncertain or bool(tc.in_call)
+    _finish([rec])
     return RunOutcome(
-        _actions([rec]),
         elapsed,
         sum(sessions),
         _error_counts([rec], plan.action_names),
@@ -391,7 +390,7 @@ def run_threads(plan: Plan, log: LogWriter, stop: threading.Event, publish: Publ
     spec = plan.spec
     threads = spec.threads
     log_lock = threading.Lock()
-    recorders = [Recorder(log, log_lock) for _ in range(threads)]
+    recorders = [Recorder(log, log_lock, plan.tally, batch_for(threads)) for _ in range(threads)]
     timed: list[Timer | None] = [None] * threads
     sessions = [0] * threads
     unit_counts = [[0] * len(plan.units) for _ in range(threads)]
@@ -469,8 +468,8 @@ def run_threads(plan: Plan, log: LogWriter, stop: threading.Event, publish: Publ
     publish(*counts(), live.cut(final=True), 0.0)
     elapsed = time.monotonic() - t0
     cpu = cpu_seconds() - cpu0
+    _finish(recorders)
     return RunOutcome(
-        _actions(recorders),
         elapsed,
         sum(sessions),
         _error_counts(recorders, plan.action_names),

@@ -52,6 +52,16 @@ SESSIONS = (
 UnitFn = Callable[[Actor, int], Coroutine[Any, Any, Any]]
 
 
+class KeptActions:
+    """Keeps every batch of action timings (the engine's sink folds them instead)."""
+
+    def __init__(self, kept: list[np.ndarray]) -> None:
+        self.kept = kept
+
+    def add(self, actions: np.ndarray) -> None:
+        self.kept.append(actions)
+
+
 class StoreFault(Exception):
     pass
 
@@ -113,7 +123,8 @@ def play_all(units: Mapping[str, UnitFn]) -> tuple[dict[str, list[str]], str]:
     random.Random(3).shuffle(order)
     with tempfile.TemporaryDirectory() as tmp:
         log = LogWriter(Path(tmp) / "sequences.bglog")
-        recorder = Recorder(log)
+        kept: list[np.ndarray] = []
+        recorder = Recorder(log, sink=KeptActions(kept))
         timed = TimedConnection(Blocking(conn), recorder, 0)
         actor = Actor(
             timed, state, draw, random.Random("sessions"), no_think, 0, 5, fragment.comment_text
@@ -124,7 +135,8 @@ def play_all(units: Mapping[str, UnitFn]) -> tuple[dict[str, list[str]], str]:
             actor.sid, actor.intended = sid, 0
             run_blocking(units[unit](actor, socialite))
             state.release_socialite(socialite)
-        acts = recorder.finish()
+        recorder.finish()
+        acts = np.concatenate(kept)
         log.close()
     per_play: list[list[str]] = [[] for _ in order]
     for code, status, sid in zip(
