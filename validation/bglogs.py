@@ -78,10 +78,10 @@ def read_bg_logs(directory: Path) -> BGLogs:
 
 
 def _without_repeats(records: np.ndarray, lines: list[str], malformed: list[str]) -> np.ndarray:
-    """The records with each repeated line (same session, item, times and action as an
-    earlier one: BG never logs one observation twice) listed as malformed and dropped; in
-    the order of each thread's starts, as bgbench's own logs are."""
-    keys = ("session", "action", "end", "item_id", "item", "kind", "start", "thread")
+    """The records with each repeated line (same thread, start, item, action and session as
+    an earlier one: BG never logs one observation twice) listed as malformed and dropped; in
+    the order of each thread's starts, as bgbench's own logs are (records.RecordSequence)."""
+    keys = ("session", "action", "item_id", "item", "kind", "start", "thread")  # as in a log
     order = np.lexsort(tuple(records[k] for k in keys))
     ordered = records[order]
     repeat = np.ones(len(ordered) - 1, dtype=bool)
@@ -164,7 +164,11 @@ def read_initial_csv(path: Path, kinds: dict[str, int]) -> tuple[InitialValues, 
         if bad:
             malformed.append(f"{path}:{lineno}: {bad}")
             continue
-        row = next(csv.reader([line]), []) if line.strip() else []
+        try:
+            row = next(csv.reader([line]), []) if line.strip() else []
+        except csv.Error as exc:  # a stray carriage return inside the line
+            malformed.append(f"{path}:{lineno}: not a CSV line ({exc})")
+            continue
         if not row or (lineno == 1 and row[0].strip().lower() == "type"):
             continue
         if len(row) != 3:
