@@ -11,6 +11,7 @@ import numpy as np
 
 from bgbench.errors import UserError
 from bgbench.inputs import open_regular
+from bgbench.validation.logformat import write_error
 from bgbench.validation.records import VALUE_LIMIT
 
 
@@ -57,8 +58,11 @@ def save_initial(path: Path, initial: InitialValues) -> None:
         arrays[f"values_{kind}"] = np.asarray(values, dtype=np.int64)[order]
     if initial.default is not None:
         arrays["default"] = np.array([initial.default], dtype=np.int64)
-    # allow_pickle is numpy's default, named so that mypy does not match **arrays against it
-    np.savez(path, allow_pickle=True, **arrays)
+    try:
+        # allow_pickle is numpy's default, named so that mypy does not match **arrays against it
+        np.savez(path, allow_pickle=True, **arrays)
+    except OSError as error:  # a full disk: the infrastructure's fault, named
+        raise write_error(path, error) from None
 
 
 class InitialFormatError(ValueError):

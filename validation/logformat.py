@@ -60,16 +60,17 @@ BLOCK_RECORDS = 65_536  # records per block at most: one flush of a thread fits 
 
 
 class LogWriteError(SystemFault):
-    """A log could not be written (a full disk, an I/O error): the infrastructure's fault on
-    that file, never a verdict on the store; the message names the file and the OS error."""
+    """A log (or its initial values) could not be written (a full disk, an I/O error): the
+    infrastructure's fault on that file, never a verdict on the store; the message names the
+    file and the OS error."""
 
 
-def _write_error(path: Path, error: OSError) -> LogWriteError:
+def write_error(path: Path, error: OSError) -> LogWriteError:
     if error.errno in (errno.ENOSPC, errno.EDQUOT):
         reason = f"disk full ({error.strerror})"
     else:
         reason = error.strerror or type(error).__name__
-    return LogWriteError(f"log {path}: cannot write it: {reason}")
+    return LogWriteError(f"{path}: cannot write it: {reason}")
 
 
 class LogWriter:
@@ -87,10 +88,10 @@ class LogWriter:
             self._file = open(path, "wb")  # noqa: SIM115 - closed in close()
             self._file.write(MAGIC)
         except OSError as error:
-            raise _write_error(path, error) from None
+            raise write_error(path, error) from None
 
     def _fail(self, error: OSError) -> LogWriteError:
-        self.failed = self.failed or _write_error(self.path, error)
+        self.failed = self.failed or write_error(self.path, error)
         return self.failed
 
     def append(self, records: np.ndarray) -> None:

@@ -276,7 +276,7 @@ def test_a_full_disk_is_a_named_write_error_not_corruption(tiny_disk):
     records = np.zeros(1000, dtype=RECORD_DTYPE)
     records["start"] = records["end"] = np.arange(1000)
     records["item_id"] = np.arange(1000)
-    with pytest.raises(LogWriteError, match=rf"log {log}: cannot write it: disk full") as err:
+    with pytest.raises(LogWriteError, match=rf"{log}: cannot write it: disk full") as err:
         for _ in range(10):  # 430 KB into 64 KiB
             w.append(records)
     assert isinstance(err.value, SystemFault)
@@ -293,3 +293,44 @@ def test_a_per_read_file_on_a_full_disk_is_one_line_exit_3(tiny_disk, experiment
     target = tiny_disk / "bad.csv"
     proc = bgbench("validate", str(experiment), "--per-read", str(target))
     refused(proc, str(target), "No space left on device", status=3)
+
+
+@pytest.fixture
+def agent_on_a_small_disk(tmp_path):
+    """A real agent whose work dir (logs, initial values) is a 1 MiB tmpfs."""
+    disk = tmp_path / "small"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(disk)], check=True)
+    agent = subprocess.Popen(
+        [*BGBENCH, "agent", "--listen", "127.0.0.1:0", "--work-dir", str(disk), "--processes", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert agent.stdout is not None
+        line = agent.stdout.readline()  # the agent's first line, once it listens
+        assert line.startswith("BGBENCH-AGENT LISTENING "), line
+        yield line.split()[-1], disk
+    finally:
+        agent.kill()
+        agent.wait(timeout=60)
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def test_a_run_whose_agent_disk_fills_is_an_infrastructure_failure_naming_it(
+    agent_on_a_small_disk, tmp_path
+):
+    address, disk = agent_on_a_small_disk
+    proc = bgbench(
+        "run", "--store", "null", "--threads", "16", "--duration", "5", "--mix", "high",
+        "--users", "2000", "--results", str(tmp_path / "res"),
+        "-p", f'agents.addresses=["{address}"]', "-p", "agents.heartbeat_timeout=120",
+    )  # fmt: skip
+    assert proc.returncode == 3, (proc.returncode, proc.stdout[-2000:], proc.stderr)
+    failure = " ".join(proc.stdout.split())  # rich wraps the line
+    assert "INFRASTRUCTURE FAILURE" in failure
+    assert (
+        f"{disk}/experiments/" in failure and "log-f0.bglog: cannot write it: disk full" in failure
+    )
+    assert "trailer says" not in proc.stdout + proc.stderr
