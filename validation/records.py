@@ -125,11 +125,21 @@ class RecordSequence:
                     f"impossible: the log's deltas add up to more than 2^61 (forged or corrupt)"
                 )
 
+    def _records(self, block: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        """The records at sorted `positions` of the tail followed by the block (structured
+        arrays are copied whole with np.take, never concatenated in full: that is slow)."""
+        held = len(self._tail)
+        cut = int(np.searchsorted(positions, held))
+        return np.concatenate(
+            [np.take(self._tail, positions[:cut]), np.take(block, positions[cut:] - held)]
+        )
+
     def _check_order(self, block: np.ndarray, offset: int, first: int) -> None:
         held = len(self._tail)
-        records = np.concatenate([self._tail, block]) if held else block
-        order = np.argsort(records["thread"], kind="stable")  # per thread, in file order
-        thread, start = records["thread"][order], records["start"][order]
+        threads = np.concatenate([self._tail["thread"], block["thread"]])
+        order = np.argsort(threads, kind="stable")  # per thread, in file order (radix sort)
+        thread = np.take(threads, order)
+        start = np.take(np.concatenate([self._tail["start"], block["start"]]), order)
         same_thread = thread[1:] == thread[:-1]
         back = np.flatnonzero(same_thread & (start[1:] < start[:-1]))
         if len(back):
@@ -140,33 +150,31 @@ class RecordSequence:
                 f"order: thread {int(thread[j + 1])} logged a start of {int(start[j + 1])} ns "
                 f"after one of {int(start[j])} ns (a record or block repeated or moved)"
             )
-        self._check_unique(records[order], order, held, offset, first)
+        tied = np.flatnonzero(same_thread & (start[1:] == start[:-1]))
+        if len(tied):
+            positions = np.sort(order[np.unique(np.concatenate([tied, tied + 1]))])
+            self._check_unique(self._records(block, positions), positions, held, offset, first)
         last = np.flatnonzero(np.append(~same_thread, True))
         sizes = np.diff(np.concatenate([[-1], last]))
         latest = np.repeat(start[last], sizes)
-        self._tail = records[order[start == latest]]
+        self._tail = self._records(block, np.sort(order[start == latest]))
 
     def _check_unique(
-        self, ordered: np.ndarray, order: np.ndarray, held: int, offset: int, first: int
+        self, group: np.ndarray, positions: np.ndarray, held: int, offset: int, first: int
     ) -> None:
-        """Two equal records: only possible at one thread's equal starts (order is checked)."""
-        thread, start = ordered["thread"], ordered["start"]
-        tied = np.flatnonzero((thread[1:] == thread[:-1]) & (start[1:] == start[:-1]))
-        if not len(tied):
-            return
-        candidates = np.unique(np.concatenate([tied, tied + 1]))
-        group = ordered[candidates]
+        """Two equal records: only possible among one thread's records of equal starts
+        (`group`, at `positions` of the tail and block), since each thread's starts are in
+        order."""
         fields = ("thread", "start", "kind", "item", "item_id", "action", "session")
         by = np.lexsort(tuple(group[name] for name in reversed(fields)))  # last key sorts first
-        keyed = group[by]
+        keyed = np.take(group, by)
         equal = np.ones(len(keyed) - 1, dtype=bool)
         for name in fields:
             equal &= keyed[name][1:] == keyed[name][:-1]
         if not equal.any():
             return
         pair = int(np.flatnonzero(equal)[0])
-        positions = order[candidates[by[[pair, pair + 1]]]]
-        i = int(positions.max()) - held  # the later of the two: always in this block
+        i = int(positions[by[[pair, pair + 1]]].max()) - held  # the later: in this block
         raise LogFormatError(
             f"{self.path}, byte {offset + i * RECORD_BYTES}: record {first + i} is a duplicate "
             "of an earlier record (same thread, start, item, action and session): a record or "
