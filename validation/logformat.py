@@ -5,9 +5,12 @@ Layout (version 2): an 8-byte magic, then blocks, then a trailer.
            records) followed by at most BLOCK_RECORDS fixed-size little-endian records
            (RECORD_DTYPE)
   trailer  record count u64, block count u32, CRC32 of those 12 bytes, b"BGLOGEND"
-Every read checks each block's checksum, that the blocks add up to the trailer, and that
-each record is possible (a known kind, no end before its start, a read that ended); every
-error names the file and the byte offset. A file without its trailer was never closed (its
+Every read checks each block's checksum, that the blocks add up to the trailer, that each
+record is possible and that the records hold together as a genuine log's do (each thread's
+starts in order, no record twice, deltas that cannot overflow: validation.records), so a
+block or record forged with a valid checksum is refused; every error names the file and
+the byte offset. A failed write (a full disk) raises LogWriteError naming the file and
+leaves the log without its trailer. A file without its trailer was never closed (its
 experiment did not finish): UnfinishedLogError, so callers can tell it from corruption.
 
 Version 1 files (no blocks, no checksums; a count and b"BGLOGEND" as the trailer) are still
