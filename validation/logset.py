@@ -82,7 +82,7 @@ def find_logs(directory: Path) -> tuple[list[StoredLog], list[Unfinished]]:
             unfinished.append(Unfinished(name, path.parent.name, str(exc)))
             continue
         initial = initial_path_of(path)
-        if not initial.is_file():
+        if not initial.exists():  # anything else there is refused when read (a FIFO too)
             raise LogSetError(f"{path}: no initial values beside it ({initial.name} is missing)")
         found.append(StoredLog(path, initial, name, path.parent.name, info))
     return found, unfinished

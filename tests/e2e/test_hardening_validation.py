@@ -203,6 +203,10 @@ def test_a_fifo_log_is_refused_not_waited_on(experiment, tmp_path):
     log = experiment / "log-f1.bglog"
     os.mkfifo(log)
     refused(bgbench("validate", str(experiment), timeout=120), str(log), "FIFO")
+    log.unlink()
+    shutil.copy(experiment / "log-f0.bglog", experiment / "log-f2.bglog")
+    os.mkfifo(experiment / "initial-f2.npz")
+    refused(bgbench("validate", str(experiment), timeout=120), "initial-f2.npz", "FIFO")
     bg = tmp_path / "bg"
     write_bg_logs(bg)
     os.mkfifo(bg / "read1-7.txt")
