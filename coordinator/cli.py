@@ -399,6 +399,8 @@ def validate(
         allow_malformed=allow_malformed,
         allow_unfinished=allow_unfinished,
     )
+    if report.workers_note:
+        err.print(report.workers_note)
     if per_read is not None:
         n = write_per_read(report, per_read)
         err.print(f"wrote {n} unpredictable reads to {per_read}")

@@ -12,6 +12,7 @@ stops the command unless allow_unfinished, which skips it and lists it in the re
 """
 
 import csv
+import errno
 import re
 import time
 from dataclasses import dataclass, field
@@ -20,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from bgbench.errors import UserError
+from bgbench.errors import SystemFault, UserError
+from bgbench.inputs import check_output, check_regular, open_output
 from bgbench.validation.bglogs import BGInputError, is_bg_log_dir, read_bg_logs, read_initial_csv
 from bgbench.validation.checker import ValidationResult
 from bgbench.validation.initial import InitialFormatError, InitialValues
@@ -33,7 +35,8 @@ from bgbench.validation.logset import (
     total,
     validate_stored,
 )
-from bgbench.validation.runner import RunInfo, validate_logs
+from bgbench.validation.records import VALUE_LIMIT
+from bgbench.validation.runner import RunInfo, usable_workers, validate_logs
 from bgbench.worker.engine import WORKLOAD_FILE
 from bgbench.workloads import registry
 
@@ -65,6 +68,7 @@ class OfflineReport:
     # bgbench logs: counts per experiment
     experiments: list[dict[str, Any]] = field(default_factory=list)
     unfinished: list[Unfinished] = field(default_factory=list)  # logs skipped, never closed
+    workers_note: str = ""  # why fewer workers than asked ran, e.g. "--workers 32 capped at 2"
 
     def to_dict(self) -> dict[str, Any]:
         r = self.result
@@ -81,6 +85,7 @@ class OfflineReport:
             "engine": self.info.engine,
             "parts": self.info.parts,
             "workers": self.info.workers,
+            "workers_note": self.workers_note,
             "records": self.info.records,
             "seconds": self.seconds,
             "records_per_s": self.info.records / self.seconds if self.seconds else None,
@@ -131,14 +136,22 @@ def validate_directory(
         raise UserError(f"{directory} is not a directory")
     if workers is not None and workers < 1:
         raise UserError(f"--workers {workers}: use 1 or more (default: every core)")
+    if initial_default is not None and abs(initial_default) > VALUE_LIMIT:
+        raise UserError(f"--initial-default {initial_default} is beyond +-2^53, not a count")
+    workers, note = usable_workers(workers, budget_bytes)
     t0 = time.perf_counter()
     try:
         if is_bg_log_dir(directory):
-            return _validate_bg(
+            report = _validate_bg(
                 directory, budget_bytes, workers, initial_csv, initial_default, keep_reads,
                 allow_malformed, t0,
             )  # fmt: skip
-        return _validate_bgbench(directory, budget_bytes, workers, keep_reads, allow_unfinished, t0)
+        else:
+            report = _validate_bgbench(
+                directory, budget_bytes, workers, keep_reads, allow_unfinished, t0
+            )
+        report.workers_note = note
+        return report
     except (LogFormatError, InitialFormatError, LogSetError, BGInputError) as exc:
         raise UserError(str(exc)) from None  # each names its file (and byte offset in a log)
 
@@ -200,9 +213,8 @@ def _validate_bg(
             "BG logs need initial values: --initial FILE.csv (type,rid,value) or "
             "--initial-default N"
         )
-    if initial_csv is not None and not initial_csv.is_file():
-        what = "is a directory" if initial_csv.is_dir() else "does not exist"
-        raise UserError(f"--initial {initial_csv} {what}: give the CSV of type,rid,value")
+    if initial_csv is not None:
+        check_regular(initial_csv, "--initial")  # a FIFO would block forever
     bg = read_bg_logs(directory)
     malformed = list(bg.malformed)
     if initial_csv is not None:
@@ -254,14 +266,9 @@ class _as_bglog:
 
 
 def check_per_read(path: Path) -> None:
-    """Refuse a --per-read path that cannot be written, before any validation runs."""
-    if path.is_dir():
-        raise UserError(f"--per-read {path} is a directory: give a CSV file to write")
-    if not path.parent.is_dir():
-        raise UserError(
-            f"--per-read {path}: directory {path.parent} does not exist; create it or "
-            "choose another path"
-        )
+    """Refuse a --per-read path that cannot be written (a directory, a FIFO, a device such as
+    /dev/full, a missing directory), before any validation runs."""
+    check_output(path, "--per-read")
 
 
 def write_per_read(report: OfflineReport, path: Path) -> int:
@@ -272,18 +279,20 @@ def write_per_read(report: OfflineReport, path: Path) -> int:
     if report.source == "bgbench":
         fields.append("log")  # which log (fragment of which experiment) the read is from
     try:
-        f = open(path, "w", newline="")  # noqa: SIM115 - closed below
+        with open_output(path, "--per-read") as f:
+            w = csv.DictWriter(f, fieldnames=fields, lineterminator="\r\n")
+            w.writeheader()
+            for row in rows:
+                w.writerow(
+                    {
+                        **{k: row[k] for k in fields},
+                        "item": report.item_names.get(row["item"], row["item"]),
+                        "action": report.action_names.get(row["action"], row["action"]),
+                    }
+                )
     except OSError as exc:
-        raise UserError(f"--per-read {path}: cannot write it ({exc.strerror})") from None
-    with f:
-        w = csv.DictWriter(f, fieldnames=fields)
-        w.writeheader()
-        for row in rows:
-            w.writerow(
-                {
-                    **{k: row[k] for k in fields},
-                    "item": report.item_names.get(row["item"], row["item"]),
-                    "action": report.action_names.get(row["action"], row["action"]),
-                }
-            )
+        reason = exc.strerror or type(exc).__name__
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO):
+            raise SystemFault(f"--per-read {path}: cannot write it: {reason}") from None
+        raise UserError(f"--per-read {path}: cannot write it: {reason}") from None
     return len(rows)

@@ -19,10 +19,13 @@ from pathlib import Path
 
 import numpy as np
 
+from bgbench.errors import UserError
+from bgbench.inputs import open_regular
 from bgbench.validation.initial import InitialValues
-from bgbench.validation.logformat import READ, RECORD_DTYPE, WRITE
+from bgbench.validation.records import READ, RECORD_DTYPE, TIME_LIMIT, VALUE_LIMIT, WRITE
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+DECIMAL = re.compile(r"-?[0-9]{1,19}")
 READ_FILE = re.compile(r"^read(.*)-(\d+)\.txt$")
 UPDATE_FILE = re.compile(r"^update(.*)-(\d+)\.txt$")
 
@@ -47,6 +50,7 @@ def is_bg_log_dir(directory: Path) -> bool:
 def read_bg_logs(directory: Path) -> BGLogs:
     out = BGLogs(np.empty(0, dtype=RECORD_DTYPE))
     rows: list[tuple[int, ...]] = []
+    lines: list[str] = []  # "file:line" of each row
     sessions: dict[tuple[str, int, int], int] = {}
     for path in sorted(directory.iterdir()):
         m_read, m_update = READ_FILE.match(path.name), UPDATE_FILE.match(path.name)
@@ -66,20 +70,38 @@ def read_bg_logs(directory: Path) -> BGLogs:
                 rows.append(_parse(line, expect, machine, out, sessions))
             except ValueError as exc:
                 out.malformed.append(f"{path}:{lineno}: {exc}")
+                continue
+            lines.append(f"{path}:{lineno}")
     if rows:
-        out.records = np.array(rows, dtype=RECORD_DTYPE)
+        out.records = _without_repeats(np.array(rows, dtype=RECORD_DTYPE), lines, out.malformed)
     return out
+
+
+def _without_repeats(records: np.ndarray, lines: list[str], malformed: list[str]) -> np.ndarray:
+    """The records with each repeated line (same thread, start, item, action and session as
+    an earlier one: BG never logs one observation twice) listed as malformed and dropped; in
+    the order of each thread's starts, as bgbench's own logs are (records.RecordSequence)."""
+    keys = ("session", "action", "item_id", "item", "kind", "start", "thread")  # as in a log
+    order = np.lexsort(tuple(records[k] for k in keys))
+    ordered = records[order]
+    repeat = np.ones(len(ordered) - 1, dtype=bool)
+    for k in keys:
+        repeat &= ordered[k][1:] == ordered[k][:-1]
+    dropped = np.zeros(len(ordered), dtype=bool)
+    for j in np.flatnonzero(repeat).tolist():
+        first, again = sorted((int(order[j]), int(order[j + 1])))
+        malformed.append(f"{lines[again]}: repeats the record of {lines[first]}")
+        dropped[j + 1] = True
+    return ordered[~dropped]
 
 
 def text_lines(path: Path) -> Iterator[tuple[int, str, str]]:
     """(line number, text, why it is malformed or ""), one per line: a line that is not
     UTF-8 is reported, never decoded with replacement characters into a different value."""
-    if path.is_dir():
-        raise BGInputError(f"{path}: is a directory, not a log or CSV file")
     try:
-        f = open(path, "rb")  # noqa: SIM115 - closed below
-    except OSError as exc:
-        raise BGInputError(f"{path}: cannot read it ({exc.strerror})") from None
+        f = open_regular(path, "BG file")  # a FIFO would block forever
+    except UserError as exc:
+        raise BGInputError(str(exc)) from None
     with f:
         for lineno, raw in enumerate(f, 1):
             try:
@@ -91,13 +113,16 @@ def text_lines(path: Path) -> Iterator[tuple[int, str, str]]:
             yield lineno, text.rstrip("\r\n"), ""
 
 
-def _int64(text: str, name: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise ValueError(f"{name} {text!r} is not an integer") from None
+def _int64(text: str, name: str, limit: int = INT64_MAX) -> int:
+    """A decimal integer as BG writes them (Java's Long.toString): digits, maybe a minus;
+    not Python's int() syntax ('1_00', ' 7', '+7', other scripts' digits)."""
+    if not DECIMAL.fullmatch(text):
+        raise ValueError(f"{name} {text!r} is not a decimal integer")
+    value = int(text)
     if not INT64_MIN <= value <= INT64_MAX:
         raise ValueError(f"{name} {text} does not fit in 64 bits")
+    if abs(value) > limit:
+        raise ValueError(f"{name} {text} is beyond +-{limit:,}")
     return value
 
 
@@ -110,10 +135,8 @@ def _parse(
         raise ValueError(f"{expect} line needs {n} fields, has {len(f)}")
     if f[0] != expect:
         raise ValueError(f"expected {expect}, found {f[0]!r}")
-    seq, thread, rid, start, end = (
-        _int64(x, name)
-        for x, name in zip(f[2:7], ("seqID", "threadid", "rid", "startNs", "endNs"), strict=True)
-    )
+    seq, thread, rid = _int64(f[2], "seqID"), _int64(f[3], "threadid"), _int64(f[4], "rid")
+    start, end = _int64(f[5], "startNs", TIME_LIMIT), _int64(f[6], "endNs", TIME_LIMIT)
     if end < start:
         raise ValueError(f"ends before it starts ({end} < {start})")
     if expect == "READ" and end == INT64_MAX:
@@ -124,7 +147,7 @@ def _parse(
         raise ValueError("more than 256 item types or actions")
     session = sessions.setdefault((machine, thread, seq), len(sessions))
     if expect == "READ":
-        observed = _int64(f[7], "observedValue")
+        observed = _int64(f[7], "observedValue", VALUE_LIMIT)
         return (READ, kind, action, thread & 0xFFFF, rid, start, end, observed, session)
     if f[8] not in ("I", "D"):
         raise ValueError(f"update type must be I or D, found {f[8]!r}")
@@ -136,24 +159,35 @@ def read_initial_csv(path: Path, kinds: dict[str, int]) -> tuple[InitialValues, 
     """Initial values from `type,rid,value` lines (a header line is allowed)."""
     per_kind: dict[int, tuple[list[int], list[int]]] = {}
     malformed: list[str] = []
+    first_line: dict[tuple[int, int], int] = {}  # (kind, rid) -> the line that gave its value
     for lineno, line, bad in text_lines(path):
         if bad:
             malformed.append(f"{path}:{lineno}: {bad}")
             continue
-        row = next(csv.reader([line]), []) if line.strip() else []
+        try:
+            row = next(csv.reader([line]), []) if line.strip() else []
+        except csv.Error as exc:  # a stray carriage return inside the line
+            malformed.append(f"{path}:{lineno}: not a CSV line ({exc})")
+            continue
         if not row or (lineno == 1 and row[0].strip().lower() == "type"):
             continue
         if len(row) != 3:
             malformed.append(f"{path}:{lineno}: needs type,rid,value")
             continue
         try:
-            rid, value = _int64(row[1].strip(), "rid"), _int64(row[2].strip(), "value")
+            rid = _int64(row[1].strip(), "rid")
+            value = _int64(row[2].strip(), "value", VALUE_LIMIT)
         except ValueError as exc:
             malformed.append(f"{path}:{lineno}: {exc}")
             continue
         kind = kinds.setdefault(row[0].strip(), len(kinds))
         if kind > 255:
             malformed.append(f"{path}:{lineno}: more than 256 item types")
+            continue
+        earlier = first_line.setdefault((kind, rid), lineno)
+        if earlier != lineno:
+            again = f"rid {rid} of {row[0].strip()} is also on line {earlier}"
+            malformed.append(f"{path}:{lineno}: {again}")
             continue
         ids, values = per_kind.setdefault(kind, ([], []))
         ids.append(rid)

@@ -5,9 +5,12 @@ Layout (version 2): an 8-byte magic, then blocks, then a trailer.
            records) followed by at most BLOCK_RECORDS fixed-size little-endian records
            (RECORD_DTYPE)
   trailer  record count u64, block count u32, CRC32 of those 12 bytes, b"BGLOGEND"
-Every read checks each block's checksum, that the blocks add up to the trailer, and that
-each record is possible (a known kind, no end before its start, a read that ended); every
-error names the file and the byte offset. A file without its trailer was never closed (its
+Every read checks each block's checksum, that the blocks add up to the trailer, that each
+record is possible and that the records hold together as a genuine log's do (each thread's
+starts in order, no record twice, deltas that cannot overflow: validation.records), so a
+block or record forged with a valid checksum is refused; every error names the file and
+the byte offset. A failed write (a full disk) raises LogWriteError naming the file and
+leaves the log without its trailer. A file without its trailer was never closed (its
 experiment did not finish): UnfinishedLogError, so callers can tell it from corruption.
 
 Version 1 files (no blocks, no checksums; a count and b"BGLOGEND" as the trailer) are still
@@ -17,15 +20,37 @@ A write whose outcome is unknown (the store raised) is logged with end = NEVER: 
 effect at any time after its start, or not at all.
 """
 
-import io
+import errno
 import os
 import struct
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from io import BufferedReader
 from pathlib import Path
 
 import numpy as np
+
+from bgbench.errors import SystemFault, UserError
+from bgbench.inputs import open_regular
+from bgbench.validation.records import (
+    NEVER,
+    READ,
+    RECORD_BYTES,
+    RECORD_DTYPE,
+    WRITE,
+    WRITE_ABS,
+    LogFormatError,
+    RecordSequence,
+    UnfinishedLogError,
+    check_records,
+)
+
+__all__ = [
+    "NEVER", "READ", "RECORD_BYTES", "RECORD_DTYPE", "WRITE", "WRITE_ABS", "LogFormatError",
+    "LogWriteError", "LogWriter", "UnfinishedLogError", "check_records", "inspect_log",
+    "iter_blocks", "read_log", "read_logs",
+]  # fmt: skip
 
 MAGIC = b"BGLOG\x00v2"
 MAGIC_V1 = b"BGLOG\x00v1"
@@ -35,71 +60,90 @@ BLOCK_HEADER = struct.Struct("<4sII")  # magic, records, crc32
 TRAILER = struct.Struct("<QII8s")  # records, blocks, crc32 of the first 12 bytes, END_MAGIC
 TRAILER_V1 = struct.Struct("<q8s")
 BLOCK_RECORDS = 65_536  # records per block at most: one flush of a thread fits in one block
-READ = 0
-WRITE = 1  # a delta write: value is the change
-WRITE_ABS = 2  # an absolute write: value is the new value
-NEVER = np.iinfo(np.int64).max
-
-RECORD_DTYPE = np.dtype(
-    [
-        ("kind", "u1"),  # READ, WRITE (delta) or WRITE_ABS (absolute)
-        ("item", "u1"),  # kind of tracked item (workload-defined)
-        ("action", "u1"),  # action code (workload-defined)
-        ("thread", "<u2"),
-        ("item_id", "<i8"),
-        ("start", "<i8"),  # monotonic ns
-        ("end", "<i8"),  # monotonic ns, NEVER for a write of unknown outcome
-        ("value", "<i8"),  # observed value (read) or delta (write)
-        ("session", "<i8"),
-    ]
-)
-RECORD_BYTES = RECORD_DTYPE.itemsize
 
 
-class LogFormatError(Exception):
-    """A log file that is not what it should be; the message names the file and byte offset."""
+class LogWriteError(SystemFault):
+    """A log (or its initial values) could not be written (a full disk, an I/O error): the
+    infrastructure's fault on that file, never a verdict on the store; the message names the
+    file and the OS error."""
 
 
-class UnfinishedLogError(LogFormatError):
-    """A log without its trailer: the writer never closed it (the experiment did not finish,
-    or the file was cut short)."""
+def write_error(path: Path, error: OSError) -> LogWriteError:
+    if error.errno in (errno.ENOSPC, errno.EDQUOT):
+        reason = f"disk full ({error.strerror})"
+    else:
+        reason = error.strerror or type(error).__name__
+    return LogWriteError(f"{path}: cannot write it: {reason}")
 
 
 class LogWriter:
-    """Appends record batches as checksummed blocks; close() writes the trailer and fsyncs."""
+    """Appends record batches as checksummed blocks; close() writes the trailer and fsyncs.
+
+    A failed write or fsync raises LogWriteError, then and on every later call: the log is
+    left without its trailer (unfinished), never closed as if it held what was appended."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._file = open(path, "wb")  # noqa: SIM115 - closed in close()
-        self._file.write(MAGIC)
         self.count = 0
         self.blocks = 0
+        self.failed: LogWriteError | None = None
+        try:
+            self._file = open(path, "wb")  # noqa: SIM115 - closed in close()
+            self._file.write(MAGIC)
+        except OSError as error:
+            raise write_error(path, error) from None
+
+    def _fail(self, error: OSError) -> LogWriteError:
+        self.failed = self.failed or write_error(self.path, error)
+        return self.failed
 
     def append(self, records: np.ndarray) -> None:
+        if self.failed is not None:
+            raise self.failed
         if records.dtype != RECORD_DTYPE:
             records = records.astype(RECORD_DTYPE)
         records = np.ascontiguousarray(records)
-        for lo in range(0, len(records), BLOCK_RECORDS):
-            payload = records[lo : lo + BLOCK_RECORDS].view(np.uint8).data  # a memoryview
-            n = len(payload) // RECORD_BYTES
-            crc = zlib.crc32(payload, zlib.crc32(n.to_bytes(4, "little")))
-            self._file.write(BLOCK_HEADER.pack(BLOCK_MAGIC, n, crc))
-            self._file.write(payload)
-            self.count += n
-            self.blocks += 1
+        try:
+            for lo in range(0, len(records), BLOCK_RECORDS):
+                payload = records[lo : lo + BLOCK_RECORDS].view(np.uint8).data  # a memoryview
+                n = len(payload) // RECORD_BYTES
+                crc = zlib.crc32(payload, zlib.crc32(n.to_bytes(4, "little")))
+                self._file.write(BLOCK_HEADER.pack(BLOCK_MAGIC, n, crc))
+                self._file.write(payload)
+                self.count += n
+                self.blocks += 1
+        except OSError as error:
+            raise self._fail(error) from None
 
     def append_rows(self, rows: list[tuple[int, ...]]) -> None:
         if rows:
             self.append(np.array(rows, dtype=RECORD_DTYPE))
 
     def close(self) -> None:
+        """Write the trailer and fsync; after a failed write, only close the file (no trailer)
+        and raise that failure again."""
         if self._file.closed:
+            if self.failed is not None:
+                raise self.failed
             return
-        head = struct.pack("<QI", self.count, self.blocks)
-        self._file.write(TRAILER.pack(self.count, self.blocks, zlib.crc32(head), END_MAGIC))
-        self._file.flush()
-        os.fsync(self._file.fileno())
-        self._file.close()
+        if self.failed is None:
+            head = struct.pack("<QI", self.count, self.blocks)
+            try:
+                self._file.write(TRAILER.pack(self.count, self.blocks, zlib.crc32(head), END_MAGIC))
+                self._file.flush()
+                os.fsync(self._file.fileno())
+            except OSError as error:
+                self._fail(error)
+        self._close_quietly()
+        if self.failed is not None:
+            raise self.failed
+
+    def _close_quietly(self) -> None:
+        """Close the file; its buffer may hold bytes a full disk will not take."""
+        try:
+            self._file.close()  # closes the descriptor even when the flush fails
+        except OSError as error:
+            self._fail(error)
 
 
 @dataclass(frozen=True)
@@ -117,13 +161,15 @@ class LogInfo:
         return self.size - (TRAILER.size if self.version == 2 else TRAILER_V1.size)
 
 
-def _open(path: Path) -> io.BufferedReader:
-    if path.is_dir():
-        raise LogFormatError(f"{path}: is a directory, not a log file")
+def _open(path: Path) -> BufferedReader:
+    """The log opened for reading; a FIFO, a device or a directory is refused, never read
+    (a FIFO with no writer would block forever)."""
     try:
-        return open(path, "rb")
-    except OSError as exc:
-        raise LogFormatError(f"{path}: cannot read it ({exc.strerror})") from None
+        handle = open_regular(path, "log")
+    except UserError as exc:
+        raise LogFormatError(str(exc)) from None
+    assert isinstance(handle, BufferedReader)  # os.fdopen(fd, "rb")
+    return handle
 
 
 def inspect_log(path: Path) -> LogInfo:
@@ -171,32 +217,6 @@ def inspect_log(path: Path) -> LogInfo:
     return LogInfo(path, 2, count, blocks, size)
 
 
-def check_records(records: np.ndarray, path: Path, offset: int, first: int = 0) -> None:
-    """Refuse impossible records; `offset` is the byte offset of records[0] in the file."""
-    kind, start, end = records["kind"], records["start"], records["end"]
-    is_read = kind == READ
-    unknown = ~(is_read | (kind == WRITE) | (kind == WRITE_ABS))
-    backwards = end < start
-    unended = is_read & (end == NEVER)
-    never_started = start == NEVER
-    bad = unknown | backwards | unended | never_started
-    if not bad.any():
-        return
-    i = int(np.flatnonzero(bad)[0])
-    r = records[i]
-    if unknown[i]:
-        why = f"unknown kind {int(r['kind'])} (0 read, 1 delta write, 2 absolute write)"
-    elif never_started[i]:
-        why = "its start is NEVER"
-    elif backwards[i]:
-        why = f"it ends before it starts (end {int(r['end'])} < start {int(r['start'])})"
-    else:
-        why = "a read that never ended (end = NEVER)"
-    raise LogFormatError(
-        f"{path}, byte {offset + i * RECORD_BYTES}: record {first + i} is impossible: {why}"
-    )
-
-
 def iter_blocks(path: Path, info: LogInfo | None = None) -> Iterator[np.ndarray]:
     """The records of one log, a verified block at a time (at most BLOCK_RECORDS each), so a
     log of any size is read in bounded memory."""
@@ -210,8 +230,9 @@ def _iter_v2(info: LogInfo, out: np.ndarray | None = None) -> Iterator[np.ndarra
     with _open(path) as f:
         f.seek(len(MAGIC))
         offset, seen, blocks = len(MAGIC), 0, 0
+        sequence = RecordSequence(path)
         while offset < info.body_end:
-            block = _read_block(f, path, offset, info.body_end, seen, out)
+            block = _read_block(f, path, offset, info.body_end, seen, sequence, out)
             yield block
             offset += BLOCK_HEADER.size + len(block) * RECORD_BYTES
             seen += len(block)
@@ -224,11 +245,12 @@ def _iter_v2(info: LogInfo, out: np.ndarray | None = None) -> Iterator[np.ndarra
 
 
 def _read_block(
-    f: io.BufferedReader,
+    f: BufferedReader,
     path: Path,
     offset: int,
     body_end: int,
     seen: int,
+    sequence: RecordSequence,
     out: np.ndarray | None = None,
 ) -> np.ndarray:
     """The verified block at `offset`; read straight into out[seen:] when given."""
@@ -258,7 +280,7 @@ def _read_block(
             f"{path}, byte {offset}: checksum mismatch in the block of records {seen}.."
             f"{seen + n - 1} (bytes {start}..{start + len(payload) - 1}): the file is corrupt"
         )
-    check_records(block, path, start, seen)
+    sequence.check(block, start, seen)
     return block
 
 
@@ -266,11 +288,15 @@ def _iter_v1(info: LogInfo) -> Iterator[np.ndarray]:
     path = info.path
     if info.records == 0:
         return
-    mapped = np.memmap(path, dtype=RECORD_DTYPE, mode="r", offset=len(MAGIC), shape=(info.records,))
-    for lo in range(0, info.records, BLOCK_RECORDS):
-        block = np.array(mapped[lo : lo + BLOCK_RECORDS])
-        check_records(block, path, len(MAGIC) + lo * RECORD_BYTES, lo)
-        yield block
+    sequence = RecordSequence(path)
+    with _open(path) as f:
+        f.seek(len(MAGIC))
+        for lo in range(0, info.records, BLOCK_RECORDS):
+            block = np.empty(min(BLOCK_RECORDS, info.records - lo), dtype=RECORD_DTYPE)
+            if f.readinto(block.view(np.uint8).data) != block.nbytes:
+                raise LogFormatError(f"{path}, byte {len(MAGIC) + lo * RECORD_BYTES}: cut short")
+            sequence.check(block, len(MAGIC) + lo * RECORD_BYTES, lo)
+            yield block
 
 
 def read_log(path: Path) -> np.ndarray:

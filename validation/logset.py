@@ -12,7 +12,6 @@ goes out of core when it does not fit the budget (bgbench.validation.runner).
 """
 
 import multiprocessing as mp
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,13 @@ from bgbench.validation.logformat import (
     UnfinishedLogError,
     inspect_log,
 )
-from bgbench.validation.runner import MEMORY_PER_LOG_BYTE, PARALLEL_FROM, RunInfo, validate_logs
+from bgbench.validation.runner import (
+    MEMORY_PER_LOG_BYTE,
+    PARALLEL_FROM,
+    RunInfo,
+    usable_workers,
+    validate_logs,
+)
 
 LOG_GLOB = "log-f*.bglog"
 COUNTS = ("reads", "unpredictable_reads", "writes", "sessions", "unpredictable_sessions")
@@ -77,7 +82,7 @@ def find_logs(directory: Path) -> tuple[list[StoredLog], list[Unfinished]]:
             unfinished.append(Unfinished(name, path.parent.name, str(exc)))
             continue
         initial = initial_path_of(path)
-        if not initial.is_file():
+        if not initial.exists():  # anything else there is refused when read (a FIFO too)
             raise LogSetError(f"{path}: no initial values beside it ({initial.name} is missing)")
         found.append(StoredLog(path, initial, name, path.parent.name, info))
     return found, unfinished
@@ -90,7 +95,7 @@ def validate_one(
     keep_reads: bool = False,
     work_dir: Path | None = None,
 ) -> LogOutcome:
-    initial = load_initial(log.initial)  # InitialFormatError names the file
+    initial = load_initial(log.initial, budget_bytes)  # InitialFormatError names the file
     try:
         result, info = validate_logs(
             [log.path], initial, budget_bytes, workers, keep_reads, work_dir
@@ -121,7 +126,7 @@ def validate_stored(
     work_dir: Path | None = None,
 ) -> tuple[list[LogOutcome], int]:
     """Each log validated alone; (outcomes in the order of `logs`, processes used at most)."""
-    workers = workers or os.cpu_count() or 1
+    workers, _ = usable_workers(workers, budget_bytes)
     outcomes: dict[int, LogOutcome] = {}
     small = [
         i

@@ -35,6 +35,21 @@ _MIX = np.uint64(0x9E3779B97F4A7C15)
 PARALLEL_FROM = 200_000  # records; below this, forking costs more than it saves
 
 
+def usable_workers(requested: int | None, budget_bytes: int) -> tuple[int, str]:
+    """Processes to validate with: as asked (default: every core this process may use), but
+    never more than those cores nor than the memory budget holds parts for (each worker
+    copies a part of about PART_RECORDS records and builds its indexes over it). Also why
+    fewer than asked, e.g. "--workers 32 capped at 2 (cores)", or ""."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cores = max(1, cores or 1)
+    by_memory = max(1, budget_bytes // (PART_RECORDS * RECORD_DTYPE.itemsize * MEMORY_PER_LOG_BYTE))
+    usable = min(cores, by_memory)
+    if requested is None or requested <= usable:
+        return min(requested or usable, usable), ""
+    why = "cores" if usable == cores else "memory budget"
+    return usable, f"--workers {requested} capped at {usable} ({why})"
+
+
 @dataclass
 class RunInfo:
     engine: str  # "memory" or "duckdb"
@@ -262,7 +277,7 @@ def validate_logs(
     work_dir: Path | None = None,
 ) -> tuple[ValidationResult, RunInfo]:
     """Validate the logs in memory when they fit the budget, else out of core."""
-    workers = workers or os.cpu_count() or 1
+    workers, _ = usable_workers(workers, budget_bytes)
     log_bytes = sum(p.stat().st_size for p in paths)
     if log_bytes * MEMORY_PER_LOG_BYTE <= budget_bytes:
         records = read_logs(paths)

@@ -141,7 +141,7 @@ def test_a_corrupt_block_header_is_refused(tmp_path):
 
 def test_a_directory_or_a_stranger_is_named(tmp_path):
     (tmp_path / "log-f0.bglog").mkdir()
-    with pytest.raises(LogFormatError, match=r"log-f0.bglog: is a directory"):
+    with pytest.raises(LogFormatError, match=r"log-f0.bglog is a directory"):
         read_log(tmp_path / "log-f0.bglog")
     other = tmp_path / "other.bglog"
     other.write_bytes(b"PK\x03\x04 this is a zip file, not a log")

@@ -21,11 +21,18 @@ from bgbench.validation.logformat import (
 ROW = (0, 1, 2, 3, 10, 100, 200, 5, 7)
 
 
+def rows(n: int) -> list[tuple[int, ...]]:
+    """n reads of one action of one thread (a genuine log holds no record twice)."""
+    return [(*ROW[:4], ROW[4] + i, *ROW[5:]) for i in range(n)]
+
+
 def test_what_is_written_is_read_back(tmp_path):
     path = tmp_path / "log.bglog"
     w = LogWriter(path)
-    w.append_rows([ROW] * 3)
-    w.append(np.zeros(5, dtype=RECORD_DTYPE))
+    w.append_rows(rows(3))
+    zeros = np.zeros(5, dtype=RECORD_DTYPE)
+    zeros["start"] = zeros["end"] = np.arange(300, 305)
+    w.append(zeros)
     w.append_rows([])
     w.close()
     records = read_log(path)
@@ -81,7 +88,7 @@ def write_v1(path, records: np.ndarray) -> None:
 
 
 def test_version_1_logs_are_still_read_and_checked(tmp_path):
-    records = np.array([ROW] * 4, dtype=RECORD_DTYPE)
+    records = np.array(rows(4), dtype=RECORD_DTYPE)
     path = tmp_path / "old.bglog"
     write_v1(path, records)
     assert inspect_log(path).version == 1
