@@ -73,7 +73,7 @@ from bgbench.coordinator.frames_campaigns import CAMPAIGN_COLUMNS, campaign_row,
 from bgbench.coordinator.metrics import LatencySummary, decode
 from bgbench.coordinator.redaction import redact_config
 from bgbench.coordinator.redaction import redact_strings as redacted
-from bgbench.coordinator.results import DB_NAME
+from bgbench.coordinator.results import DB_NAME, checked_row
 from bgbench.coordinator.stats import mean_interval
 from bgbench.coordinator.store_file import checked as _checked
 from bgbench.coordinator.store_file import json_object as _object
@@ -159,7 +159,7 @@ def store_file(path: str | Path) -> Path:
     p = Path(path).expanduser()
     if p.is_dir():
         p = p / DB_NAME
-    if not p.is_file():
+    if not p.exists():  # read_only refuses what is not a regular file
         raise UserError(f"no results store at {path}: give a results directory or its {DB_NAME}")
     return p
 
@@ -169,7 +169,9 @@ def _table(db: sqlite3.Connection, name: str, order: str) -> list[dict[str, Any]
     known = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,))
     if known.fetchone() is None:
         return []
-    return [dict(r) for r in db.execute(f"SELECT * FROM {name} ORDER BY {order}")]
+    path = Path(db.execute("PRAGMA database_list").fetchone()[2])
+    rows = db.execute(f"SELECT * FROM {name} ORDER BY {order}")
+    return [checked_row(path, name, dict(r)) for r in rows]
 
 
 def load(path: str | Path) -> ResultFrames:

@@ -8,11 +8,13 @@ interrupted mid-search is resumed from here without re-running what finished.
 
 import csv
 import json
+import math
 import sqlite3
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import asdict
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +24,7 @@ from bgbench.coordinator.store_file import (
     SCHEMA_VERSION,
     bad_row,
     check_before_writing,
+    checked,
     guarded,
     loads,
 )
@@ -120,6 +123,8 @@ JSON_COLUMNS: dict[str, dict[str, type | tuple[type, ...]]] = {
                 "summary_json": (dict, type(None)), "workload_config_json": dict},
     "experiments": {"result_json": dict, "workload_config_json": dict},
     "measurements": {"row_json": dict},
+    "campaigns": {},
+    "campaign_jobs": {"vars_json": dict, "settings_json": dict, "servers_json": list},
 }  # fmt: skip
 
 
@@ -158,6 +163,41 @@ def _migrate(db: sqlite3.Connection, path: Path) -> None:
             "UPDATE experiments SET workload = ?, workload_config_json = ? WHERE rating_id = ?",
             (name, section, row["id"]),
         )
+
+
+SQL_TYPES: dict[str, tuple[type, ...]] = {"TEXT": (str,), "REAL": (int, float), "INTEGER": (int,)}
+
+
+@cache
+def column_kinds() -> dict[str, dict[str, tuple[tuple[type, ...], bool]]]:
+    """Each table's columns: the Python types SQLite gives back, and whether NOT NULL."""
+    with closing(sqlite3.connect(":memory:")) as db:
+        db.executescript(SCHEMA)
+        tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return {
+            t: {c[1]: (SQL_TYPES[c[2]], bool(c[3])) for c in db.execute(f"PRAGMA table_info({t})")}
+            for t in tables
+        }
+
+
+def checked_row(path: Path, table: str, row: dict[str, Any]) -> dict[str, Any]:
+    """A row of `table`, once each column holds the type bgbench writes and each JSON
+    column JSON of the kind it writes; one line naming the store and the row if not."""
+    where = f"{table} row {_row_name(row)}"
+    for column, (types, required) in column_kinds().get(table, {}).items():
+        value = row.get(column)
+        if value is None and (not required or column not in row):
+            continue
+        if isinstance(value, bool) or not isinstance(value, types):
+            raise bad_row(path, f"{where}: {column}", f"holds {type(value).__name__}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise bad_row(path, f"{where}: {column}", f"holds {value}")
+    for column, kind in JSON_COLUMNS.get(table, {}).items():
+        if row.get(column) is not None:
+            value = loads(row[column], path, f"{where}: {column}", None)
+            if not isinstance(value, kind):
+                raise bad_row(path, f"{where}: {column}", "is not what bgbench writes")
+    return row
 
 
 def _now() -> str:
@@ -226,14 +266,10 @@ class ResultsStore:
                 db.close()
 
     def _checked(self, table: str, row: sqlite3.Row) -> dict[str, Any]:
-        """A row as a dict, once its JSON columns hold what bgbench writes."""
-        out = dict(row)
-        where = f"{table} row {_row_name(out)}"
-        for column, kind in JSON_COLUMNS.get(table, {}).items():
-            if column in out:
-                value = loads(out[column], self.path, where + f": {column}", None)
-                if out[column] is not None and not isinstance(value, kind):
-                    raise bad_row(self.path, f"{where}: {column}", "is not what bgbench writes")
+        out = checked_row(self.path, table, dict(row))
+        if table == "ratings":  # records written before redaction held secrets
+            out["config_json"] = _redacted_config(out["config_json"])
+            out["message"] = redact_text(out["message"] or "")
         return out
 
     # -- ratings -----------------------------------------------------------------
@@ -385,9 +421,11 @@ class ResultsStore:
             if e["status"] == "fault" or e["phase"] in ("warmup", "retried", "sweep"):
                 continue
             data = json.loads(e["result_json"])
-            key = round(data.get("target_rate") or 0) or e["threads"]
             by_key = known.setdefault((e["phase"], e["duration_s"]), {})
-            by_key.setdefault(key, []).append(RunFigures.of_record(data))
+            where = f"experiments row {rating_id!r} seq {e['seq']}"
+            key = checked(self.path, where, _key_of, data, e["threads"])
+            figures = checked(self.path, where, RunFigures.of_record, data)
+            by_key.setdefault(key, []).append(figures)
         return known
 
     # -- export ------------------------------------------------------------------
@@ -433,6 +471,11 @@ class ResultsStore:
         else:
             raise UserError(f"unknown export format {fmt!r}: use csv, json or parquet")
         return len(rows)
+
+
+def _key_of(data: dict[str, Any], threads: int) -> int:
+    """An experiment's T, or its open-loop rate."""
+    return round(data.get("target_rate") or 0) or threads
 
 
 def _write_rows(rows: list[dict[str, Any]], fmt: str, out: Path) -> int:

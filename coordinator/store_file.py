@@ -34,7 +34,7 @@ MALFORMED = (
 _INFRASTRUCTURE = ("disk i/o error", "database or disk is full", "database is locked")
 
 
-def damaged(path: Path, exc: sqlite3.Error) -> Exception:
+def damaged(path: Path, exc: sqlite3.Error | UnicodeDecodeError) -> Exception:
     """The one-line error for an SQLite error while using the store at `path`."""
     text = str(exc) or type(exc).__name__
     if any(s in text.lower() for s in _INFRASTRUCTURE):
@@ -50,7 +50,7 @@ def guarded(path: Path) -> Iterator[None]:
     """SQLite errors inside as one line naming the store."""
     try:
         yield
-    except sqlite3.Error as exc:
+    except (sqlite3.Error, UnicodeDecodeError) as exc:  # text that is not UTF-8: damaged
         raise damaged(path, exc) from None
 
 

@@ -17,7 +17,7 @@ from bgbench.coordinator.redaction import (
     redact_source,
     redact_text,
 )
-from bgbench.coordinator.results import ResultsStore
+from bgbench.coordinator.results import ResultsStore, checked_row
 from bgbench.errors import UserError
 
 
@@ -93,7 +93,14 @@ def campaign_row(store: ResultsStore, campaign_id: str) -> dict[str, Any]:
         row = db.execute("SELECT * FROM campaigns WHERE id = ?", (campaign_id,)).fetchone()
     if row is None:
         raise UserError(f"no campaign {campaign_id!r} in {store.path}: see `bgbench campaign list`")
-    return dict(row)
+    return _shown(checked_row(store.path, "campaigns", dict(row)))
+
+
+def _shown(row: dict[str, Any]) -> dict[str, Any]:
+    """A campaign row as read: records written before redaction held secrets."""
+    row["file_text"] = redact_source(row["file_text"] or "")
+    row["message"] = redact_text(row["message"] or "")
+    return row
 
 
 def campaigns(store: ResultsStore) -> list[dict[str, Any]]:
@@ -103,7 +110,7 @@ def campaigns(store: ResultsStore) -> list[dict[str, Any]]:
             " (SELECT count(*) FROM campaign_jobs j WHERE j.campaign_id = c.id"
             " AND j.status = 'done') AS done FROM campaigns c ORDER BY created, id"
         ).fetchall()
-    return [dict(r) for r in rows]
+    return [_shown(checked_row(store.path, "campaigns", dict(r))) for r in rows]
 
 
 def jobs(store: ResultsStore, campaign_id: str) -> list[JobRecord]:
@@ -111,6 +118,7 @@ def jobs(store: ResultsStore, campaign_id: str) -> list[JobRecord]:
         rows = db.execute(
             "SELECT * FROM campaign_jobs WHERE campaign_id = ? ORDER BY seq", (campaign_id,)
         ).fetchall()
+    checked = [checked_row(store.path, "campaign_jobs", dict(r)) for r in rows]
     return [
         JobRecord(
             seq=r["seq"],
@@ -123,7 +131,7 @@ def jobs(store: ResultsStore, campaign_id: str) -> list[JobRecord]:
             message=redact_text(r["message"]),
             study=r["study"],
         )
-        for r in rows
+        for r in checked
     ]
 
 
