@@ -36,7 +36,7 @@ _INFRASTRUCTURE = ("disk i/o error", "database or disk is full", "database is lo
 
 def damaged(path: Path, exc: sqlite3.Error | UnicodeDecodeError) -> Exception:
     """The one-line error for an SQLite error while using the store at `path`."""
-    text = str(exc) or type(exc).__name__
+    text = printable(str(exc) or type(exc).__name__)
     if any(s in text.lower() for s in _INFRASTRUCTURE):
         return SystemFault(f"results store {path}: {text}")
     return UserError(
@@ -97,7 +97,15 @@ def loads(text: str | bytes | None, path: Path, where: str, default: Any = None)
 
 
 def bad_row(path: Path, where: str, what: str) -> UserError:
-    return UserError(f"results store {path}: {where} {what}: the row is damaged")
+    return UserError(
+        f"results store {path}: {printable(where)} {printable(what)}: the row is damaged"
+    )
+
+
+def printable(text: str, limit: int = 300) -> str:
+    """Text from a damaged store as part of one line: control characters escaped, bounded."""
+    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[:limit])
+    return shown + ("..." if len(text) > limit else "")
 
 
 def checked(path: Path, where: str, build: Callable[..., T], *args: Any) -> T:

@@ -163,3 +163,22 @@ def test_a_campaign_stores_and_shows_no_secret(tmp_path, database):
     assert files == {}
     page = (tmp_path / "campaign.html").read_text()
     assert "token=***" in page and "api_key: ***" in page  # the file's text, redacted
+
+
+def test_a_password_in_a_store_url_is_not_in_its_description(tmp_path, riak_url):
+    # The binding describes itself with its URL: what the agent sends is redacted before
+    # the coordinator prints, records or reports it.
+    url = riak_url.replace("http://", "http://bg:Uripw7x@", 1)
+    results = tmp_path / "results"
+    out = ok(
+        "run", "--store", "riak", "--agents", "1", "--threads", "1", "--duration", "2",
+        "--mix", "sessions", "--users", "200", "--results", str(results), "--json",
+        "--events", str(tmp_path / "run.events"), "-p", f"store.options.url={url}",
+        "-p", "store.options.consistency=noquorum", "-p", "rating.steady_state=false",
+    )  # fmt: skip
+    run = json.loads(out[: out.rindex("}") + 1])
+    assert "at http://bg:***@127.0.0.1:" in run["store"], run["store"]
+    out += ok("report", run["experiment_id"], "-o", str(tmp_path / "run.html"),
+              "--results", str(results))  # fmt: skip
+    assert not leaks(out), out
+    assert leaking_files(tmp_path) == {}
