@@ -216,3 +216,18 @@ def test_no_secret_survives_in_a_uri(scheme, user, password, others, secrets, en
     uri = f"{scheme}://{user}:{quote(password)}@h1,h2:5432/db" + (f"?{query}" if query else "")
     assert MARK not in redact_text(uri), uri
     assert MARK not in redact_text(f"dsn: {uri} (in a message)"), uri
+
+
+def test_a_recorded_result_without_secrets_is_stored_as_it_was(tmp_path):
+    # Redaction of what is recorded only touches secrets: no field of a result (names,
+    # counts, encoded histograms, the store's description) looks like one.
+    from bgbench.coordinator.redaction import redact_strings
+    from bgbench.coordinator.results import ResultsStore
+    from tests.unit.report_ratings import model_rating
+
+    model_rating(tmp_path, "R1", "model.peak=1e4")
+    rows = ResultsStore(tmp_path).experiments("R1")
+    assert rows
+    for row in rows:
+        result = json.loads(row["result_json"])
+        assert redact_strings(result) == result
