@@ -233,11 +233,12 @@ class ResultsStore:
             results_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise UserError(f"results store {self.path} cannot be used: {exc}") from None
-        check_before_writing(self.path)  # a newer store is refused before it is altered
+        version = check_before_writing(self.path)  # a newer store is refused untouched
         with self._db() as db:
             db.executescript(SCHEMA)
             _migrate(db, self.path)
-            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            if version != SCHEMA_VERSION:  # marked once, not rewritten by every reader
+                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     @classmethod
     def existing(cls, results_dir: Path) -> "ResultsStore":

@@ -21,7 +21,8 @@ from bgbench.errors import SystemFault, UserError
 from bgbench.inputs import check_regular
 
 # PRAGMA user_version of a store this bgbench writes. 0: a store from before the marker
-# (migrated in place); 2: cwd and workload columns. A newer bgbench writes a larger one.
+# (migrated in place); 2: cwd and workload columns. A newer bgbench writes a larger one:
+# raise it with every change to results.SCHEMA that an older bgbench could not read.
 SCHEMA_VERSION = 2
 T = TypeVar("T")
 # What a row that does not hold what bgbench wrote raises on its way to a figure.
@@ -77,13 +78,15 @@ def refuse_newer(path: Path, db: sqlite3.Connection) -> int:
     return version
 
 
-def check_before_writing(path: Path) -> None:
-    """An existing store must be a regular file this bgbench's schema can hold; read
-    before anything is created or altered in it."""
+def check_before_writing(path: Path) -> int | None:
+    """The schema version of an existing store (None: there is none yet), once it is a
+    regular file this bgbench's schema can hold: read before anything is created or
+    altered in it."""
     if not path.exists() and not path.is_symlink():
-        return
+        return None
     with read_only(path) as db:
         db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return refuse_newer(path, db)
 
 
 def loads(text: str | bytes | None, path: Path, where: str, default: Any = None) -> Any:
