@@ -15,6 +15,7 @@ from bgbench.coordinator.config import RatingConfig, Settings, SLAConfig
 from bgbench.coordinator.faults import fault_time, silent_agent
 from bgbench.coordinator.metrics import LatencySummary, Verdict, decode, judge, share_within
 from bgbench.coordinator.plan import AgentSlot, FragmentLayout, layout, split_threads
+from bgbench.coordinator.redaction import redact_text
 from bgbench.coordinator.steady import Steadiness, Tick, analyse, tick_of, window_within_counts
 from bgbench.errors import BGBenchError, SystemFault, UserError
 from bgbench.protos import START_READIED, new_histogram
@@ -91,7 +92,7 @@ class Cluster:
         self.clients[0].prepare(schema)
         calls = [partial(c.prepare, r) for c, r in zip(self.clients, requests, strict=True)]
         replies: list[pb.PrepareReply] = _parallel(calls, on_failure=self.cancel)
-        self.store_description = replies[0].store_description
+        self.store_description = redact_text(replies[0].store_description)  # a URL's password
         self.load_phases = [
             longest_phases([dict(f.phase_seconds) for f in r.fragments]) for r in replies
         ]

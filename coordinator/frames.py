@@ -60,10 +60,8 @@ campaign_jobs
 
 import json
 import math
-import re
 import sqlite3
-from collections.abc import Iterator, Mapping
-from contextlib import closing, contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,16 +69,15 @@ from typing import Any
 import pandas as pd
 from hdrh.histogram import HdrHistogram
 
+from bgbench.coordinator.frames_campaigns import CAMPAIGN_COLUMNS, campaign_row, jobs_frame
 from bgbench.coordinator.metrics import LatencySummary, decode
-from bgbench.coordinator.redaction import (
-    REDACTED,
-    SECRET_KEY,
-    redact_config,
-    redact_options,
-    redact_text,
-)
-from bgbench.coordinator.results import DB_NAME
+from bgbench.coordinator.redaction import redact_config
+from bgbench.coordinator.redaction import redact_strings as redacted
+from bgbench.coordinator.results import DB_NAME, checked_row
 from bgbench.coordinator.stats import mean_interval
+from bgbench.coordinator.store_file import checked as _checked
+from bgbench.coordinator.store_file import json_object as _object
+from bgbench.coordinator.store_file import read_only
 from bgbench.coordinator.sweep import CSV_COLUMNS, SweepTable, csv_rows
 from bgbench.errors import BGBenchError, UserError
 from bgbench.protos import new_histogram
@@ -115,17 +112,6 @@ ACTION_COLUMNS = (
 VALIDATION_COLUMNS = ("rating_id", "seq", "threads", "kind", "name", "reads", "unpredictable")
 SWEEP_COLUMNS = ("rating_id", *CSV_COLUMNS)
 MEASUREMENT_COLUMNS = ("rating_id", "seq", "name")
-CAMPAIGN_COLUMNS = (
-    "id", "name", "created", "updated", "status", "file", "file_text", "version", "cwd",
-    "message",
-)  # fmt: skip
-JOB_COLUMNS = (
-    "campaign_id", "seq", "label", "vars", "settings", "servers", "study", "rating_id",
-    "status", "message",
-)  # fmt: skip
-VAR_PREFIX = "var."
-# A line of a settings file that sets a key: `token = "..."`, `password: ...`.
-SETTING_LINE = re.compile(r"^(?P<head>\s*[\"']?(?P<key>[\w.-]+)[\"']?\s*[=:]\s*)(?P<value>\S.*)$")
 LAG_KEYS = ("p50_ms", "p95_ms", "p99_ms", "max_ms")
 
 
@@ -156,15 +142,16 @@ class ResultFrames:
 
     def result(self, rating_id: str, seq: int) -> dict[str, Any]:
         """One experiment's full recorded result (ExperimentResult as JSON)."""
-        with _connect(self.path) as db:
+        with read_only(self.path) as db:
             row = db.execute(
                 "SELECT result_json FROM experiments WHERE rating_id = ? AND seq = ?",
                 (rating_id, seq),
             ).fetchone()
         if row is None:
             raise UserError(f"no experiment {seq} of rating {rating_id!r} in {self.path}")
-        value: dict[str, Any] = json.loads(row[0])
-        return value
+        where = f"experiments row {rating_id!r} seq {seq}"
+        value = _checked(self.path, where, _parsed, row[0])
+        return dict(redacted(value))
 
 
 def store_file(path: str | Path) -> Path:
@@ -172,20 +159,9 @@ def store_file(path: str | Path) -> Path:
     p = Path(path).expanduser()
     if p.is_dir():
         p = p / DB_NAME
-    if not p.is_file():
+    if not p.exists():  # read_only refuses what is not a regular file
         raise UserError(f"no results store at {path}: give a results directory or its {DB_NAME}")
     return p
-
-
-@contextmanager
-def _connect(path: Path) -> Iterator[sqlite3.Connection]:
-    try:
-        db = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True, timeout=30)
-    except sqlite3.Error as exc:
-        raise UserError(f"results store {path} cannot be read: {exc}") from None
-    db.row_factory = sqlite3.Row
-    with closing(db):
-        yield db
 
 
 def _table(db: sqlite3.Connection, name: str, order: str) -> list[dict[str, Any]]:
@@ -193,38 +169,34 @@ def _table(db: sqlite3.Connection, name: str, order: str) -> list[dict[str, Any]
     known = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,))
     if known.fetchone() is None:
         return []
-    return [dict(r) for r in db.execute(f"SELECT * FROM {name} ORDER BY {order}")]
+    path = Path(db.execute("PRAGMA database_list").fetchone()[2])
+    rows = db.execute(f"SELECT * FROM {name} ORDER BY {order}")
+    return [checked_row(path, name, dict(r)) for r in rows]
 
 
 def load(path: str | Path) -> ResultFrames:
     """Every rating, experiment, study and campaign of a results store, as DataFrames."""
     file = store_file(path)
-    try:
-        with _connect(file) as db:
-            ratings = _table(db, "ratings", "created, id")
-            experiments = _table(db, "experiments", "rating_id, seq")
-            measurements = _table(db, "measurements", "rating_id, seq")
-            campaigns = _table(db, "campaigns", "created, id")
-            jobs = _table(db, "campaign_jobs", "campaign_id, seq")
-    except sqlite3.DatabaseError as exc:
-        raise UserError(f"results store {file} cannot be read: {exc}") from None
-    rating_rows = [_rating_row(r) for r in ratings]
+    with read_only(file) as db:
+        ratings = _table(db, "ratings", "created, id")
+        experiments = _table(db, "experiments", "rating_id, seq")
+        measurements = _table(db, "measurements", "rating_id, seq")
+        campaigns = _table(db, "campaigns", "created, id")
+        jobs = _table(db, "campaign_jobs", "campaign_id, seq")
+    rating_rows = [_checked(file, f"ratings row {r.get('id')!r}", _rating_row, r) for r in ratings]
     confidence = {r["id"]: r["confidence"] for r in rating_rows}
     titles = {r["id"]: _titles(r["workload"]) for r in rating_rows}
     exp_rows, agent_rows, action_rows, valid_rows = [], [], [], []
     described: dict[str, str] = {}
     for e in experiments:
-        result = json.loads(e["result_json"])
-        rid = e["rating_id"]
-        exp_rows.append(_experiment_row(e, result, confidence.get(rid)))
-        if result.get("store") and e["status"] != "fault":
-            described.setdefault(rid, result["store"])
-        key = {"rating_id": rid, "seq": e["seq"], "threads": e["threads"]}
-        agent_rows += [_agent_row(key, a) for a in result.get("agents", [])]
-        action_rows += [_action_row(key, a, titles.get(rid, {})) for a in result["per_action"]]
-        for kind in ("item", "action"):
-            for name, f in (result.get(f"by_{kind}") or {}).items():
-                valid_rows.append({**key, "kind": kind, "name": name, **f})
+        where = f"experiments row {e.get('rating_id')!r} seq {e.get('seq')}"
+        rows = _checked(file, where, _experiment_rows, e, confidence, titles)
+        exp_rows.append(rows[0])
+        if rows[0]["store_description"] and e["status"] != "fault":
+            described.setdefault(e["rating_id"], rows[0]["store_description"])
+        agent_rows += rows[1]
+        action_rows += rows[2]
+        valid_rows += rows[3]
     counts = pd.Series([e["rating_id"] for e in experiments], dtype=object).value_counts()
     for r in rating_rows:
         r["store_description"] = described.get(r["id"], "")
@@ -236,11 +208,45 @@ def load(path: str | Path) -> ResultFrames:
         per_agent=_frame(agent_rows, AGENT_COLUMNS),
         per_action=_frame(action_rows, ACTION_COLUMNS),
         validation=_frame(valid_rows, VALIDATION_COLUMNS),
-        sweep=_frame([s for r in ratings for s in _sweep_rows(r)], SWEEP_COLUMNS),
-        measurements=_measurements(measurements),
-        campaigns=_frame([_campaign_row(r) for r in campaigns], CAMPAIGN_COLUMNS),
-        campaign_jobs=_jobs(jobs),
+        sweep=_frame(_checked(file, "ratings (sweep)", _sweeps, ratings), SWEEP_COLUMNS),
+        measurements=_checked(file, "measurements", _measurements, measurements),
+        campaigns=_frame(
+            _checked(file, "campaigns", _campaign_rows, campaigns),
+            CAMPAIGN_COLUMNS,
+        ),
+        campaign_jobs=_checked(file, "campaign_jobs", jobs_frame, jobs),
     )
+
+
+Rows = tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]
+
+
+def _experiment_rows(
+    e: Mapping[str, Any], confidence: Mapping[str, Any], titles: Mapping[str, Any]
+) -> Rows:
+    """An experiment's row, and its rows of per_agent, per_action and validation."""
+    result = _object(redacted(json.loads(e["result_json"])))  # older records held secrets
+    rid = e["rating_id"]
+    key = {"rating_id": rid, "seq": e["seq"], "threads": e["threads"]}
+    agents = [_agent_row(key, a) for a in result.get("agents", [])]
+    actions = [_action_row(key, a, titles.get(rid, {})) for a in result["per_action"]]
+    valid = []
+    for kind in ("item", "action"):
+        for name, f in (result.get(f"by_{kind}") or {}).items():
+            valid.append({**key, "kind": kind, "name": name, **f})
+    return _experiment_row(e, result, confidence.get(rid)), agents, actions, valid
+
+
+def _parsed(text: str) -> dict[str, Any]:
+    return _object(json.loads(text))
+
+
+def _campaign_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [campaign_row(r) for r in rows]
+
+
+def _sweeps(ratings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [s for r in ratings for s in _sweep_rows(r)]
 
 
 def _frame(rows: list[dict[str, Any]], columns: tuple[str, ...]) -> pd.DataFrame:
@@ -277,8 +283,8 @@ def _json(text: str | None, default: Any) -> Any:
 
 
 def _rating_row(r: Mapping[str, Any]) -> dict[str, Any]:
-    config = redact_config(_json(r["config_json"], {}))  # older records held secrets
-    summary = _json(r.get("summary_json"), {}) or {}
+    config = redact_config(_object(_json(r["config_json"], {})))  # older records held secrets
+    summary = _object(redacted(_json(r.get("summary_json"), {}) or {}))
     sla = config.get("sla", {})
     return {
         "id": r["id"],
@@ -305,11 +311,11 @@ def _rating_row(r: Mapping[str, Any]) -> dict[str, Any]:
         "latency_scope": sla.get("latency_scope"),
         "created": r["created"],
         "updated": r["updated"],
-        "message": r.get("message") or "",
+        "message": redacted(r.get("message") or ""),
         "notes": list(summary.get("notes") or []),
         "config": config,
-        "hosts": _json(r.get("hosts_json"), []),
-        "versions": _json(r.get("versions_json"), {}),
+        "hosts": redacted(_json(r.get("hosts_json"), [])),
+        "versions": redacted(_json(r.get("versions_json"), {})),
     }
 
 
@@ -388,7 +394,7 @@ def _experiment_row(
         "warmup_s": steady.get("warmup_s", 0.0),
         "stable": steady.get("stable", True),
         "store_description": result.get("store", ""),
-        "reasons": e["reasons"],
+        "reasons": redacted(e["reasons"]),
         "fault": result.get("fault", ""),
         "created": e["created"],
     }
@@ -456,49 +462,9 @@ def _measurements(rows: list[dict[str, Any]]) -> pd.DataFrame:
             "rating_id": m["rating_id"],
             "seq": m["seq"],
             "name": m["name"],
-            **json.loads(m["row_json"]),
+            **_object(redacted(json.loads(m["row_json"]))),
         }
         for m in rows
     ]
     columns = list(dict.fromkeys([*MEASUREMENT_COLUMNS, *(k for m in flat for k in m)]))
     return pd.DataFrame(flat, columns=columns)
-
-
-def redact_file(text: str) -> str:
-    """A settings or campaign file's text with the values of secret-sounding keys (and
-    passwords in URIs and libpq strings) replaced by ***: the file is stored as written."""
-    out = []
-    for line in text.splitlines():
-        m = SETTING_LINE.match(line)
-        if m and SECRET_KEY.search(m["key"].rsplit(".", 1)[-1]):
-            out.append(m["head"] + f'"{REDACTED}"')
-        else:
-            out.append(redact_text(line))
-    return "\n".join(out)
-
-
-def _campaign_row(r: Mapping[str, Any]) -> dict[str, Any]:
-    row = {c: r.get(c) for c in CAMPAIGN_COLUMNS}
-    row["file_text"] = redact_file(row["file_text"] or "")
-    return row
-
-
-def _jobs(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    out = []
-    for j in rows:
-        variables = _json(j.get("vars_json"), {})
-        out.append({
-            "campaign_id": j["campaign_id"],
-            "seq": j["seq"],
-            "label": j.get("label") or "",
-            "vars": variables,
-            "settings": redact_options(_json(j.get("settings_json"), {})),
-            "servers": _json(j.get("servers_json"), []),
-            "study": j.get("study") or "",
-            "rating_id": j.get("rating_id"),
-            "status": j["status"],
-            "message": j.get("message") or "",
-            **{VAR_PREFIX + k: v for k, v in variables.items()},
-        })  # fmt: skip
-    columns = list(dict.fromkeys([*JOB_COLUMNS, *(k for j in out for k in j)]))
-    return pd.DataFrame(out, columns=columns)

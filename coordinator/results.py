@@ -8,16 +8,26 @@ interrupted mid-search is resumed from here without re-running what finished.
 
 import csv
 import json
+import math
 import sqlite3
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import asdict
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bgbench.coordinator.experiment import ExperimentResult
-from bgbench.coordinator.redaction import redact_config
+from bgbench.coordinator.redaction import redact_config, redact_strings, redact_text
+from bgbench.coordinator.store_file import (
+    SCHEMA_VERSION,
+    bad_row,
+    check_before_writing,
+    checked,
+    guarded,
+    loads,
+)
 from bgbench.errors import UserError
 from bgbench.workloads.registry import DEFAULT_WORKLOAD
 
@@ -107,14 +117,27 @@ EXPERIMENT_COLUMNS_ALL = (
 )  # fmt: skip
 
 
+# The JSON columns of each table, and what each holds (a row holding another is damaged).
+JSON_COLUMNS: dict[str, dict[str, type | tuple[type, ...]]] = {
+    "ratings": {"config_json": dict, "hosts_json": list, "versions_json": dict,
+                "summary_json": (dict, type(None)), "workload_config_json": dict},
+    "experiments": {"result_json": dict, "workload_config_json": dict},
+    "measurements": {"row_json": dict},
+    "campaigns": {},
+    "campaign_jobs": {"vars_json": dict, "settings_json": dict, "servers_json": list},
+}  # fmt: skip
+
+
 def workload_of(config_json: str) -> tuple[str, str]:
     """The workload a rating's settings name, and its settings section as JSON."""
     data = json.loads(config_json)
+    if not isinstance(data, dict):
+        raise ValueError("the settings are not a mapping")
     name = str((data.get("workload") or {}).get("name") or DEFAULT_WORKLOAD)
     return name, json.dumps(data.get(name, {}))
 
 
-def _migrate(db: sqlite3.Connection) -> None:
+def _migrate(db: sqlite3.Connection, path: Path) -> None:
     """Bring a results store written by an older bgbench up to this schema, in place."""
     ratings = {r["name"] for r in db.execute("PRAGMA table_info(ratings)")}
     if "cwd" not in ratings:  # from before resumes knew where a rating started
@@ -128,7 +151,10 @@ def _migrate(db: sqlite3.Connection) -> None:
             f"ALTER TABLE {table} ADD COLUMN workload_config_json TEXT NOT NULL DEFAULT '{{}}'"
         )
     for row in db.execute("SELECT id, config_json FROM ratings").fetchall():
-        name, section = workload_of(row["config_json"])
+        try:
+            name, section = workload_of(row["config_json"])
+        except (ValueError, RecursionError) as exc:
+            raise bad_row(path, f"rating {row['id']}", f"config_json ({exc})") from None
         db.execute(
             "UPDATE ratings SET workload = ?, workload_config_json = ? WHERE id = ?",
             (name, section, row["id"]),
@@ -139,8 +165,54 @@ def _migrate(db: sqlite3.Connection) -> None:
         )
 
 
+SQL_TYPES: dict[str, tuple[type, ...]] = {"TEXT": (str,), "REAL": (int, float), "INTEGER": (int,)}
+
+
+@cache
+def column_kinds() -> dict[str, dict[str, tuple[tuple[type, ...], bool]]]:
+    """Each table's columns: the Python types SQLite gives back, and whether NOT NULL."""
+    with closing(sqlite3.connect(":memory:")) as db:
+        db.executescript(SCHEMA)
+        tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return {
+            t: {c[1]: (SQL_TYPES[c[2]], bool(c[3])) for c in db.execute(f"PRAGMA table_info({t})")}
+            for t in tables
+        }
+
+
+def checked_row(path: Path, table: str, row: dict[str, Any]) -> dict[str, Any]:
+    """A row of `table`, once each column holds the type bgbench writes and each JSON
+    column JSON of the kind it writes; one line naming the store and the row if not."""
+    where = f"{table} row {_row_name(row)}"
+    for column, (types, required) in column_kinds().get(table, {}).items():
+        value = row.get(column)
+        if value is None and (not required or column not in row):
+            continue
+        if isinstance(value, bool) or not isinstance(value, types):
+            raise bad_row(path, f"{where}: {column}", f"holds {type(value).__name__}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise bad_row(path, f"{where}: {column}", f"holds {value}")
+    for column, kind in JSON_COLUMNS.get(table, {}).items():
+        if row.get(column) is not None:
+            value = loads(row[column], path, f"{where}: {column}", None)
+            if not isinstance(value, kind):
+                raise bad_row(path, f"{where}: {column}", "is not what bgbench writes")
+    return row
+
+
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def _row_name(row: dict[str, Any]) -> str:
+    if "id" in row:
+        return repr(row["id"])
+    return f"{row.get('rating_id')!r} seq {row.get('seq')}"
+
+
+def _redacted_config(config_json: str) -> str:
+    """Settings as recorded: whoever serialized them, no secret is stored."""
+    return json.dumps(redact_config(json.loads(config_json)))
 
 
 def reasons_of(result: ExperimentResult) -> str:
@@ -159,16 +231,19 @@ class ResultsStore:
             raise UserError(f"results directory {results_dir} is a file: give a directory")
         try:
             results_dir.mkdir(parents=True, exist_ok=True)
-            with self._db() as db:
-                db.executescript(SCHEMA)
-                _migrate(db)
-        except (OSError, sqlite3.DatabaseError) as exc:
+        except OSError as exc:
             raise UserError(f"results store {self.path} cannot be used: {exc}") from None
+        version = check_before_writing(self.path)  # a newer store is refused untouched
+        with self._db() as db:
+            db.executescript(SCHEMA)
+            _migrate(db, self.path)
+            if version != SCHEMA_VERSION:  # marked once, not rewritten by every reader
+                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     @classmethod
     def existing(cls, results_dir: Path) -> "ResultsStore":
         """A results store that must already exist (nothing is created looking for one)."""
-        if not (results_dir / DB_NAME).is_file():
+        if not (results_dir / DB_NAME).exists():
             raise UserError(f"no results store in {results_dir}: give --results the directory "
                             "the rating was recorded in")  # fmt: skip
         return cls(results_dir)
@@ -182,19 +257,28 @@ class ResultsStore:
 
     @contextmanager
     def _db(self) -> Iterator[sqlite3.Connection]:
-        db = sqlite3.connect(self.path, timeout=30)
-        db.row_factory = sqlite3.Row
-        try:
-            with db:
-                yield db
-        finally:
-            db.close()
+        with guarded(self.path):
+            db = sqlite3.connect(self.path, timeout=30)
+            db.row_factory = sqlite3.Row
+            try:
+                with db:
+                    yield db
+            finally:
+                db.close()
+
+    def _checked(self, table: str, row: sqlite3.Row) -> dict[str, Any]:
+        out = checked_row(self.path, table, dict(row))
+        if table == "ratings":  # records written before redaction held secrets
+            out["config_json"] = _redacted_config(out["config_json"])
+            out["message"] = redact_text(out["message"] or "")
+        return out
 
     # -- ratings -----------------------------------------------------------------
     def start_rating(
         self, rating_id: str, objective: str, store: str, config_json: str, cwd: str = ""
     ) -> None:
         workload, section = workload_of(config_json)
+        config_json = _redacted_config(config_json)
         with self._db() as db:
             db.execute(
                 "INSERT INTO ratings (id, created, updated, status, objective, store, config_json,"
@@ -208,6 +292,7 @@ class ResultsStore:
 
     def update_config(self, rating_id: str, config_json: str) -> None:
         workload, section = workload_of(config_json)
+        config_json = _redacted_config(config_json)
         with self._db() as db:
             db.execute(
                 "UPDATE ratings SET config_json = ?, workload = ?, workload_config_json = ?, "
@@ -221,7 +306,12 @@ class ResultsStore:
         with self._db() as db:
             db.execute(
                 "UPDATE ratings SET hosts_json = ?, versions_json = ?, updated = ? WHERE id = ?",
-                (json.dumps(hosts), json.dumps(versions), _now(), rating_id),
+                (
+                    json.dumps(redact_strings(hosts)),
+                    json.dumps(redact_strings(versions)),
+                    _now(),
+                    rating_id,
+                ),
             )
 
     def finish_rating(
@@ -240,8 +330,8 @@ class ResultsStore:
                 "summary_json = ?, message = ?, updated = ? WHERE id = ?",
                 (
                     status, soar, soar_threads, socialites,
-                    json.dumps(summary) if summary is not None else None,
-                    message, _now(), rating_id,
+                    json.dumps(redact_strings(summary)) if summary is not None else None,
+                    redact_text(message), _now(), rating_id,
                 ),
             )  # fmt: skip
 
@@ -250,7 +340,7 @@ class ResultsStore:
             row = db.execute("SELECT * FROM ratings WHERE id = ?", (rating_id,)).fetchone()
         if row is None:
             raise UserError(f"no rating {rating_id!r} in {self.path}: see `bgbench results`")
-        return dict(row)
+        return self._checked("ratings", row)
 
     def ratings(self) -> list[dict[str, Any]]:
         with self._db() as db:
@@ -258,7 +348,7 @@ class ResultsStore:
                 "SELECT r.*, (SELECT count(*) FROM experiments e WHERE e.rating_id = r.id) AS runs"
                 " FROM ratings r ORDER BY created, id"
             ).fetchall()
-        return [dict(r) for r in rows]
+        return [self._checked("ratings", r) for r in rows]
 
     # -- experiments -------------------------------------------------------------
     def add_experiment(self, rating_id: str, phase: str, result: ExperimentResult) -> None:
@@ -278,7 +368,8 @@ class ResultsStore:
                 (
                     rating_id, seq, phase, result.threads, result.duration_s, status,
                     result.actions_per_s, result.within_percent, result.unpredictable_percent,
-                    reasons_of(result), json.dumps(asdict(result)), _now(), workload, section,
+                    redact_text(reasons_of(result)), json.dumps(redact_strings(asdict(result))),
+                    _now(), workload, section,
                 ),
             )  # fmt: skip
             db.execute("UPDATE ratings SET updated = ? WHERE id = ?", (_now(), rating_id))
@@ -288,7 +379,7 @@ class ResultsStore:
             rows = db.execute(
                 "SELECT * FROM experiments WHERE rating_id = ? ORDER BY seq", (rating_id,)
             ).fetchall()
-        return [dict(r) for r in rows]
+        return [self._checked("experiments", r) for r in rows]
 
     # -- a study's measurements ----------------------------------------------------
     def add_measurement(self, rating_id: str, name: str, row: dict[str, Any]) -> None:
@@ -300,7 +391,7 @@ class ResultsStore:
             db.execute(
                 "INSERT INTO measurements (rating_id, seq, name, row_json, created) "
                 "VALUES (?, ?, ?, ?, ?)",
-                (rating_id, seq, name, json.dumps(row), _now()),
+                (rating_id, seq, name, json.dumps(redact_strings(row)), _now()),
             )
             db.execute("UPDATE ratings SET updated = ? WHERE id = ?", (_now(), rating_id))
 
@@ -311,7 +402,14 @@ class ResultsStore:
                 "SELECT seq, name, row_json FROM measurements WHERE rating_id = ? ORDER BY seq",
                 (rating_id,),
             ).fetchall()
-        return [{"seq": r[0], "name": r[1], **json.loads(r[2])} for r in rows]
+        where = f"measurements of rating {rating_id}"
+        out = []
+        for r in rows:
+            row = loads(r[2], self.path, f"{where}, row {r[0]}", {})
+            if not isinstance(row, dict):
+                raise bad_row(self.path, f"{where}, row {r[0]}", "is not what bgbench writes")
+            out.append({"seq": r[0], "name": r[1], **row})
+        return out
 
     def known_runs(self, rating_id: str) -> dict[tuple[str, float], dict[int, list["RunFigures"]]]:
         """Finished runs of each experiment, by phase (search or final) and duration, then
@@ -324,9 +422,11 @@ class ResultsStore:
             if e["status"] == "fault" or e["phase"] in ("warmup", "retried", "sweep"):
                 continue
             data = json.loads(e["result_json"])
-            key = round(data.get("target_rate") or 0) or e["threads"]
             by_key = known.setdefault((e["phase"], e["duration_s"]), {})
-            by_key.setdefault(key, []).append(RunFigures.of_record(data))
+            where = f"experiments row {rating_id!r} seq {e['seq']}"
+            key = checked(self.path, where, _key_of, data, e["threads"])
+            figures = checked(self.path, where, RunFigures.of_record, data)
+            by_key.setdefault(key, []).append(figures)
         return known
 
     # -- export ------------------------------------------------------------------
@@ -336,8 +436,9 @@ class ResultsStore:
         rating = self.rating(rating_id)
         measured = self.measurements(rating_id)
         if measured and fmt != "json":
-            return _write_rows(measured, fmt, out)
-        rows = [{k: e[k] for k in EXPERIMENT_COLUMNS} for e in self.experiments(rating_id)]
+            return _write_rows(redact_strings(measured), fmt, out)
+        experiments = self.experiments(rating_id)
+        rows = [redact_strings({k: e[k] for k in EXPERIMENT_COLUMNS}) for e in experiments]
         if fmt == "json":
             full = dict(rating)
             full["config"] = redact_config(json.loads(full.pop("config_json")))
@@ -347,11 +448,11 @@ class ResultsStore:
             full["workload_config"] = json.loads(full.pop("workload_config_json"))
             full["experiments"] = [
                 {**row, "result": json.loads(e["result_json"])}
-                for row, e in zip(rows, self.experiments(rating_id), strict=True)
+                for row, e in zip(rows, experiments, strict=True)
             ]
             if measured:
                 full["measurements"] = measured
-            out.write_text(json.dumps(full, indent=2))
+            out.write_text(json.dumps(redact_strings(full), indent=2))  # older records too
             return len(measured) if measured else len(rows)
         elif fmt == "csv":
             with open(out, "w", newline="") as f:
@@ -371,6 +472,11 @@ class ResultsStore:
         else:
             raise UserError(f"unknown export format {fmt!r}: use csv, json or parquet")
         return len(rows)
+
+
+def _key_of(data: dict[str, Any], threads: int) -> int:
+    """An experiment's T, or its open-loop rate."""
+    return round(data.get("target_rate") or 0) or threads
 
 
 def _write_rows(rows: list[dict[str, Any]], fmt: str, out: Path) -> int:

@@ -130,7 +130,7 @@ def _same_file(row: dict[str, str]) -> Campaign | None:
         campaign = load_campaign(path, check=False)  # the same text is all that matters
     except UserError:
         return None
-    return campaign if campaign.text == row["file_text"] else None
+    return campaign if records.same_text(campaign, row["file_text"]) else None
 
 
 def _fresh_settings(campaign: Campaign | None, job: JobRecord) -> Settings:

@@ -11,11 +11,10 @@ from bgbench import results
 from bgbench.coordinator.frames import (
     ACTION_COLUMNS,
     AGENT_COLUMNS,
-    CAMPAIGN_COLUMNS,
     EXPERIMENT_COLUMNS,
-    JOB_COLUMNS,
     RATING_COLUMNS,
 )
+from bgbench.coordinator.frames_campaigns import CAMPAIGN_COLUMNS, JOB_COLUMNS
 from bgbench.coordinator.results import ResultsStore
 from bgbench.errors import UserError
 from tests.unit.report_ratings import model_rating, sqlite_rating
