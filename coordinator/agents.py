@@ -39,6 +39,8 @@ PREPARE_DOING = {
 }
 # gRPC codes of a Status call an agent did not answer (any other is an answer: a refusal)
 UNANSWERED = (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE)
+# How gRPC names a certificate that does not hold the name the coordinator dialled.
+HOSTNAME_CHECK_FAILED = "Hostname Verification Check failed"
 
 
 def _raise(error: pb.Error, address: str) -> None:
@@ -198,6 +200,12 @@ def _fault(address: str, exc: grpc.RpcError, tls: bool = False) -> Exception:
             "(or $BGBENCH_TOKEN) to the agent's token"
         )
     if code == grpc.StatusCode.UNAVAILABLE:
+        if tls and HOSTNAME_CHECK_FAILED in f"{exc.details()} {_debug_string(exc)}":
+            host = address.rpartition(":")[0]
+            return UserError(
+                f"TLS: agent {host}'s certificate is not for that name (set "
+                "agents.tls.server_name to a name it holds, or issue it one for this address)"
+            )
         mismatch = _tls_mismatch(address, exc, tls)
         if mismatch:
             return UserError(
