@@ -10,6 +10,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from bgbench.coordinator.agent_checks import AgentFault
 from bgbench.coordinator.agents import HEARTBEAT_TIMEOUT_S, AgentClient, Credentials
 from bgbench.coordinator.config import RatingConfig, Settings, SLAConfig
 from bgbench.coordinator.faults import fault_time, silent_agent
@@ -54,9 +55,10 @@ class Cluster:
         if failed:
             for c in clients:
                 c.close()
-            users = [f for f in failed if isinstance(f, UserError)]
-            if users:
-                raise users[0]
+            # A refusal, or an answer out of bounds, is not "did not answer": it is raised.
+            named = [f for f in failed if isinstance(f, UserError | AgentFault)]
+            if named:
+                raise named[0]
             raise SystemFault(
                 f"{len(failed)} of {len(clients)} agents did not answer: "
                 + "; ".join(str(f).removeprefix("agent ") for f in failed)
