@@ -120,7 +120,7 @@ class AgentClient:
                     return call.result(timeout=watch.wait(time.monotonic()))
                 except grpc.FutureTimeoutError:
                     pass
-                problem = self._judge(watch)
+                problem = self.judge(watch)
                 if problem is not None and not call.done():
                     raise LivenessFault(problem)
         except grpc.FutureCancelledError:
@@ -131,7 +131,7 @@ class AgentClient:
             call.cancel()  # nothing if it ended; else the agent drops what it was doing
             self._track(call, False)
 
-    def _judge(self, watch: Liveness) -> str | None:
+    def judge(self, watch: Liveness) -> str | None:
         try:
             reply = self.stub.Status(
                 pb.StatusRequest(),

@@ -1,0 +1,119 @@
+"""A load process that stops (SIGSTOP) mid-run or mid-validation is found within the
+heartbeat timeout and named as the load process, not its agent (which still answers):
+its beats come from a thread of its own whatever the store does, and the coordinator asks
+the agent's Status about every second during a run too. Before, the agent hung in
+multiprocessing's Event.set() on the stopped process and was found "silent" a minute
+later (73 s with heartbeat_timeout=3)."""
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import grpc
+import psutil
+
+from bgbench.protos import AGENT_READY_LINE, bearer
+from bgbench.protos import worker_pb2 as pb
+from bgbench.protos import worker_pb2_grpc as pb_grpc
+from tests.e2e.test_liveness import Bgbench, fault_lines, wait_until
+
+TIMEOUT_S = 3.0
+# Detection within the heartbeat timeout plus the Status interval; a busy machine gets
+# generous slack (the old code took a minute).
+FOUND_WITHIN_S = TIMEOUT_S + 1.0 + 6.0
+TOKEN = "a-long-token-for-these-tests"
+
+
+def load_processes(run: Bgbench) -> list[psutil.Process]:
+    return [
+        p for p in run.descendants()
+        if "spawn_main" in " ".join(p.cmdline()) and p.is_running()
+    ]  # fmt: skip
+
+
+def run_args(tmp_path, duration: int, *extra: str) -> list[str]:
+    return [
+        "run", "--store", "sqlite", "--threads", "2", "--users", "400",
+        "--duration", str(duration), "--results", str(tmp_path / "res"), "--json",
+        "-p", f"store.options.path={tmp_path / 'db.sqlite'}",
+        "-p", f"agents.heartbeat_timeout={TIMEOUT_S}", "-p", "rating.steady_state=false",
+        *extra,
+    ]  # fmt: skip
+
+
+def test_a_load_process_stopped_mid_run_is_named_within_the_timeout(tmp_path):
+    args = run_args(tmp_path, 60, "--agents", "1", "--processes", "2")
+    with Bgbench(args, dict(os.environ)) as run:
+        wait_until(lambda: len(list(tmp_path.rglob("log-f*.bglog"))) >= 2, "the run")
+        victim = wait_until(lambda: load_processes(run)[:1], "the load processes")[0]
+        victim.send_signal(signal.SIGSTOP)
+        stopped = time.time()
+        code, out, err = run.finish(timeout=120)
+    ended = time.time() - stopped
+    assert code == 3, err
+    assert "Traceback" not in err
+    (line,) = fault_lines(err)
+    assert f"(pid {victim.pid})" in line and "stopped responding" in line, line
+    assert "while running" not in line and "silent" not in line  # not the agent's fault
+    found = json.loads(out)["fault_at"] - stopped
+    print(f"\nstopped load process found after {found:.1f} s, run ended after {ended:.1f} s")
+    assert found <= FOUND_WITHIN_S
+    assert ended < 40  # the 60 s run was not waited out
+
+
+def test_a_load_process_stopped_mid_validation_is_named_within_the_timeout(tmp_path):
+    """A listed agent, so the test can watch its Status for the validation to begin."""
+    env = {**os.environ, "BGBENCH_TOKEN": TOKEN}
+    agent = subprocess.Popen(
+        [sys.executable, "-m", "bgbench", "agent", "--listen", "127.0.0.1:0", "--work-dir",
+         str(tmp_path / "agent"), "--allow-store-paths", "--processes", "2"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+    )  # fmt: skip
+    children: list[psutil.Process] = []
+    try:
+        ready = agent.stdout.readline() if agent.stdout else ""
+        assert ready.startswith(AGENT_READY_LINE), ready
+        address = ready[len(AGENT_READY_LINE) :].strip()
+        stub = pb_grpc.WorkerStub(grpc.insecure_channel(address))
+
+        def validating() -> pb.LoadProcessStatus | None:
+            reply = stub.Status(pb.StatusRequest(), timeout=10, metadata=bearer(TOKEN))
+            ran.update(p.pid for p in reply.processes if p.phase == "run")
+            for p in reply.processes:
+                # validating, or between its run's end and the validation
+                if p.phase == "validate" or (p.pid in ran and p.phase == ""):
+                    return p
+            return None
+
+        ran: set[int] = set()
+        args = run_args(tmp_path, 2, "-p", f'agents.addresses=["{address}"]')
+        with Bgbench(args, env) as run:
+            found = wait_until(validating, "the validation")
+            victim = psutil.Process(found.pid)
+            children = psutil.Process(agent.pid).children(recursive=True)
+            victim.send_signal(signal.SIGSTOP)
+            stopped = time.time()
+            code, out, err = run.finish(timeout=120)
+        assert code == 3, err
+        (line,) = fault_lines(err)
+        assert f"(pid {victim.pid})" in line and "stopped responding" in line, line
+        assert "validating" in line, line
+        took = json.loads(out)["fault_at"] - stopped
+        print(f"\nload process stopped mid-validation found after {took:.1f} s")
+        assert took <= FOUND_WITHIN_S
+    finally:
+        for p in children:
+            with_suppressed(p.send_signal, signal.SIGCONT)
+        agent.kill()
+        agent.wait(10)
+        for p in children:
+            with_suppressed(p.kill)
+
+
+def with_suppressed(action, *args) -> None:
+    with contextlib.suppress(psutil.Error):
+        action(*args)
