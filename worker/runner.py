@@ -35,6 +35,7 @@ import numpy as np
 
 from bgbench.validation.logformat import LogWriter
 from bgbench.worker.blocking import run_blocking
+from bgbench.worker.closing import CLOSE_BOUND_S, close_all
 from bgbench.worker.contracts import ErrorSummary
 from bgbench.worker.measurement import ACTION_DTYPE, LiveLatencies, Recorder
 from bgbench.worker.timing import Timer
@@ -297,11 +298,7 @@ async def _run_tasks(
     elapsed = time.monotonic() - t0
     cpu = cpu_seconds() - cpu0
     publish(rec.action_count, sum(rec.errors.values()), sum(sessions), live.cut(final=True), 0.0)
-    for tc in conns:
-        try:
-            await tc.conn.close()
-        except Exception:  # a connection to a store that stopped answering
-            plan.fragment.uncertain = plan.fragment.uncertain or bool(tc.in_call)
+    await close_all(conns, plan.fragment, CLOSE_BOUND_S if flags.aborted else None)
     return RunOutcome(
         _actions([rec]),
         elapsed,
