@@ -17,6 +17,7 @@ from typing import Any
 import grpc
 import psutil
 
+from bgbench.coordinator import agent_checks as checks
 from bgbench.coordinator.faults import Liveness, LivenessFault
 from bgbench.errors import SystemFault, UserError
 from bgbench.protos import AGENT_READY_LINE as READY_LINE
@@ -39,6 +40,8 @@ PREPARE_DOING = {
 }
 # gRPC codes of a Status call an agent did not answer (any other is an answer: a refusal)
 UNANSWERED = (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE)
+# How gRPC names a certificate that does not hold the name the coordinator dialled.
+HOSTNAME_CHECK_FAILED = "Hostname Verification Check failed"
 
 
 def _raise(error: pb.Error, address: str) -> None:
@@ -117,7 +120,7 @@ class AgentClient:
                     return call.result(timeout=watch.wait(time.monotonic()))
                 except grpc.FutureTimeoutError:
                     pass
-                problem = self._judge(watch)
+                problem = self.judge(watch)
                 if problem is not None and not call.done():
                     raise LivenessFault(problem)
         except grpc.FutureCancelledError:
@@ -128,7 +131,7 @@ class AgentClient:
             call.cancel()  # nothing if it ended; else the agent drops what it was doing
             self._track(call, False)
 
-    def _judge(self, watch: Liveness) -> str | None:
+    def judge(self, watch: Liveness) -> str | None:
         try:
             reply = self.stub.Status(
                 pb.StatusRequest(),
@@ -139,7 +142,12 @@ class AgentClient:
             if exc.code() in UNANSWERED:
                 return watch.unanswered(time.monotonic())
             reply = pb.StatusReply()  # it answered, if only to refuse
+        checks.check_status(self.address, reply, self._processes())
         return watch.answered(reply, time.monotonic())
+
+    def _processes(self) -> int:
+        """The agent's load processes, as its handshake said (0 before it)."""
+        return self.facts.load_processes if self.facts is not None else 0
 
     def status(self) -> pb.StatusReply:
         try:
@@ -155,6 +163,7 @@ class AgentClient:
             protocol_version=PROTOCOL_VERSION, measure_capacity=measure_capacity
         )
         reply = self._watched(self.stub.Handshake, request, HANDSHAKE_TIMEOUT_S, "handshaking")
+        checks.check_handshake(self.address, reply, measure_capacity)
         _raise(reply.error, self.address)
         self.facts = reply
         return reply  # type: ignore[no-any-return]
@@ -162,6 +171,7 @@ class AgentClient:
     def prepare(self, request: pb.PrepareRequest) -> pb.PrepareReply:
         doing = PREPARE_DOING.get(request.phase, "preparing")
         reply = self._watched(self.stub.Prepare, request, PREPARE_TIMEOUT_S, doing)
+        checks.check_prepare(self.address, request, reply)
         _raise(reply.error, self.address)
         return reply  # type: ignore[no-any-return]
 
@@ -170,10 +180,19 @@ class AgentClient:
         timeout = request.duration_seconds + RUN_SLACK_S
         stream = self.stub.Run(request, timeout=timeout, metadata=self.metadata)
         self._track(stream, True)
+        most = max_events(request.duration_seconds)
         try:
-            for event in stream:
+            for seen, event in enumerate(stream):
                 if event.HasField("error"):
                     _raise(event.error, self.address)
+                elif event.HasField("progress"):
+                    checks.check_progress(self.address, event.progress)
+                elif event.HasField("result"):
+                    checks.check_result(self.address, event.result, self._processes())
+                if seen >= most:
+                    raise checks.AgentFault(
+                        self.address, "run stream", f"more than {most} events for this run"
+                    )
                 yield event
         except grpc.RpcError as exc:
             raise _fault(self.address, exc, self.tls) from None
@@ -183,11 +202,18 @@ class AgentClient:
     def validate(self, experiment_id: str) -> pb.ValidateReply:
         request = pb.ValidateRequest(experiment_id=experiment_id)
         reply = self._watched(self.stub.Validate, request, VALIDATE_TIMEOUT_S, "validating")
+        checks.check_validation(self.address, reply)
         _raise(reply.error, self.address)
         return reply  # type: ignore[no-any-return]
 
     def close(self) -> None:
         self.channel.close()
+
+
+def max_events(duration_s: float) -> int:
+    """The most events a run's stream may carry: progress twice a second over the run and
+    its slack, ten times over (an agent may catch up after a stall), and its result."""
+    return int(20 * (duration_s + RUN_SLACK_S)) + 100
 
 
 def _fault(address: str, exc: grpc.RpcError, tls: bool = False) -> Exception:
@@ -198,6 +224,12 @@ def _fault(address: str, exc: grpc.RpcError, tls: bool = False) -> Exception:
             "(or $BGBENCH_TOKEN) to the agent's token"
         )
     if code == grpc.StatusCode.UNAVAILABLE:
+        if tls and HOSTNAME_CHECK_FAILED in f"{exc.details()} {_debug_string(exc)}":
+            host = address.rpartition(":")[0]
+            return UserError(
+                f"TLS: agent {host}'s certificate is not for that name (set "
+                "agents.tls.server_name to a name it holds, or issue it one for this address)"
+            )
         mismatch = _tls_mismatch(address, exc, tls)
         if mismatch:
             return UserError(

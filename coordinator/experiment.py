@@ -10,12 +10,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from bgbench.coordinator.agent_checks import AgentFault
 from bgbench.coordinator.agents import HEARTBEAT_TIMEOUT_S, AgentClient, Credentials
 from bgbench.coordinator.config import RatingConfig, Settings, SLAConfig
-from bgbench.coordinator.faults import fault_time, silent_agent
+from bgbench.coordinator.faults import fault_time
 from bgbench.coordinator.metrics import LatencySummary, Verdict, decode, judge, share_within
 from bgbench.coordinator.plan import AgentSlot, FragmentLayout, layout, split_threads
 from bgbench.coordinator.redaction import redact_text
+from bgbench.coordinator.run_watch import watch_run
 from bgbench.coordinator.steady import Steadiness, Tick, analyse, tick_of, window_within_counts
 from bgbench.errors import BGBenchError, SystemFault, UserError
 from bgbench.protos import START_READIED, new_histogram
@@ -55,9 +57,10 @@ class Cluster:
         if failed:
             for c in clients:
                 c.close()
-            users = [f for f in failed if isinstance(f, UserError)]
-            if users:
-                raise users[0]
+            # A refusal, or an answer out of bounds, is not "did not answer": it is raised.
+            named = [f for f in failed if isinstance(f, UserError | AgentFault)]
+            if named:
+                raise named[0]
             raise SystemFault(
                 f"{len(failed)} of {len(clients)} agents did not answer: "
                 + "; ".join(str(f).removeprefix("agent ") for f in failed)
@@ -273,6 +276,8 @@ def run_experiment(
 
     def fail(message: str, client: AgentClient | None) -> None:
         with lock:
+            if faults and client is None:
+                return  # a watcher's finding after the first failure is its consequence
             faults.append(message)
             fault_at[0] = fault_at[0] or time.time()
         for other in cluster.clients:  # end the experiment everywhere
@@ -314,16 +319,7 @@ def run_experiment(
     workers = [threading.Thread(target=drive, args=(i,), daemon=True) for i in range(len(shares))]
     for w in workers:
         w.start()
-    # The agents report every second; one silent for heartbeat_timeout has failed even if
-    # its connection still looks open (a frozen host, a cut network).
-    while any(w.is_alive() for w in workers):
-        for w in workers:
-            w.join(timeout=0.25)
-        now = time.monotonic()
-        for i, client in enumerate(cluster.clients):
-            if workers[i].is_alive() and now - last_seen[i] > heartbeat_timeout and not faults:
-                silent = now - last_seen[i]
-                fail(silent_agent(client.address, silent, heartbeat_timeout, "running"), None)
+    watch_run(cluster.clients, workers, last_seen, heartbeat_timeout, lambda m: fail(m, None))
     coordinator_cpu = _cpu_seconds() - cpu_started
     if faults or any(r is None for r in results):
         fault = "; ".join(faults) or "an agent ended the experiment without a result"

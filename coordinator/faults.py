@@ -35,8 +35,12 @@ WATCHED_PHASES = {
     "schema": "creating the schema",
     "load": "loading",
     "ready": "readying",
+    "run": "running",
     "validate": "validating",
 }
+# In these a thread of the load process beats whatever the store does (a run has its own
+# bound on a store that stopped answering): quiet beats mean the process itself froze.
+SELF_BEATING = {"run", "validate"}
 
 
 class FaultKind(StrEnum):
@@ -180,6 +184,17 @@ def no_progress(address: str, process: pb.LoadProcessStatus, timeout: float) -> 
     )
 
 
+def stopped_responding(address: str, process: pb.LoadProcessStatus, timeout: float) -> str:
+    where = f"fragment {process.fragment}, " if process.fragment >= 0 else ""
+    doing = WATCHED_PHASES.get(process.phase, process.phase)
+    return (
+        f"load process {process.fragment} (pid {process.pid}) on agent {address} stopped "
+        f"responding: no heartbeat for {process.quiet_seconds:.1f} s ({where}{doing}; "
+        f"heartbeat timeout {timeout:g} s) while the agent still answers: it froze, was "
+        "stopped or starved of CPU"
+    )
+
+
 class Liveness:
     """Judges one agent during one call from its Status replies (times are monotonic)."""
 
@@ -205,7 +220,8 @@ class Liveness:
         for p in reply.processes:
             if p.alive and p.phase in WATCHED_PHASES:
                 if p.quiet_seconds >= self.timeout:
-                    return no_progress(self.address, p, self.timeout)
+                    blame = stopped_responding if p.phase in SELF_BEATING else no_progress
+                    return blame(self.address, p, self.timeout)
                 slack = min(slack, self.timeout - p.quiet_seconds)
         self.next_due = now + slack
         return None

@@ -73,13 +73,13 @@ from bgbench.worker.security import (
     is_loopback,
     server_credentials,
 )
+from bgbench.worker.stopflag import StopFlag
 from bgbench.workloads import registry
 
 log = logging.getLogger("bgbench.agent")
 
 PROGRESS_EVERY_S = LIVE_EVERY_S  # one progress per live latency delta of the load processes
-PREPARE_TIMEOUT_S = 3600.0
-VALIDATE_TIMEOUT_S = 3600.0
+PREPARE_TIMEOUT_S = VALIDATE_TIMEOUT_S = 3600.0
 RUN_GRACE_S = 60.0
 # A request waits this long for the previous one to wind down (a cancelled run stopping).
 BUSY_WAIT_S = 30.0
@@ -104,8 +104,8 @@ class LoadProcess:
 
     def __init__(self, ctx: SpawnContext) -> None:
         self.conn, child_conn = ctx.Pipe()
-        self.stop = ctx.Event()
         self.counters = ctx.Array("q", COUNTERS, lock=False)
+        self.stop = StopFlag(self.counters)
         self.seq = 0
         self.fragment: int | None = None
         self.phase = ""  # the command it works on; "" when idle

@@ -195,5 +195,5 @@ def sum_counts(parts: list[dict[str, int]]) -> dict[str, int]:
 # Indexes into a load process's shared counters. LAG_US is the worst client lag since
 # the agent last reset it; BEATS grows while the process makes progress outside a run
 # (rows loaded, phases done, validation chunks): an agent sees a hung load by it.
-ACTIONS, ERRORS, SESSIONS, LAG_US, BEATS = 0, 1, 2, 3, 4
-COUNTERS = 5
+ACTIONS, ERRORS, SESSIONS, LAG_US, BEATS, STOP = 0, 1, 2, 3, 4, 5
+COUNTERS = 6

@@ -15,7 +15,6 @@ import traceback
 from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from multiprocessing.sharedctypes import SynchronizedArray
-from multiprocessing.synchronize import Event as ProcessEvent
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +38,7 @@ from bgbench.worker.contracts import (
     ValidateCommand,
 )
 from bgbench.worker.engine import FragmentEngine, RunSpec
+from bgbench.worker.stopflag import StopFlag
 from bgbench.workloads import registry
 
 BEAT_EVERY_S = 0.5
@@ -52,7 +52,7 @@ def _exit_with_parent(parent: int) -> None:
             os._exit(3)
 
 
-def serve(conn: Connection, stop: ProcessEvent, counters: "SynchronizedArray[Any]") -> None:
+def serve(conn: Connection, stop: StopFlag, counters: "SynchronizedArray[Any]") -> None:
     threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
     engine: FragmentEngine | None = None
 
@@ -80,7 +80,8 @@ def serve(conn: Connection, stop: ProcessEvent, counters: "SynchronizedArray[Any
             elif isinstance(command, ReadyCommand):
                 result = engine.ready(command.start_state)
             elif isinstance(command, RunCommand):
-                result = _run(engine, command, seq, stop, counters, conn)
+                with _beating(beat):  # alive, whatever the store does (it has its own bound)
+                    result = _run(engine, command, seq, stop, counters, conn)
             elif isinstance(command, ValidateCommand):
                 with _beating(beat):  # our own computation: it cannot wait on a store
                     result = engine.validate(Path(command.log_dir))
@@ -150,7 +151,7 @@ def _run(
     engine: FragmentEngine,
     command: RunCommand,
     seq: int,
-    stop: ProcessEvent,
+    stop: StopFlag,
     counters: "SynchronizedArray[Any]",
     conn: Connection,
 ) -> Result:

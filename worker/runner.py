@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from bgbench.validation.logformat import LogWriter
 from bgbench.worker.blocking import run_blocking
+from bgbench.worker.closing import CLOSE_BOUND_S, close_all
 from bgbench.worker.contracts import ErrorSummary
 from bgbench.worker.measurement import LiveLatencies, Recorder, batch_for
 from bgbench.worker.tally import ActionTally
@@ -296,11 +297,7 @@ async def _run_tasks(
     elapsed = time.monotonic() - t0
     cpu = cpu_seconds() - cpu0
     publish(rec.action_count, sum(rec.errors.values()), sum(sessions), live.cut(final=True), 0.0)
-    for tc in conns:
-        try:
-            await tc.conn.close()
-        except Exception:  # a connection to a store that stopped answering
-            plan.fragment.uncertain = plan.fragment.uncertain or bool(tc.in_call)
+    await close_all(conns, plan.fragment, CLOSE_BOUND_S if flags.aborted else None)
     _finish([rec])
     return RunOutcome(
         elapsed,

@@ -251,9 +251,20 @@ def test_a_quiet_load_fails_once_quiet_for_the_timeout():
     assert "agents.heartbeat_timeout" in problem
 
 
-def test_runs_and_idle_processes_are_not_judged_by_beats():
+def test_idle_processes_are_not_judged_by_beats():
     watch = Liveness("a:1", "loading", 5.0, now=0.0)
-    assert watch.answered(status(("run", 60.0), ("", 60.0)), now=1.0) is None
+    assert watch.answered(status(("", 60.0)), now=1.0) is None
+
+
+def test_a_running_or_validating_process_without_beats_is_named_not_the_store():
+    """Runs and validations beat from a thread of the load process whatever the store
+    does: quiet beats there mean the process itself stopped."""
+    for phase, doing in (("run", "running"), ("validate", "validating")):
+        watch = Liveness("a:1", "running", 5.0, now=0.0)
+        problem = watch.answered(status(("", 60.0), (phase, 5.2)), now=1.0)
+        assert problem is not None
+        assert "load process 1 (pid 11) on agent a:1 stopped responding" in problem
+        assert f"fragment 1, {doing}" in problem and "store" not in problem
 
 
 def test_a_silent_agent_fails_after_the_timeout_not_before():

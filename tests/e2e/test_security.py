@@ -221,3 +221,33 @@ def test_make_certs_script_gives_working_mutual_tls(tmp_path, start_agent):
         cert=(tls / "coordinator.pem").read_bytes(), key=(tls / "coordinator.key").read_bytes(),
     )  # fmt: skip
     assert AgentClient(address, creds).handshake().cores >= 1
+
+
+def test_an_agent_certificate_for_another_name_is_named_exit_2(start_agent, pki, tmp_path):
+    """The agent's certificate is signed by the CA but holds another name than the address
+    dialled: a TLS mismatch, exit 2, never "unreachable" (exit 3)."""
+    wrong = trustme.CA()
+    elsewhere = wrong.issue_cert("elsewhere.example")
+    (tmp_path / "wrong-ca.pem").write_bytes(wrong.cert_pem.bytes())
+    (tmp_path / "elsewhere.pem").write_bytes(elsewhere.cert_chain_pems[0].bytes())
+    (tmp_path / "elsewhere.key").write_bytes(elsewhere.private_key_pem.bytes())
+    address = start_agent(
+        "--tls-cert", str(tmp_path / "elsewhere.pem"), "--tls-key", str(tmp_path / "elsewhere.key")
+    )  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "bgbench", "run", "--store", "sqlite", "--results",
+         str(tmp_path / "res"), "-p", f'agents.addresses=["{address}"]',
+         "-p", f"agents.tls.ca_file={tmp_path / 'wrong-ca.pem'}"],
+        capture_output=True, text=True, timeout=120,
+        env={**os.environ, "BGBENCH_TOKEN": TOKEN},
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("bgbench:")]
+    assert len(lines) == 1, proc.stderr
+    assert "TLS: agent 127.0.0.1's certificate is not for that name" in lines[0]
+    assert "unreachable" not in lines[0]
+    # with the name it holds, the same agent answers
+    ca = (tmp_path / "wrong-ca.pem").read_bytes()
+    creds = Credentials(token=TOKEN, ca=ca, server_name="elsewhere.example")
+    assert AgentClient(address, creds).handshake().cores >= 1
