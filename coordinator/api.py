@@ -393,7 +393,7 @@ def run(
     settings.results_dir = results_path(settings.results_dir)
     threads = settings.run.threadcount
     resolve_local_layout(settings, threads)
-    preflight.check_pacing(settings)
+    preflight.check_before_agents(settings)  # as a rating does: bad input before the store
     a = settings.agents
     if settings.store.name != MODEL_STORE and not a.addresses:
         processes = a.processes if isinstance(a.processes, int) else 1
