@@ -171,12 +171,18 @@ def rate(
         objective = settings.rating.objective
         events.emit(RatingStarted(rating_id, objective, settings.store.name, resume is not None))
     try:
-        summary = _execute(settings, store, rating_id, console, events)
+        try:
+            summary = _execute(settings, store, rating_id, console, events)
+        except (OSError, sqlite3.Error) as exc:  # a full disk, a store gone: one line, exit 3
+            raise SystemFault(_unwritable(store, exc)) from None
     except SystemFault as exc:  # recorded and returned: the caller may rate the next one
-        message = record_failure(store, rating_id, exc, settings.results_dir)
-        if events:
-            events.emit(RatingEnded(rating_id, "failed", message=message))
-        return rating_record(store, rating_id)
+        try:
+            message = record_failure(store, rating_id, exc, settings.results_dir)
+            if events:
+                events.emit(RatingEnded(rating_id, "failed", message=message))
+            return rating_record(store, rating_id)
+        except (OSError, sqlite3.Error):  # the store cannot take it either (left resumable)
+            raise exc from None
     except (BGBenchError, KeyboardInterrupt) as exc:
         message = record_failure(store, rating_id, exc, settings.results_dir)
         if events:
@@ -196,6 +202,12 @@ def rate(
             RatingEnded(rating_id, "done", summary.soar, summary.soar_threads, summary.socialites)
         )
     return rating_record(store, rating_id)
+
+
+def _unwritable(store: ResultsStore, exc: OSError | sqlite3.Error) -> str:
+    if isinstance(exc, sqlite3.Error):
+        return f"results store {store.path} cannot be written: {exc}"
+    return f"cannot write {exc.filename or 'a file'}: {exc.strerror or exc}"
 
 
 def _execute(

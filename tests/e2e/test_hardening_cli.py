@@ -99,6 +99,23 @@ def test_a_store_that_fills_up_at_the_end_is_one_line_and_loses_nothing(tmp_path
     assert set(ratings.values()) <= {"failed"}  # the new one, if at all, never as done
 
 
+def test_a_store_that_fills_up_during_a_rating_is_one_line_and_exit_3(tmp_path):
+    results = tmp_path / "res"
+    first = bgbench(*MODEL_RUN, "--duration", "1", "--results", str(results), "--json")
+    assert first.returncode == 0, first.stderr
+    (before,) = recorded_ids(results)
+    size = (results / "bgbench.sqlite").stat().st_size  # a rating's records cannot grow it
+    proc = bgbench(
+        "rate", "--store", "model", "--delta-search", "2", "--delta", "4", "--results",
+        str(results), limit_file_bytes=size,
+    )  # fmt: skip
+    line = one_line(proc, 3)
+    assert line.startswith("bgbench: fault: results store") and "cannot be written" in line, line
+    ratings = {r["id"]: r["status"] for r in ResultsStore.existing(results).ratings()}
+    assert ratings.pop(before) == "done"  # what the store held is there
+    assert set(ratings.values()) <= {"failed", "running"}  # the rating, never as done
+
+
 def test_rate_refuses_results_it_cannot_write_the_same_way(tmp_path):
     proc = bgbench("rate", "--store", "model", "--results", "/proc/self")
     line = one_line(proc, 2)
@@ -230,7 +247,11 @@ def test_ctrl_c_while_it_starts_exits_130_with_one_line(tmp_path, marker):
 
 def test_ctrl_c_as_soon_as_the_run_started_exits_130(tmp_path):
     events = tmp_path / "events.jsonl"
-    args = [*MODEL_RUN, "--duration", "60", "--results", str(tmp_path), "--events", str(events)]
+    args = [
+        "run", "--store", "sqlite", "--agents", "1", "--users", "300", "--threads", "2",
+        "--duration", "120", "--results", str(tmp_path / "res"), "--events", str(events),
+        "-p", f"store.options.path={tmp_path / 'bg.sqlite'}",
+    ]  # fmt: skip
     code, err = interrupt_when(started(events), args)
     assert code == 130 and "Traceback" not in err, (code, err)
     assert err.strip().splitlines()[-1] == "bgbench: interrupted", err
