@@ -7,9 +7,12 @@ and how to resume); bad input raises UserError and an interrupt propagates, both
 recorded first. `run` records its one experiment, a fault included, and returns it.
 """
 
+import contextlib
 import json
 import os
 import secrets
+import sqlite3
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,6 +82,7 @@ class RatingRecord:
 class RunRecord:
     result: ExperimentResult
     path: Path  # the JSON file it is recorded in
+    unrecorded: str = ""  # why it could not be recorded in full (a disk filled up, say)
 
 
 def quiet_console() -> Console:
@@ -91,6 +95,34 @@ def results_path(path: Path) -> Path:
     if path.exists() and not path.is_dir():
         raise UserError(f"results directory {path} is a file: give --results a directory")
     return path
+
+
+def open_results(directory: Path) -> ResultsStore:
+    """The results store of `directory` (created if need be), proven writable before any
+    work starts: a run or a rating whose results could not be recorded must not start.
+    A file is written and synced in the directory (a full disk fails here) and a write is
+    tried in the store itself (a read-only store fails here), both undone."""
+    path = results_path(directory)
+    store = ResultsStore(path)
+    try:
+        with tempfile.TemporaryFile(dir=path) as probe:
+            probe.write(b"\0" * 4096)
+            probe.flush()
+            os.fsync(probe.fileno())
+        db = sqlite3.connect(store.path, timeout=30, isolation_level=None)
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("CREATE TABLE bgbench_write_probe (x)")
+            db.execute("ROLLBACK")
+        finally:
+            db.close()
+    except (OSError, sqlite3.Error) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise UserError(
+            f"results directory {path} cannot be written ({reason}): give --results a "
+            "writable directory"
+        ) from None
+    return store
 
 
 def new_rating_id() -> str:
@@ -125,7 +157,7 @@ def rate(
         settings.results_dir = results_path(where)
         resolve_local_layout(settings, None)
         preflight.check_before_agents(settings)
-        store = results if isinstance(results, ResultsStore) else ResultsStore(settings.results_dir)
+        store = open_results(settings.results_dir)
         rating_id = rating_id or new_rating_id()
         store.start_rating(
             rating_id,
@@ -139,12 +171,18 @@ def rate(
         objective = settings.rating.objective
         events.emit(RatingStarted(rating_id, objective, settings.store.name, resume is not None))
     try:
-        summary = _execute(settings, store, rating_id, console, events)
+        try:
+            summary = _execute(settings, store, rating_id, console, events)
+        except (OSError, sqlite3.Error) as exc:  # a full disk, a store gone: one line, exit 3
+            raise SystemFault(_unwritable(store, exc)) from None
     except SystemFault as exc:  # recorded and returned: the caller may rate the next one
-        message = record_failure(store, rating_id, exc, settings.results_dir)
-        if events:
-            events.emit(RatingEnded(rating_id, "failed", message=message))
-        return rating_record(store, rating_id)
+        try:
+            message = record_failure(store, rating_id, exc, settings.results_dir)
+            if events:
+                events.emit(RatingEnded(rating_id, "failed", message=message))
+            return rating_record(store, rating_id)
+        except (OSError, sqlite3.Error):  # the store cannot take it either (left resumable)
+            raise exc from None
     except (BGBenchError, KeyboardInterrupt) as exc:
         message = record_failure(store, rating_id, exc, settings.results_dir)
         if events:
@@ -164,6 +202,12 @@ def rate(
             RatingEnded(rating_id, "done", summary.soar, summary.soar_threads, summary.socialites)
         )
     return rating_record(store, rating_id)
+
+
+def _unwritable(store: ResultsStore, exc: OSError | sqlite3.Error) -> str:
+    if isinstance(exc, sqlite3.Error):
+        return f"results store {store.path} cannot be written: {exc}"
+    return f"cannot write {exc.filename or 'a file'}: {exc.strerror or exc}"
 
 
 def _execute(
@@ -361,11 +405,12 @@ def run(
     settings.results_dir = results_path(settings.results_dir)
     threads = settings.run.threadcount
     resolve_local_layout(settings, threads)
-    preflight.check_pacing(settings)
+    preflight.check_before_agents(settings)  # as a rating does: bad input before the store
     a = settings.agents
     if settings.store.name != MODEL_STORE and not a.addresses:
         processes = a.processes if isinstance(a.processes, int) else 1
         preflight.check_threads_cover(threads, a.local * processes)
+    store = open_results(settings.results_dir)
     experiment_id = new_experiment_id(threads)
     run_dir = settings.results_dir / experiment_id
     duration = settings.run.maxexecutiontime
@@ -387,16 +432,28 @@ def run(
             status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
             events.emit(RatingEnded(experiment_id, status, message=str(exc)))
         raise
-    path = save(result, run_dir)
-    _record_run(settings, result, retried, hosts, versions)
+    path = run_dir / f"{experiment_id}.json"
+    failures = []
+    try:  # each record on its own: one that fails loses nothing the other holds
+        path = save(result, run_dir)
+    except OSError as exc:
+        failures.append(f"{path}: {exc.strerror or exc}")
+    try:
+        _record_run(store, settings, result, retried, hosts, versions)
+    except (OSError, sqlite3.Error) as exc:
+        failures.append(f"{store.path}: {exc.strerror if isinstance(exc, OSError) else exc}")
     if events:
         events.emit(ExperimentEnded.of(RUN_OBJECTIVE, result))
         status = "failed" if result.fault else "done"
         events.emit(RatingEnded(experiment_id, status, message=result.fault))
-    return RunRecord(result, path)
+    unrecorded = ""
+    if failures:
+        unrecorded = f"run {experiment_id} could not be recorded in " + "; ".join(failures)
+    return RunRecord(result, path, unrecorded)
 
 
 def _record_run(
+    store: ResultsStore,
     settings: Settings,
     result: ExperimentResult,
     retried: list[ExperimentResult],
@@ -405,7 +462,6 @@ def _record_run(
 ) -> None:
     """A run in the results store: a record of objective "run" holding its experiment
     (and any attempt an infrastructure failure ended before it)."""
-    store = ResultsStore(settings.results_dir)
     known = {r["id"] for r in store.ratings()}
     record_id, n = result.experiment_id, 1
     while record_id in known:  # two runs at the same T in the same second
@@ -413,10 +469,16 @@ def _record_run(
         record_id = f"{result.experiment_id}-{n}"
     config = settings.model_dump_json()
     store.start_rating(record_id, RUN_OBJECTIVE, settings.store.name, config, str(Path.cwd()))
-    store.set_hosts(record_id, hosts, versions)
-    for attempt in retried:
-        store.add_experiment(record_id, "retried", attempt)
-    store.add_experiment(record_id, RUN_OBJECTIVE, result)
+    try:
+        store.set_hosts(record_id, hosts, versions)
+        for attempt in retried:
+            store.add_experiment(record_id, "retried", attempt)
+        store.add_experiment(record_id, RUN_OBJECTIVE, result)
+    except (OSError, sqlite3.Error) as exc:  # never left "running": failed, if it can be
+        with contextlib.suppress(OSError, sqlite3.Error):
+            message = f"not recorded in full ({exc}): see {result.experiment_id}.json"
+            store.finish_rating(record_id, "failed", None, None, None, None, message)
+        raise
     message = run_failure(result.fault)
     status = "failed" if result.fault else "done"
     store.finish_rating(record_id, status, None, None, None, None, message)

@@ -1,6 +1,7 @@
 """The `bgbench` command line."""
 
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -9,6 +10,7 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
+from bgbench.__main__ import INTERRUPTED, exit_interrupted
 from bgbench.coordinator import api, preflight
 from bgbench.coordinator.api import new_rating_id, results_path, resumed_settings
 from bgbench.coordinator.checkconfig import check_settings_file
@@ -44,6 +46,7 @@ from bgbench.coordinator.results import ResultsStore
 from bgbench.coordinator.study import run_study
 from bgbench.coordinator.sweep import write_csv
 from bgbench.errors import BGBenchError, SystemFault, UserError
+from bgbench.inputs import check_output
 from bgbench.workloads import registry
 
 # Importable from here as before the API existed.
@@ -156,7 +159,10 @@ def run(
         print(record.result.to_json())
     else:
         out.print(render(record.result, settings))
-        out.print(f"recorded in {record.path}")
+        if not record.unrecorded:
+            out.print(f"recorded in {record.path}")
+    if record.unrecorded:
+        raise SystemFault(record.unrecorded)
     if record.result.fault:
         raise SystemFault(record.result.fault)
 
@@ -325,7 +331,7 @@ def results_export(
 ) -> None:
     """Export a rating's experiments to CSV, JSON or Parquet."""
     db = ResultsStore.existing(results_path(results or Path("results")))
-    target = output or Path(f"{rating_id}.{fmt}")
+    target = check_output(output or Path(f"{rating_id}.{fmt}"), "--output")
     try:
         n = db.export(rating_id, fmt, target)
     except OSError as exc:
@@ -446,21 +452,40 @@ def recorded_settings(record: dict[str, Any]) -> Settings:
 
 
 def main() -> None:
+    """The command line (the entry is bgbench/__main__.py, which handles an interrupt
+    while this module is imported; here it becomes a KeyboardInterrupt, that stops what
+    the command started, and on the way out the process ends at once again)."""
     try:
+        code = _run_app()
+    finally:
+        signal.signal(signal.SIGINT, exit_interrupted)  # nothing left to stop
+    sys.exit(code)
+
+
+def _run_app() -> int:
+    try:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         code = app(standalone_mode=False)
     except typer.Abort:
         print("bgbench: aborted", file=sys.stderr)
-        sys.exit(130)
+        return INTERRUPTED
     except typer.Exit as exc:
-        sys.exit(exc.exit_code)
+        return exc.exit_code
     except typer.TyperException as exc:  # bad flag or argument
         ctx = getattr(exc, "ctx", None)
         command = ctx.command_path if ctx is not None else "bgbench"
         print(f"bgbench: error: {exc.format_message()} (see {command} --help)", file=sys.stderr)
-        sys.exit(2)
+        return 2
     except (BGBenchError, KeyboardInterrupt) as exc:
-        status, line = ending(exc)
-        print(line, file=sys.stderr)
-        sys.exit(status)
-    # Without standalone mode, click returns a command's typer.Exit code instead of exiting.
-    sys.exit(code if isinstance(code, int) else 0)
+        return _ended(exc)
+    # Without standalone mode, click returns a command's typer.Exit code instead of exiting;
+    # typer turns an interrupt into exit 130 without a word.
+    if code == INTERRUPTED:
+        return _ended(KeyboardInterrupt())
+    return code if isinstance(code, int) else 0
+
+
+def _ended(exc: BaseException) -> int:
+    status, line = ending(exc)
+    print(line, file=sys.stderr)
+    return status

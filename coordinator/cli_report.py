@@ -12,6 +12,7 @@ from bgbench.coordinator import compare as comparing
 from bgbench.coordinator import html_report
 from bgbench.coordinator.api import results_path
 from bgbench.coordinator.frames import ResultFrames, load
+from bgbench.inputs import check_output
 
 report_app = typer.Typer()
 out = Console(width=None if sys.stdout.isatty() else 160)
@@ -36,7 +37,7 @@ def report(
     ] = None,
 ) -> None:
     """Write one self-contained HTML report (figures inline) of a rating, run or campaign."""
-    target = output or Path(f"{ident}.html")
+    target = check_output(output or Path(f"{ident}.html"), "--output")
     written = html_report.report(_frames(results), ident, target, fmt)
     out.print(f"wrote {written.html} ({len(written.figures)} figures)")
     for path in written.files:
@@ -53,6 +54,8 @@ def compare_ratings(
 ) -> None:
     """Ratings side by side: SoAR with its interval, Socialites, the settings that differ,
     and whether each pair's SoAR differ beyond the noise."""
+    if output is not None:
+        check_output(output, "--output")  # before the work, not after it
     comparison = comparing.compare(_frames(results), ids)
     out.print(comparing.render(comparison))
     if output is not None:

@@ -7,6 +7,7 @@ per tick is constant (one histogram merge, three percentiles), so a sink cannot 
 engine more than its own write; a sink that raises is dropped with one warning.
 """
 
+import contextlib
 import json
 import logging
 import threading
@@ -19,6 +20,7 @@ from typing import IO, ClassVar, Protocol
 from bgbench.coordinator.experiment import ExperimentResult
 from bgbench.coordinator.metrics import decode, percentile
 from bgbench.errors import UserError
+from bgbench.inputs import open_output
 from bgbench.protos import new_histogram
 from bgbench.protos import worker_pb2 as pb
 
@@ -186,23 +188,34 @@ class Fanout:
 
 
 class JsonLinesSink:
-    """--events FILE: one JSON object per line, flushed per line, appended to the file."""
+    """--events FILE: one JSON object per line, flushed per line, appended to the file.
+    Only a regular file (a FIFO would block, a device is no record); a write that fails
+    later (a full disk) drops the sink with one line and the rating goes on."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         try:
-            self._file: IO[str] = path.open("a", encoding="utf-8")
-        except OSError as exc:
-            raise UserError(
-                f"--events {path}: cannot write it ({exc.strerror}); choose another file"
-            ) from None
+            self._file: IO[str] = open_output(path, "--events", append=True)
+        except UserError as exc:
+            raise UserError(f"{exc}; choose another file") from None
 
     def emit(self, event: Event) -> None:
-        self._file.write(json.dumps(to_dict(event), separators=(",", ":")) + "\n")
-        self._file.flush()
+        try:
+            self._file.write(json.dumps(to_dict(event), separators=(",", ":")) + "\n")
+            self._file.flush()
+        except OSError as exc:
+            raise EventsWriteError(
+                f"--events {self.path}: cannot write it ({exc.strerror or exc}); "
+                "no more events are written there"
+            ) from None
 
     def close(self) -> None:
-        self._file.close()
+        with contextlib.suppress(OSError):  # a failed write was reported when it failed
+            self._file.close()
+
+
+class EventsWriteError(Exception):
+    """The events file stopped taking lines (Fanout drops the sink and says so)."""
 
 
 class ProgressTap:

@@ -6,8 +6,9 @@ the share within beta (a t interval over the steady window's samples) against al
 unpredictable reads (Wilson's interval) against tau. One clear failure decides; a
 criterion whose interval straddles its threshold leaves the verdict uncertain, and the
 rating runs that T again (up to rating.repeats) and pools the runs. A run that never
-settled is run again too, and left out of the pool. Errors and a saturated client are
-failures whatever the intervals.
+settled is run again too, and left out of the pool. A run too short for an interval of
+its share within beta (a 1 s search experiment) is judged whole, its verdict clear. Errors
+and a saturated client are failures whatever the intervals.
 """
 
 from dataclasses import dataclass, field
@@ -107,8 +108,11 @@ def outcome_of(runs: list[RunFigures], sla: SLAConfig, rating: RatingConfig) -> 
     stale_reads = sum(r.unpredictable for r in runs)
     states = [_side(stale, sla.tau, higher_passes=False)] if reads and stale_reads else []
     if sla.latency_scope == "action":
-        within_ci = pooled_interval([r.within_samples for r in runs], conf)
-        states.append(_side(within_ci, sla.alpha, higher_passes=True))
+        within_ci = pooled_interval([r.within_samples for r in runs], conf, ceiling=100.0)
+        # Too short a run for an interval (steady.MIN_SAMPLES): it is judged whole, as its
+        # verdict says; repeating it would give no interval either.
+        if within_ci.n >= 2:
+            states.append(_side(within_ci, sla.alpha, higher_passes=True))
     clear = "fail" in states or "unsure" not in states
     return Outcome(passed, throughput, reasons, rate.low, rate.high, samples, clear, len(runs))
 

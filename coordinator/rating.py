@@ -319,7 +319,9 @@ class Rating:
             return
         clear_pass = [t for t, o in search.known.items() if o.passed and o.clear and t <= social]
         clear_fail = [t for t, o in search.known.items() if not o.passed and o.clear and t > social]
-        summary.socialites_low = max(clear_pass, default=0) if unsure else social
+        # no clear pass below: as low as the lowest T tried, not a T no verdict speaks of
+        lowest = min(search.known, default=social)
+        summary.socialites_low = max(clear_pass, default=lowest) if unsure else social
         summary.socialites_high = min(clear_fail, default=t_max + 1) - 1 if unsure else social
         if summary.socialites_low > social:  # a clear pass above an uncertain one
             summary.socialites_low = social

@@ -29,6 +29,23 @@ from bgbench.coordinator.report import LiveProgress
 from bgbench.coordinator.sizing import resolve_local_layout
 from bgbench.errors import BGBenchError, SystemFault
 from bgbench.protos import worker_pb2 as pb
+from bgbench.workloads import registry
+
+
+def count_sessions(result: ExperimentResult, settings: Settings) -> ExperimentResult:
+    """Sessions are the units of the mix that are sessions, not its single actions (an
+    agent counts every unit it plays); sessions/s is on actions/s's time base (the steady
+    window's throughput, or the whole run), the sessions' share of the actions being the
+    same in both."""
+    singles = set(registry.get(settings.workload.name).actions.values())
+    for agent in result.agents:
+        if agent.per_unit:
+            agent.sessions = sum(n for unit, n in agent.per_unit.items() if unit not in singles)
+    if result.per_unit:
+        result.sessions = sum(n for unit, n in result.per_unit.items() if unit not in singles)
+    share = result.sessions / result.actions if result.actions else 0.0
+    result.sessions_per_s = result.actions_per_s * share
+    return result
 
 
 @dataclass
@@ -49,13 +66,15 @@ class Target:
         self, threads: int, duration_s: float, experiment_id: str, rate: float | None = None
     ) -> ExperimentResult:
         if self.model is not None:
-            return self.model.experiment(threads, duration_s, experiment_id, rate)
+            model = self.model.experiment(threads, duration_s, experiment_id, rate)
+            return count_sessions(model, self.settings)
         preflight.check_threads_cover(threads, self.min_threads())
         self.rejoin()
         attempt = 0
         while True:
             exp_id = experiment_id if attempt == 0 else f"{experiment_id}-retry{attempt}"
             result = self._run_once(threads, duration_s, exp_id, rate)
+            result = count_sessions(result, self.settings)
             if not should_retry(self.settings.agents.on_failure, attempt, result.fault):
                 return result
             if self.record_fault:

@@ -44,9 +44,26 @@ def batch_means(samples: Sequence[float] | np.ndarray, batches: int = MAX_BATCHE
     return np.array([b.mean() for b in np.array_split(x, batches)])
 
 
-def mean_interval(samples: Sequence[float] | np.ndarray, confidence: float) -> Interval:
-    """The mean of the samples and its t interval over batch means. One sample (or none)
-    cannot say how far the mean may be: its interval is unbounded."""
+def within(interval: Interval, floor: float, ceiling: float) -> Interval:
+    """An interval cut to the values its quantity can take (a rate is never below 0, a
+    share never above 100%): a t interval of a few noisy batches can reach past them.
+    An unbounded interval (too few samples to have one) stays unbounded."""
+    if not (math.isfinite(interval.low) and math.isfinite(interval.high)):
+        return interval
+    low = min(max(interval.low, floor), ceiling)
+    high = max(min(interval.high, ceiling), floor)
+    return Interval(interval.mean, low, high, interval.n)
+
+
+def mean_interval(
+    samples: Sequence[float] | np.ndarray,
+    confidence: float,
+    floor: float = 0.0,
+    ceiling: float = math.inf,
+) -> Interval:
+    """The mean of the samples and its t interval over batch means, within [floor,
+    ceiling] (by default a rate's: never below 0). One sample (or none) cannot say how
+    far the mean may be: its interval is unbounded."""
     x = np.asarray(samples, dtype=np.float64)
     if len(x) == 0:
         return Interval(0.0, -math.inf, math.inf, 0)
@@ -56,10 +73,15 @@ def mean_interval(samples: Sequence[float] | np.ndarray, confidence: float) -> I
         return Interval(m, -math.inf, math.inf, len(b))
     sd = float(b.std(ddof=1))
     half = float(sps.t.ppf(0.5 + confidence / 2, len(b) - 1)) * sd / math.sqrt(len(b))
-    return Interval(m, m - half, m + half, len(b))
+    return within(Interval(m, m - half, m + half, len(b)), floor, ceiling)
 
 
-def pooled_interval(runs: Sequence[Sequence[float]], confidence: float) -> Interval:
+def pooled_interval(
+    runs: Sequence[Sequence[float]],
+    confidence: float,
+    floor: float = 0.0,
+    ceiling: float = math.inf,
+) -> Interval:
     """The mean over several runs of one experiment. One run: the t interval over its
     batch means. Several: a run's level differs from another's (the store's state, the
     machine) by more than its own samples vary, so the interval is the t interval over
@@ -69,16 +91,15 @@ def pooled_interval(runs: Sequence[Sequence[float]], confidence: float) -> Inter
     if not parts:
         return Interval(0.0, -math.inf, math.inf, 0)
     everything = np.concatenate(parts)
-    within = mean_interval(everything, confidence) if len(parts) == 1 else None
-    if within is not None:
-        return within
+    if len(parts) == 1:
+        return mean_interval(everything, confidence, floor, ceiling)
     pooled = np.concatenate([batch_means(p) for p in parts])
     m = float(np.mean([p.mean() for p in parts]))
     level = np.array([p.mean() for p in parts])
     between = _t_half(level, confidence)
     inside = _t_half(pooled, confidence)
     half = max(between, inside)
-    return Interval(m, max(0.0, m - half) if m >= 0 else m - half, m + half, len(parts))
+    return within(Interval(m, m - half, m + half, len(parts)), floor, ceiling)
 
 
 def _t_half(x: np.ndarray, confidence: float) -> float:
