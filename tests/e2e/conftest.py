@@ -2,6 +2,7 @@
 and the browser check)."""
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -30,3 +31,27 @@ def sqlite_rating(tmp_path_factory) -> tuple[Path, str]:
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     return where / "results", json.loads(proc.stdout)["rating_id"]
+
+
+@pytest.fixture(scope="module")
+def real_run(tmp_path_factory) -> Path:
+    """The logs of one real experiment (one agent with one load process, so one log), for
+    the tests that damage or forge them."""
+    tmp = tmp_path_factory.mktemp("run")
+    proc = bgbench(
+        "run", "--store", "sqlite", "--threads", "2", "--duration", "1", "--agents", "1",
+        "--processes", "1", "--users", "200", "--mix", "high", "--results", str(tmp / "res"),
+        "-p", f"store.options.path={tmp / 'db.sqlite'}",
+        "-p", "agents.heartbeat_timeout=60",  # a busy machine may load slowly
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    (log,) = (tmp / "res").rglob("log-f0.bglog")
+    return log.parent
+
+
+@pytest.fixture
+def experiment(real_run, tmp_path) -> Path:
+    """A copy of `real_run`'s experiment directory, this test's to damage."""
+    copy = tmp_path / real_run.name
+    shutil.copytree(real_run, copy)
+    return copy

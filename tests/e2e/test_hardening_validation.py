@@ -51,28 +51,6 @@ def refused(proc: subprocess.CompletedProcess, *names: str, status: int = 2) -> 
     return proc.stderr
 
 
-@pytest.fixture(scope="module")
-def real_run(tmp_path_factory) -> Path:
-    """The logs of one real experiment (one agent with one load process, so one log)."""
-    tmp = tmp_path_factory.mktemp("run")
-    proc = bgbench(
-        "run", "--store", "sqlite", "--threads", "2", "--duration", "1", "--agents", "1",
-        "--processes", "1", "--users", "200", "--mix", "high", "--results", str(tmp / "res"),
-        "-p", f"store.options.path={tmp / 'db.sqlite'}",
-        "-p", "agents.heartbeat_timeout=60",  # a busy machine may load slowly
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    (log,) = (tmp / "res").rglob("log-f0.bglog")
-    return log.parent
-
-
-@pytest.fixture
-def experiment(real_run, tmp_path) -> Path:
-    copy = tmp_path / real_run.name
-    shutil.copytree(real_run, copy)
-    return copy
-
-
 def rewrite(log: Path, records: np.ndarray) -> None:
     """The log written again with valid checksums and trailer: a forgery, not corruption."""
     assert len(records) < BLOCK_RECORDS  # one block: record i is at FIRST_RECORD + i * size

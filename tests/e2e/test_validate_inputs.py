@@ -9,7 +9,6 @@ import zlib
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from bgbench.coordinator.offline import validate_directory
 from bgbench.validation.logformat import RECORD_DTYPE, TRAILER, LogWriter, read_log
@@ -30,28 +29,6 @@ def refused(proc: subprocess.CompletedProcess, *names: str) -> str:
     for name in names:
         assert name in proc.stderr, (name, proc.stderr)
     return proc.stderr
-
-
-@pytest.fixture(scope="module")
-def real_run(tmp_path_factory) -> Path:
-    """The logs of one real experiment (one agent with one load process, so one log)."""
-    tmp = tmp_path_factory.mktemp("run")
-    proc = bgbench(
-        "run", "--store", "sqlite", "--threads", "2", "--duration", "1", "--agents", "1",
-        "--processes", "1", "--users", "200", "--mix", "high", "--results", str(tmp / "res"),
-        "-p", f"store.options.path={tmp / 'db.sqlite'}",
-        "-p", "agents.heartbeat_timeout=60",  # a busy machine may load slowly
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    (log,) = (tmp / "res").rglob("log-f0.bglog")
-    return log.parent
-
-
-@pytest.fixture
-def experiment(real_run, tmp_path) -> Path:
-    copy = tmp_path / real_run.name
-    shutil.copytree(real_run, copy)
-    return copy
 
 
 def test_the_real_logs_validate(experiment):
