@@ -39,6 +39,7 @@ from bgbench.coordinator.report import experiment_line
 from bgbench.coordinator.results import ResultsStore
 from bgbench.coordinator.session import Target, bring_up
 from bgbench.coordinator.sizing import resolve_local_layout
+from bgbench.coordinator.store_file import StoreFault
 from bgbench.coordinator.sweep import Limits, SweepTable, clip
 from bgbench.errors import BGBenchError, SystemFault, UserError
 from bgbench.workloads import registry
@@ -103,8 +104,8 @@ def open_results(directory: Path) -> ResultsStore:
     A file is written and synced in the directory (a full disk fails here) and a write is
     tried in the store itself (a read-only store fails here), both undone."""
     path = results_path(directory)
-    store = ResultsStore(path)
     try:
+        store = ResultsStore(path)
         with tempfile.TemporaryFile(dir=path) as probe:
             probe.write(b"\0" * 4096)
             probe.flush()
@@ -116,8 +117,8 @@ def open_results(directory: Path) -> ResultsStore:
             db.execute("ROLLBACK")
         finally:
             db.close()
-    except (OSError, sqlite3.Error) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    except (OSError, sqlite3.Error, StoreFault) as exc:
+        reason = _reason(exc)
         raise UserError(
             f"results directory {path} cannot be written ({reason}): give --results a "
             "writable directory"
@@ -173,7 +174,7 @@ def rate(
     try:
         try:
             summary = _execute(settings, store, rating_id, console, events)
-        except (OSError, sqlite3.Error) as exc:  # a full disk, a store gone: one line, exit 3
+        except (OSError, sqlite3.Error, StoreFault) as exc:  # a full disk: one line, exit 3
             raise SystemFault(_unwritable(store, exc)) from None
     except SystemFault as exc:  # recorded and returned: the caller may rate the next one
         try:
@@ -181,7 +182,7 @@ def rate(
             if events:
                 events.emit(RatingEnded(rating_id, "failed", message=message))
             return rating_record(store, rating_id)
-        except (OSError, sqlite3.Error):  # the store cannot take it either (left resumable)
+        except (OSError, sqlite3.Error, StoreFault):  # nor can the store (left resumable)
             raise exc from None
     except (BGBenchError, KeyboardInterrupt) as exc:
         message = record_failure(store, rating_id, exc, settings.results_dir)
@@ -204,10 +205,18 @@ def rate(
     return rating_record(store, rating_id)
 
 
-def _unwritable(store: ResultsStore, exc: OSError | sqlite3.Error) -> str:
-    if isinstance(exc, sqlite3.Error):
-        return f"results store {store.path} cannot be written: {exc}"
-    return f"cannot write {exc.filename or 'a file'}: {exc.strerror or exc}"
+def _reason(exc: OSError | sqlite3.Error | StoreFault) -> str:
+    if isinstance(exc, StoreFault):
+        return exc.reason
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    return str(exc)
+
+
+def _unwritable(store: ResultsStore, exc: OSError | sqlite3.Error | StoreFault) -> str:
+    if isinstance(exc, OSError):
+        return f"cannot write {exc.filename or 'a file'}: {exc.strerror or exc}"
+    return f"results store {store.path} cannot be written: {_reason(exc)}"
 
 
 def _execute(
@@ -440,8 +449,8 @@ def run(
         failures.append(f"{path}: {exc.strerror or exc}")
     try:
         _record_run(store, settings, result, retried, hosts, versions)
-    except (OSError, sqlite3.Error) as exc:
-        failures.append(f"{store.path}: {exc.strerror if isinstance(exc, OSError) else exc}")
+    except (OSError, sqlite3.Error, StoreFault) as exc:
+        failures.append(f"{store.path}: {_reason(exc)}")
     if events:
         events.emit(ExperimentEnded.of(RUN_OBJECTIVE, result))
         status = "failed" if result.fault else "done"
@@ -474,8 +483,8 @@ def _record_run(
         for attempt in retried:
             store.add_experiment(record_id, "retried", attempt)
         store.add_experiment(record_id, RUN_OBJECTIVE, result)
-    except (OSError, sqlite3.Error) as exc:  # never left "running": failed, if it can be
-        with contextlib.suppress(OSError, sqlite3.Error):
+    except (OSError, sqlite3.Error, StoreFault) as exc:  # never left "running": failed if it can
+        with contextlib.suppress(OSError, sqlite3.Error, StoreFault):
             message = f"not recorded in full ({exc}): see {result.experiment_id}.json"
             store.finish_rating(record_id, "failed", None, None, None, None, message)
         raise

@@ -35,11 +35,20 @@ MALFORMED = (
 _INFRASTRUCTURE = ("disk i/o error", "database or disk is full", "database is locked")
 
 
+class StoreFault(SystemFault):
+    """The store could not be written or read for a reason of the machine's (a full disk,
+    an I/O error, a lock held too long), not because of what it holds."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"results store {path}: {reason}")
+        self.reason = reason
+
+
 def damaged(path: Path, exc: sqlite3.Error | UnicodeDecodeError) -> Exception:
     """The one-line error for an SQLite error while using the store at `path`."""
     text = printable(str(exc) or type(exc).__name__)
     if any(s in text.lower() for s in _INFRASTRUCTURE):
-        return SystemFault(f"results store {path}: {text}")
+        return StoreFault(path, text)
     return UserError(
         f"results store {path} cannot be read ({text}): it is damaged or not a bgbench "
         "results store; restore it from a copy or give --results another directory"

@@ -52,7 +52,7 @@ def test_compare_prints_ratings_side_by_side(two_ratings, tmp_path):
     ("args", "needle"),
     [
         (["report", "R-none"], "no rating, run or campaign 'R-none'"),
-        (["report", "{id}", "-o", "/nonexistent-dir/r.html"], "cannot write"),
+        (["report", "{id}", "-o", "/nonexistent-dir/r.html"], "/nonexistent-dir does not exist"),
         (["report", "{id}", "--format", "gif"], "use png or svg"),
         (["compare", "{id}"], "two rating ids at least"),
         (["compare", "{id}", "R-none"], "no rating 'R-none'"),
