@@ -174,22 +174,24 @@ def silent_agent(address: str, seconds: float, timeout: float, doing: str) -> st
     )
 
 
+def _where(process: pb.LoadProcessStatus) -> str:
+    """`fragment F, PHASE` of a load process's status (its fragment when it has one)."""
+    fragment = f"fragment {process.fragment}, " if process.fragment >= 0 else ""
+    return fragment + WATCHED_PHASES.get(process.phase, process.phase)
+
+
 def no_progress(address: str, process: pb.LoadProcessStatus, timeout: float) -> str:
-    where = f"fragment {process.fragment}, " if process.fragment >= 0 else ""
-    doing = WATCHED_PHASES.get(process.phase, process.phase)
     return (
-        f"no load progress for {process.quiet_seconds:.1f} s on agent {address} ({where}"
-        f"{doing}; heartbeat timeout {timeout:g} s): the store stopped answering, or raise "
-        "agents.heartbeat_timeout for a slow step"
+        f"no load progress for {process.quiet_seconds:.1f} s on agent {address} "
+        f"({_where(process)}; heartbeat timeout {timeout:g} s): the store stopped answering, "
+        "or raise agents.heartbeat_timeout for a slow step"
     )
 
 
 def stopped_responding(address: str, process: pb.LoadProcessStatus, timeout: float) -> str:
-    where = f"fragment {process.fragment}, " if process.fragment >= 0 else ""
-    doing = WATCHED_PHASES.get(process.phase, process.phase)
     return (
         f"load process {process.fragment} (pid {process.pid}) on agent {address} stopped "
-        f"responding: no heartbeat for {process.quiet_seconds:.1f} s ({where}{doing}; "
+        f"responding: no heartbeat for {process.quiet_seconds:.1f} s ({_where(process)}; "
         f"heartbeat timeout {timeout:g} s) while the agent still answers: it froze, was "
         "stopped or starved of CPU"
     )
