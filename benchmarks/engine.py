@@ -15,7 +15,7 @@
   at the same concurrency (N tasks on one uvloop loop, one asyncpg connection each), and
   a bare psycopg loop (one thread, prepared): throughput and client CPU per statement.
 - sweep: the `low` mix at T = 2 ... 1024 on SQLite and PostgreSQL, 2 local agents with
-  the layout chosen for each T (coordinator/sizing.py): throughput, client CPU per
+  the layout chosen for each T (coordinator/execution/sizing.py): throughput, client CPU per
   action, p95 response time, load processes.
 
 PostgreSQL is started on loopback by deploy/local/servers.py in a temporary directory

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bgbench.coordinator.results import ResultsStore
+from bgbench.coordinator.storage.results import ResultsStore
 
 
 def children_cpu() -> float:

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from bgbench.coordinator.results import ResultsStore
+from bgbench.coordinator.storage.results import ResultsStore
 
 ROOT = Path(__file__).resolve().parents[1]
 CAMPAIGNS = ROOT / "examples" / "campaigns"

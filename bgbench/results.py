@@ -6,9 +6,9 @@
 
 `load` returns a ResultFrames: ratings, experiments, per_agent, per_action, validation,
 sweep, measurements, campaigns and campaign_jobs, each a DataFrame whose columns
-bgbench.coordinator.frames documents.
+bgbench.coordinator.storage.frames documents.
 """
 
-from bgbench.coordinator.frames import ResultFrames, load
+from bgbench.coordinator.storage.frames import ResultFrames, load
 
 __all__ = ["ResultFrames", "load"]

@@ -3,7 +3,7 @@
 # `bgbench.results.load` and draw what the report does not. Run it as a script
 # (`python examples/custom_plot.py [RESULTS_DIR] [OUT.png]`) or cell by cell in an editor
 # that understands `# %%` cells. The columns of every frame are documented in
-# `bgbench.coordinator.frames`.
+# `bgbench.coordinator.storage.frames`.
 
 # %%
 import sys

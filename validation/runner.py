@@ -10,7 +10,7 @@ reads several items. Results are identical by construction.
 The paths given are ONE history against one set of initial values (one fragment of one
 experiment: item and session ids are only unique within it). Logs of different
 experiments or fragments are validated apart and their counts added
-(bgbench.coordinator.offline does that).
+(bgbench.coordinator.execution.offline does that).
 """
 
 import multiprocessing as mp

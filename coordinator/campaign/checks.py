@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from bgbench.coordinator import preflight
 from bgbench.coordinator.campaign.document import Located
 from bgbench.coordinator.campaign.servers import check_kinds
-from bgbench.coordinator.checkconfig import check_settings
-from bgbench.coordinator.config import Settings
+from bgbench.coordinator.configuration.config import Settings
+from bgbench.coordinator.execution import preflight
+from bgbench.coordinator.execution.checkconfig import check_settings
 from bgbench.errors import UserError
 
 if TYPE_CHECKING:  # the language calls this module: no import back at run time

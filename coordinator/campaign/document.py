@@ -11,7 +11,12 @@ from typing import Any
 
 import yaml
 
-from bgbench.coordinator.settings_files import BoundedLoader, compose_yaml, read_text, yaml_problem
+from bgbench.coordinator.configuration.settings_files import (
+    BoundedLoader,
+    compose_yaml,
+    read_text,
+    yaml_problem,
+)
 from bgbench.errors import UserError
 
 Path_ = tuple[str, ...]  # a key path inside a document: ("rating", "max_threads")

@@ -31,12 +31,12 @@ from bgbench.coordinator.campaign.checks import job_problem
 from bgbench.coordinator.campaign.document import Located, merge_data, read_yaml
 from bgbench.coordinator.campaign.expressions import Sizes
 from bgbench.coordinator.campaign.references import Resolver, compact
-from bgbench.coordinator.config import (
+from bgbench.coordinator.configuration.config import (
     Settings,
     apply_overrides,
 )
-from bgbench.coordinator.settings_files import TEXT_LIMIT, shown
-from bgbench.coordinator.study import find_study
+from bgbench.coordinator.configuration.settings_files import TEXT_LIMIT, shown
+from bgbench.coordinator.rating.study import find_study
 from bgbench.errors import UserError
 
 TOP_KEYS = {"campaign", "description", "include", "on_failure", "templates", "jobs"}

@@ -10,14 +10,14 @@ from typing import Any
 
 from bgbench import __version__
 from bgbench.coordinator.campaign.language import Campaign, Job, ServerSpec
-from bgbench.coordinator.redaction import (
+from bgbench.coordinator.configuration.redaction import (
     REDACTED,
     redact_config,
     redact_options,
     redact_source,
     redact_text,
 )
-from bgbench.coordinator.results import ResultsStore, checked_row
+from bgbench.coordinator.storage.results import ResultsStore, checked_row
 from bgbench.errors import UserError
 
 

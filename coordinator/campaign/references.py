@@ -9,7 +9,7 @@ from typing import Any
 
 from bgbench.coordinator.campaign.document import Located, Path_, merge_data
 from bgbench.coordinator.campaign.expressions import Circular, ExpressionError, Sizes, evaluate
-from bgbench.coordinator.config import settings_model, workload_name
+from bgbench.coordinator.configuration.config import settings_model, workload_name
 from bgbench.errors import UserError
 
 REFERENCE = re.compile(r"\$\{([^}]*)\}")

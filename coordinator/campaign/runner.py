@@ -15,17 +15,17 @@ import yaml
 from pydantic import ValidationError
 from rich.console import Console
 
-from bgbench.coordinator import api
 from bgbench.coordinator.campaign import records
 from bgbench.coordinator.campaign.language import Campaign, load_campaign
 from bgbench.coordinator.campaign.records import JobRecord
 from bgbench.coordinator.campaign.servers import Servers
-from bgbench.coordinator.config import Settings, describe_validation_error
-from bgbench.coordinator.events import CampaignEnded, CampaignStarted, EventSink
-from bgbench.coordinator.faults import INTERRUPTED
-from bgbench.coordinator.redaction import REDACTED, redact_config
-from bgbench.coordinator.results import ResultsStore
-from bgbench.coordinator.study import run_study
+from bgbench.coordinator.configuration.config import Settings, describe_validation_error
+from bgbench.coordinator.configuration.redaction import REDACTED, redact_config
+from bgbench.coordinator.rating import api
+from bgbench.coordinator.rating.study import run_study
+from bgbench.coordinator.records.events import CampaignEnded, CampaignStarted, EventSink
+from bgbench.coordinator.records.faults import INTERRUPTED
+from bgbench.coordinator.storage.results import ResultsStore
 from bgbench.errors import SystemFault, UserError
 
 
@@ -52,7 +52,7 @@ def run_campaign(
 ) -> CampaignOutcome:
     """Run `campaign` (or, with `resume`, the unfinished campaign of that id in the results
     store: `campaign` is then None) and return every job's outcome. `events` follows it live
-    (coordinator/events.py): the campaign's start and end, its ratings' events between."""
+    (coordinator/records/events.py): the campaign's start and end, its ratings' events between."""
     console = console or api.quiet_console()
     results_dir = api.results_path(results_dir)
     if resume is None:

@@ -12,8 +12,8 @@ probe goes through the memo, so a T is never run twice and the classic search's
 doubling is the fallback the fit starts from.
 """
 
+from bgbench.coordinator.records.stats import compare
 from bgbench.coordinator.search.memo import Memo, Outcome, double, last_passing
-from bgbench.coordinator.stats import compare
 
 MAX_PROBES = 12  # after the doubling
 GOLDEN = 0.382

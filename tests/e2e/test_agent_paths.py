@@ -14,8 +14,8 @@ import grpc
 import pytest
 from rich.console import Console
 
-from bgbench.coordinator.config import load_settings, parse_override
-from bgbench.coordinator.session import bring_up
+from bgbench.coordinator.configuration.config import load_settings, parse_override
+from bgbench.coordinator.execution.session import bring_up
 from bgbench.protos import AGENT_READY_LINE, bearer
 from bgbench.protos import worker_pb2 as pb
 from bgbench.protos import worker_pb2_grpc as pb_grpc

@@ -5,9 +5,9 @@ import threading
 import grpc
 import pytest
 
-from bgbench.coordinator.agents import AgentClient, spawn_local_agents
-from bgbench.coordinator.config import load_settings, parse_override
-from bgbench.coordinator.experiment import Cluster, run_experiment
+from bgbench.coordinator.configuration.config import load_settings, parse_override
+from bgbench.coordinator.execution.agents import AgentClient, spawn_local_agents
+from bgbench.coordinator.execution.experiment import Cluster, run_experiment
 from bgbench.errors import UserError
 from bgbench.protos import PROTOCOL_VERSION
 from bgbench.protos import worker_pb2 as pb
@@ -80,7 +80,7 @@ def test_a_killed_agent_is_an_infrastructure_failure(two_agents, tmp_path):
 
 
 def test_live_latency_deltas_add_up_to_the_run_exactly(two_agents, tmp_path):
-    from bgbench.coordinator.metrics import decode, new_histogram, percentile
+    from bgbench.coordinator.records.metrics import decode, new_histogram, percentile
 
     settings = load_settings(
         None, [parse_override("store.name=null"), parse_override("usercount=500")]

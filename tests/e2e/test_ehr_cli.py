@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bgbench.coordinator.results import ResultsStore
+from bgbench.coordinator.storage.results import ResultsStore
 from tests.conftest import fresh_database
 
 BGBENCH = [sys.executable, "-m", "bgbench"]

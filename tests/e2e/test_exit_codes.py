@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from bgbench.coordinator.results import ResultsStore
+from bgbench.coordinator.storage.results import ResultsStore
 from tests.conftest import servers
 
 BGBENCH = [sys.executable, "-m", "bgbench"]

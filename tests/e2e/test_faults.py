@@ -8,10 +8,10 @@ import time
 
 from rich.console import Console
 
-from bgbench.coordinator.config import load_settings, parse_override
-from bgbench.coordinator.experiment import run_experiment
-from bgbench.coordinator.faults import STATUS_EVERY_S
-from bgbench.coordinator.session import bring_up
+from bgbench.coordinator.configuration.config import load_settings, parse_override
+from bgbench.coordinator.execution.experiment import run_experiment
+from bgbench.coordinator.execution.session import bring_up
+from bgbench.coordinator.records.faults import STATUS_EVERY_S
 
 
 def settings(tmp_path, *extra: str):

@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from bgbench.coordinator.results import ResultsStore
+from bgbench.coordinator.storage.results import ResultsStore
 from tests.e2e.live_helpers import BGBENCH, wait_for
 
 MODEL_RUN = ["run", "--store", "model", "--threads", "4"]

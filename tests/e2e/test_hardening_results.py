@@ -78,7 +78,7 @@ def test_a_store_from_a_newer_bgbench_is_refused_untouched(store):
 
 
 def test_a_store_this_bgbench_wrote_is_marked_with_its_schema(recorded):
-    from bgbench.coordinator.store_file import SCHEMA_VERSION
+    from bgbench.coordinator.storage.store_file import SCHEMA_VERSION
 
     with sqlite3.connect(f"file:{recorded / DB}?mode=ro", uri=True) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION

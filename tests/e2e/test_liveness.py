@@ -20,11 +20,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from bgbench.coordinator.agents import spawn_local_agents
-from bgbench.coordinator.config import load_settings, parse_override
-from bgbench.coordinator.experiment import Cluster, run_experiment
-from bgbench.coordinator.faults import Liveness, ending, should_retry
-from bgbench.coordinator.results import ResultsStore
+from bgbench.coordinator.configuration.config import load_settings, parse_override
+from bgbench.coordinator.execution.agents import spawn_local_agents
+from bgbench.coordinator.execution.experiment import Cluster, run_experiment
+from bgbench.coordinator.records.faults import Liveness, ending, should_retry
+from bgbench.coordinator.storage.results import ResultsStore
 from bgbench.errors import SystemFault, UserError
 from bgbench.protos import worker_pb2 as pb
 from tests.fixtures.hangstore import ENTRY_POINTS, MARKER_ENV

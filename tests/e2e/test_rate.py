@@ -9,7 +9,7 @@ import subprocess
 import sys
 from collections import Counter
 
-from bgbench.coordinator.results import ResultsStore
+from bgbench.coordinator.storage.results import ResultsStore
 
 BGBENCH = [sys.executable, "-m", "bgbench"]
 EXPERIMENT_LINE = re.compile(r"^\s*(search|final) T=(\d+)")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bgbench.coordinator.results import ResultsStore
+from bgbench.coordinator.storage.results import ResultsStore
 from tests.fixtures.registration import KV_ENTRY_POINTS, environment, register
 
 BGBENCH = [sys.executable, "-m", "bgbench"]

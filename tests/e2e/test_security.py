@@ -12,7 +12,7 @@ import grpc
 import pytest
 import trustme
 
-from bgbench.coordinator.agents import AgentClient, Credentials
+from bgbench.coordinator.execution.agents import AgentClient, Credentials
 from bgbench.errors import UserError
 from bgbench.protos import AGENT_READY_LINE, PROTOCOL_VERSION, bearer
 from bgbench.protos import worker_pb2 as pb

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bgbench.coordinator.results import ResultsStore
+from bgbench.coordinator.storage.results import ResultsStore
 from tests.integration.stores import SERVERS
 
 BGBENCH = [sys.executable, "-m", "bgbench"]

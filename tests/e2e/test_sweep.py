@@ -9,7 +9,7 @@ import sys
 
 import psutil
 
-from bgbench.coordinator.results import ResultsStore
+from bgbench.coordinator.storage.results import ResultsStore
 
 BGBENCH = [sys.executable, "-m", "bgbench"]
 SWEEP_LINE = re.compile(r"^\s*sweep T=(\d+)")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bgbench.coordinator.offline import validate_directory
+from bgbench.coordinator.execution.offline import validate_directory
 from bgbench.validation.logformat import RECORD_DTYPE, TRAILER, LogWriter, read_log
 from tests.e2e.test_validate import write_bg_logs
 

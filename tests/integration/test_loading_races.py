@@ -17,9 +17,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from bgbench.coordinator.agents import LocalAgents, spawn_local_agents
-from bgbench.coordinator.config import load_settings, parse_override
-from bgbench.coordinator.experiment import Cluster
+from bgbench.coordinator.configuration.config import load_settings, parse_override
+from bgbench.coordinator.execution.agents import LocalAgents, spawn_local_agents
+from bgbench.coordinator.execution.experiment import Cluster
 from bgbench.errors import BGBenchError
 from bgbench.protos import worker_pb2 as pb
 from tests.conftest import fresh_database

@@ -11,10 +11,10 @@ import time
 import pytest
 from rich.console import Console
 
-from bgbench.coordinator.agents import AgentClient, Credentials
-from bgbench.coordinator.config import load_settings, parse_override
-from bgbench.coordinator.experiment import run_experiment
-from bgbench.coordinator.session import bring_up
+from bgbench.coordinator.configuration.config import load_settings, parse_override
+from bgbench.coordinator.execution.agents import AgentClient, Credentials
+from bgbench.coordinator.execution.experiment import run_experiment
+from bgbench.coordinator.execution.session import bring_up
 from tests.integration.netns import network_hosts
 
 TOKEN = "multi-host-token"

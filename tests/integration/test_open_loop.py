@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from hdrh.histogram import HdrHistogram
 
-from bgbench.coordinator.agents import spawn_local_agents
-from bgbench.coordinator.config import load_settings, parse_override
-from bgbench.coordinator.experiment import Cluster
+from bgbench.coordinator.configuration.config import load_settings, parse_override
+from bgbench.coordinator.execution.agents import spawn_local_agents
+from bgbench.coordinator.execution.experiment import Cluster
 from bgbench.errors import UserError
 from bgbench.protos import worker_pb2 as pb
 from bgbench.worker.contracts import RunSummary

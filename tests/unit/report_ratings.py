@@ -4,11 +4,11 @@ one local agent (a few seconds)."""
 
 from pathlib import Path
 
-from bgbench.coordinator import api
-from bgbench.coordinator.config import Settings, load_settings, parse_override
-from bgbench.coordinator.model_store import ModelStore
-from bgbench.coordinator.rating import Rating, RatingSummary
-from bgbench.coordinator.results import ResultsStore
+from bgbench.coordinator.configuration.config import Settings, load_settings, parse_override
+from bgbench.coordinator.execution.model_store import ModelStore
+from bgbench.coordinator.rating import api
+from bgbench.coordinator.rating.ratings import Rating, RatingSummary
+from bgbench.coordinator.storage.results import ResultsStore
 
 
 def model_settings(results: Path, *overrides: str) -> Settings:

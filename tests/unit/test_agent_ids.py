@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from bgbench.coordinator.cli import new_rating_id
-from bgbench.coordinator.experiment import new_experiment_id
+from bgbench.coordinator.execution.experiment import new_experiment_id
+from bgbench.coordinator.interfaces.cli import new_rating_id
 from bgbench.errors import UserError
 from bgbench.worker.security import experiment_dir
 

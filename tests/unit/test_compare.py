@@ -5,7 +5,14 @@ import pandas as pd
 import pytest
 
 from bgbench import results
-from bgbench.coordinator.compare import WITHIN_NOISE, compare, differing, flatten, judge, render
+from bgbench.coordinator.reports.compare import (
+    WITHIN_NOISE,
+    compare,
+    differing,
+    flatten,
+    judge,
+    render,
+)
 from bgbench.errors import UserError
 from tests.unit.report_ratings import model_rating
 

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from bgbench.coordinator.config import load_settings, parse_override
+from bgbench.coordinator.configuration.config import load_settings, parse_override
 from bgbench.errors import UserError
 from bgbench.workloads.bg.mixes import NAMED_MIXES, resolve_mix
 

@@ -6,9 +6,9 @@ import re
 import pytest
 from fastapi.testclient import TestClient
 
-from bgbench.coordinator.cli_deck import check_binding, is_loopback
-from bgbench.coordinator.deck_app import SETTINGS_LIMIT, DeckConfig, create_app
-from bgbench.coordinator.deck_guard import CSRF_HEADER, HostRule, check_allow_host
+from bgbench.coordinator.interfaces.cli_deck import check_binding, is_loopback
+from bgbench.coordinator.interfaces.deck_app import SETTINGS_LIMIT, DeckConfig, create_app
+from bgbench.coordinator.interfaces.deck_guard import CSRF_HEADER, HostRule, check_allow_host
 from bgbench.errors import UserError
 
 YAML = "store:\n  name: sqlite\nrating:\n  objective: soar\n  max_threads: 8\nagents:\n  local: 1\n"

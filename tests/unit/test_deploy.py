@@ -14,7 +14,7 @@ import psycopg
 import pytest
 import yaml
 
-from bgbench.coordinator.config import Settings
+from bgbench.coordinator.configuration.config import Settings
 from tests.conftest import servers
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"

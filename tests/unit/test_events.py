@@ -5,7 +5,8 @@ import json
 
 from prometheus_client import generate_latest
 
-from bgbench.coordinator.events import (
+from bgbench.coordinator.interfaces.prometheus import MetricsSink
+from bgbench.coordinator.records.events import (
     ExperimentEnded,
     ExperimentStarted,
     Fanout,
@@ -14,7 +15,6 @@ from bgbench.coordinator.events import (
     ProgressTick,
     RatingEnded,
 )
-from bgbench.coordinator.prometheus import MetricsSink
 from bgbench.protos import new_histogram
 from bgbench.protos import worker_pb2 as pb
 

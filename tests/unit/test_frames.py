@@ -8,14 +8,14 @@ import sqlite3
 import pytest
 
 from bgbench import results
-from bgbench.coordinator.frames import (
+from bgbench.coordinator.storage.frames import (
     ACTION_COLUMNS,
     AGENT_COLUMNS,
     EXPERIMENT_COLUMNS,
     RATING_COLUMNS,
 )
-from bgbench.coordinator.frames_campaigns import CAMPAIGN_COLUMNS, JOB_COLUMNS
-from bgbench.coordinator.results import ResultsStore
+from bgbench.coordinator.storage.frames_campaigns import CAMPAIGN_COLUMNS, JOB_COLUMNS
+from bgbench.coordinator.storage.results import ResultsStore
 from bgbench.errors import UserError
 from tests.unit.report_ratings import model_rating, sqlite_rating
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from bgbench.coordinator.campaign import load_campaign
 from bgbench.coordinator.campaign.expressions import ExpressionError, evaluate
-from bgbench.coordinator.config import load_settings, parse_override
+from bgbench.coordinator.configuration.config import load_settings, parse_override
 from bgbench.errors import UserError
 
 HANG_S = 30  # a guard far above one example's time: the old readers ran for minutes

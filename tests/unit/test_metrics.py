@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from bgbench.coordinator.metrics import (
+from bgbench.coordinator.records.metrics import (
     LatencySummary,
     mean,
     new_histogram,

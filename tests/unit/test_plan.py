@@ -2,7 +2,7 @@ import itertools
 
 import pytest
 
-from bgbench.coordinator.plan import AgentSlot, layout, split_threads
+from bgbench.coordinator.configuration.plan import AgentSlot, layout, split_threads
 
 
 @pytest.mark.parametrize("total", range(0, 40))

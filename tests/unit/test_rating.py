@@ -7,10 +7,10 @@ import math
 import pyarrow.parquet as pq
 import pytest
 
-from bgbench.coordinator.config import load_settings, parse_override
-from bgbench.coordinator.model_store import ModelStore
-from bgbench.coordinator.rating import Rating
-from bgbench.coordinator.results import ResultsStore
+from bgbench.coordinator.configuration.config import load_settings, parse_override
+from bgbench.coordinator.execution.model_store import ModelStore
+from bgbench.coordinator.rating.ratings import Rating
+from bgbench.coordinator.storage.results import ResultsStore
 
 PEAKS = [500, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8]
 

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from bgbench.coordinator import api
-from bgbench.coordinator.config import load_settings, parse_override
-from bgbench.coordinator.results import ResultsStore
+from bgbench.coordinator.configuration.config import load_settings, parse_override
+from bgbench.coordinator.rating import api
+from bgbench.coordinator.storage.results import ResultsStore
 from bgbench.errors import UserError
 
 

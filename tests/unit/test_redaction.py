@@ -9,15 +9,15 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bgbench.coordinator.cli import resumed_settings
-from bgbench.coordinator.config import load_settings, parse_override
-from bgbench.coordinator.redaction import (
+from bgbench.coordinator.configuration.config import load_settings, parse_override
+from bgbench.coordinator.configuration.redaction import (
     is_secret_name,
     redact_config,
     redact_options,
     redact_source,
     redact_text,
 )
+from bgbench.coordinator.interfaces.cli import resumed_settings
 from bgbench.errors import UserError
 
 
@@ -221,8 +221,8 @@ def test_no_secret_survives_in_a_uri(scheme, user, password, others, secrets, en
 def test_a_recorded_result_without_secrets_is_stored_as_it_was(tmp_path):
     # Redaction of what is recorded only touches secrets: no field of a result (names,
     # counts, encoded histograms, the store's description) looks like one.
-    from bgbench.coordinator.redaction import redact_strings
-    from bgbench.coordinator.results import ResultsStore
+    from bgbench.coordinator.configuration.redaction import redact_strings
+    from bgbench.coordinator.storage.results import ResultsStore
     from tests.unit.report_ratings import model_rating
 
     model_rating(tmp_path, "R1", "model.peak=1e4")

@@ -10,7 +10,8 @@ from html.parser import HTMLParser
 import pytest
 
 from bgbench import results
-from bgbench.coordinator import api, html_report
+from bgbench.coordinator.rating import api
+from bgbench.coordinator.reports import html_report
 from bgbench.errors import UserError
 from tests.unit.report_ratings import model_rating, model_settings
 

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bgbench import results
-from bgbench.coordinator.results import DB_NAME, ResultsStore
+from bgbench.coordinator.storage.results import DB_NAME, ResultsStore
 from bgbench.errors import UserError
 from tests.unit.report_ratings import model_rating
 

@@ -7,7 +7,7 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from bgbench.coordinator.results import ResultsStore
+from bgbench.coordinator.storage.results import ResultsStore
 from bgbench.errors import UserError
 
 ROWS = [

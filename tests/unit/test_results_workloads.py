@@ -4,7 +4,7 @@ store written before workloads had names is migrated in place when opened."""
 import json
 import sqlite3
 
-from bgbench.coordinator.results import DB_NAME, ResultsStore
+from bgbench.coordinator.storage.results import DB_NAME, ResultsStore
 
 OLD_SCHEMA = """
 CREATE TABLE ratings (

@@ -9,7 +9,7 @@ from typing import Any, cast
 import pytest
 from pydantic import ValidationError
 
-from bgbench.coordinator.config import load_settings
+from bgbench.coordinator.configuration.config import load_settings
 from bgbench.errors import UserError
 from bgbench.validation.logformat import LogWriter
 from bgbench.worker.measurement import Recorder

@@ -1,9 +1,9 @@
-"""The local layout chosen when the user does not say (coordinator/sizing.py)."""
+"""The local layout chosen when the user does not say (coordinator/execution/sizing.py)."""
 
 import pytest
 
-from bgbench.coordinator import sizing
-from bgbench.coordinator.config import load_settings
+from bgbench.coordinator.configuration.config import load_settings
+from bgbench.coordinator.execution import sizing
 
 
 def settings(**overrides):  # type: ignore[no-untyped-def]

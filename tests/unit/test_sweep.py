@@ -8,14 +8,12 @@ from dataclasses import asdict, replace
 
 import pytest
 
-from bgbench.coordinator import api
-from bgbench.coordinator.config import SWEEP_THREADS, load_settings, parse_override
-from bgbench.coordinator.experiment import ActionFigures, ExperimentResult, faulted
-from bgbench.coordinator.metrics import LatencySummary
-from bgbench.coordinator.model_store import ModelStore
-from bgbench.coordinator.rating import Rating, RatingSummary
-from bgbench.coordinator.results import ResultsStore
-from bgbench.coordinator.sweep import (
+from bgbench.coordinator.configuration.config import SWEEP_THREADS, load_settings, parse_override
+from bgbench.coordinator.execution.experiment import ActionFigures, ExperimentResult, faulted
+from bgbench.coordinator.execution.model_store import ModelStore
+from bgbench.coordinator.rating import api
+from bgbench.coordinator.rating.ratings import Rating, RatingSummary
+from bgbench.coordinator.rating.sweep import (
     ALL_ACTIONS,
     Limits,
     Plan,
@@ -27,6 +25,8 @@ from bgbench.coordinator.sweep import (
     tabulate,
     write_csv,
 )
+from bgbench.coordinator.records.metrics import LatencySummary
+from bgbench.coordinator.storage.results import ResultsStore
 from bgbench.errors import SystemFault, UserError
 
 

@@ -10,14 +10,14 @@ import sys
 import numpy as np
 import pytest
 
-from bgbench.coordinator.config import load_settings, parse_override
-from bgbench.coordinator.model_store import ModelStore
-from bgbench.coordinator.rating import Rating
-from bgbench.coordinator.results import ResultsStore
+from bgbench.coordinator.configuration.config import load_settings, parse_override
+from bgbench.coordinator.execution.model_store import ModelStore
+from bgbench.coordinator.execution.steady import Tick, analyse, mser_cut
+from bgbench.coordinator.rating.ratings import Rating
+from bgbench.coordinator.records.stats import compare, mean_interval, proportion_interval
 from bgbench.coordinator.search.fit import soar_fit
 from bgbench.coordinator.search.memo import Memo, Outcome
-from bgbench.coordinator.stats import compare, mean_interval, proportion_interval
-from bgbench.coordinator.steady import Tick, analyse, mser_cut
+from bgbench.coordinator.storage.results import ResultsStore
 
 
 def settings(tmp_path, *overrides: str):

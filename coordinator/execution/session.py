@@ -1,0 +1,328 @@
+"""Bringing up what experiments run on: local agents and their fragments, or the model store."""
+
+import os
+import platform
+import secrets
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from bgbench import __version__
+from bgbench.coordinator.configuration.config import Settings
+from bgbench.coordinator.execution import preflight
+from bgbench.coordinator.execution.agents import (
+    AgentClient,
+    Credentials,
+    LocalAgents,
+    spawn_local_agents,
+)
+from bgbench.coordinator.execution.experiment import (
+    Cluster,
+    ExperimentResult,
+    ProgressCallback,
+    longest_phases,
+    run_experiment,
+)
+from bgbench.coordinator.execution.model_store import ModelStore
+from bgbench.coordinator.execution.sizing import resolve_local_layout
+from bgbench.coordinator.records.events import EventSink, ProgressTap
+from bgbench.coordinator.records.faults import should_retry
+from bgbench.coordinator.reports.report import LiveProgress
+from bgbench.errors import BGBenchError, SystemFault
+from bgbench.protos import worker_pb2 as pb
+from bgbench.workloads import registry
+
+
+def count_sessions(result: ExperimentResult, settings: Settings) -> ExperimentResult:
+    """Sessions are the units of the mix that are sessions, not its single actions (an
+    agent counts every unit it plays); sessions/s is on actions/s's time base (the steady
+    window's throughput, or the whole run), the sessions' share of the actions being the
+    same in both."""
+    singles = set(registry.get(settings.workload.name).actions.values())
+    for agent in result.agents:
+        if agent.per_unit:
+            agent.sessions = sum(n for unit, n in agent.per_unit.items() if unit not in singles)
+    if result.per_unit:
+        result.sessions = sum(n for unit, n in result.per_unit.items() if unit not in singles)
+    share = result.sessions / result.actions if result.actions else 0.0
+    result.sessions_per_s = result.actions_per_s * share
+    return result
+
+
+@dataclass
+class Target:
+    """Runs experiments at (T, duration); says what it runs on."""
+
+    settings: Settings
+    console: Console
+    cluster: Cluster | None = None
+    model: ModelStore | None = None
+    start_state: str = "carry"
+    local: LocalAgents | None = None
+    creds: Credentials | None = None
+    record_fault: Callable[[ExperimentResult], None] | None = None
+    events: EventSink | None = None  # progress ticks go here too (coordinator/records/events.py)
+
+    def run(
+        self, threads: int, duration_s: float, experiment_id: str, rate: float | None = None
+    ) -> ExperimentResult:
+        if self.model is not None:
+            model = self.model.experiment(threads, duration_s, experiment_id, rate)
+            return count_sessions(model, self.settings)
+        preflight.check_threads_cover(threads, self.min_threads())
+        self.rejoin()
+        attempt = 0
+        while True:
+            exp_id = experiment_id if attempt == 0 else f"{experiment_id}-retry{attempt}"
+            result = self._run_once(threads, duration_s, exp_id, rate)
+            result = count_sessions(result, self.settings)
+            if not should_retry(self.settings.agents.on_failure, attempt, result.fault):
+                return result
+            if self.record_fault:
+                self.record_fault(result)  # the failed attempt is recorded as what it was
+            self.console.print(
+                f"infrastructure failure at T={threads}: {result.fault}; "
+                "retrying on the agents that answer"
+            )
+            self.recover()
+            attempt += 1
+
+    def _run_once(
+        self, threads: int, duration_s: float, experiment_id: str, rate: float | None = None
+    ) -> ExperimentResult:
+        assert self.cluster is not None
+        addresses = [c.address for c in self.cluster.clients]
+        progress = LiveProgress(addresses, duration_s, self.console)
+        on_progress: ProgressCallback = progress.update
+        if self.events is not None:
+            tap = ProgressTap(self.events, addresses, experiment_id, threads, duration_s)
+
+            def both(i: int, p: pb.Progress) -> None:
+                progress.update(i, p)
+                tap.update(i, p)
+
+            on_progress = both
+
+        with progress:
+            return run_experiment(
+                self.cluster,
+                self.settings,
+                threads,
+                duration_s,
+                experiment_id,
+                on_progress,
+                self.start_state,
+                self.settings.agents.heartbeat_timeout,
+                rate,
+            )
+
+    def rejoin(self) -> None:
+        """Before an experiment: a listed agent dropped earlier that answers again rejoins
+        (the fragments are laid out again over all and reloaded)."""
+        assert self.cluster is not None
+        listed = self.settings.agents.addresses
+        present = {c.address for c in self.cluster.clients}
+        missing = [a for a in listed if a not in present]
+        if missing and any(self._answers(a) for a in missing):
+            self.console.print("an agent answers again: rejoining")
+            self.recover()
+
+    def recover(self) -> None:
+        """Reconnect: dead local agents are respawned, listed agents that answer (restarted
+        ones included) rejoin; the fragments are laid out again over them and reloaded."""
+        assert self.cluster is not None
+        self.cluster.close()
+        if self.local is not None and self.local.processes:
+            silent = frozenset(
+                i for i, a in enumerate(self.local.addresses) if not self._answers(a)
+            )
+            respawned = self.local.respawn_dead(silent)
+            if respawned:
+                self.console.print(f"respawned local agents {respawned}")
+            addresses = list(self.local.addresses)
+        else:
+            addresses = list(self.settings.agents.addresses)
+        caps = self.settings.agents.capacities or [1.0] * len(addresses)
+        alive = [(a, c) for a, c in zip(addresses, caps, strict=True) if self._answers(a)]
+        if not alive:
+            raise SystemFault(f"no agent answers any more ({', '.join(addresses)})")
+        self.console.print(f"continuing on {len(alive)} of {len(addresses)} agents")
+        self.cluster = Cluster.connect(
+            [a for a, _ in alive],
+            [c for _, c in alive],
+            self.creds,
+            heartbeat_timeout=self.settings.agents.heartbeat_timeout,
+        )
+        self.cluster.prepare(self.settings)
+
+    def _answers(self, address: str) -> bool:
+        return _answers(address, self.creds, self.settings.agents.heartbeat_timeout)
+
+    @property
+    def store(self) -> str:
+        if self.model is not None:
+            return self.model.describe()
+        assert self.cluster is not None
+        return self.cluster.store_description
+
+    def min_threads(self) -> int:
+        """One thread per fragment: with fewer, a fragment idles and the requests no longer
+        follow the global Zipfian."""
+        if self.model is not None:
+            return 1
+        assert self.cluster is not None
+        return sum(f.load_processes for f in self.cluster.facts())
+
+    def max_threads(self) -> int:
+        if self.settings.rating.max_threads:
+            return self.settings.rating.max_threads
+        if self.model is not None:
+            return 1 << 30
+        assert self.cluster is not None
+        return preflight.max_threads(
+            self.settings, [f.load_processes for f in self.cluster.facts()]
+        )
+
+    def hosts(self) -> list[dict[str, Any]]:
+        if self.cluster is None:
+            return [{"host": "virtual", "note": "model store: no agents"}]
+        out: list[dict[str, Any]] = []
+        for c, cap in zip(self.cluster.clients, self.cluster.capacities, strict=True):
+            f = c.facts
+            assert f is not None
+            out.append(
+                {
+                    "address": c.address,
+                    "agent_id": f.agent_id,
+                    "hostname": f.hostname,
+                    "cores": f.cores,
+                    "memory_bytes": f.memory_bytes,
+                    "load_processes": f.load_processes,
+                    "capacity_weight": cap,
+                    "calibrated_ops_per_s": f.capacity or None,
+                    "bgbench": f.bgbench_version,
+                    "python": f.python_version,
+                }
+            )
+        return out
+
+    def versions(self) -> dict[str, str]:
+        return {
+            "bgbench": __version__,
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "store": self.store,
+        }
+
+
+def credentials(settings: Settings, local_token: str | None = None) -> Credentials:
+    a = settings.agents
+    token = a.token or os.environ.get("BGBENCH_TOKEN") or local_token
+    if a.tls is None:
+        return Credentials(token=token)
+
+    def read(path: Path | None) -> bytes | None:
+        return Path(path).read_bytes() if path else None
+
+    return Credentials(
+        token=token,
+        ca=read(a.tls.ca_file),
+        cert=read(a.tls.cert_file),
+        key=read(a.tls.key_file),
+        server_name=a.tls.server_name,
+    )
+
+
+def _answers(address: str, creds: Credentials | None, heartbeat_timeout: float) -> bool:
+    client = AgentClient(address, creds, heartbeat_timeout)
+    try:
+        client.handshake()
+        return True
+    except BGBenchError:
+        return False
+    finally:
+        client.close()
+
+
+@contextmanager
+def bring_up(
+    settings: Settings, work_dir: Path, console: Console, events: EventSink | None = None
+) -> Iterator[Target]:
+    """Reach the listed agents, or spawn local ones; load every fragment; on the way out,
+    stop what was spawned (listed agents keep running). Progress also goes to `events`."""
+    if settings.store.name == preflight.MODEL_STORE:
+        yield Target(
+            settings,
+            console,
+            model=ModelStore(settings.model, settings.sla, settings.rating, settings.run.seed),
+            events=events,
+        )
+        return
+    preflight.check_store(settings)
+    resolve_local_layout(settings, None)  # callers that did not size the layout themselves
+    a = settings.agents
+    processes = a.processes if isinstance(a.processes, int) else 1  # resolved above
+    local = LocalAgents()
+    if a.addresses:
+        creds = credentials(settings)
+        addresses = list(a.addresses)
+        console.print(f"connecting to {len(addresses)} agents; store {settings.store.name}")
+    else:
+        preflight.check_local_memory(settings)
+        preflight.check_fit(settings, [processes] * a.local)
+        token = secrets.token_urlsafe(24)  # local agents too refuse calls without it
+        creds = credentials(settings, token)
+        console.print(
+            f"starting {a.local} local agents x {a.processes} load processes; "
+            f"store {settings.store.name}; work in {work_dir}"
+        )
+        local = spawn_local_agents(a.local, processes, work_dir, a.start_timeout, creds.token)
+        addresses = local.addresses
+    cluster = target = None
+    try:
+        cluster = Cluster.connect(
+            addresses, a.capacities, creds, a.capacity == "measure", a.heartbeat_timeout
+        )
+        if a.capacity == "measure" and not a.capacities:
+            a.capacities = list(cluster.capacities)  # recorded: a resume reuses them
+            console.print(f"measured agent capacities: {a.capacities}")
+        if a.addresses:
+            facts = cluster.facts()
+            weights = list(cluster.capacities)
+            preflight.check_memory(
+                settings,
+                [
+                    (f"agent {c.address}", f.memory_bytes, w / sum(weights))
+                    for c, f, w in zip(cluster.clients, facts, weights, strict=True)
+                ],
+            )
+            preflight.check_fit(settings, [f.load_processes for f in facts])
+        replies = cluster.prepare(settings)
+        entities = sum(f.members for r in replies for f in r.fragments)
+        load_s = max(f.load_seconds for r in replies for f in r.fragments)
+        phases = longest_phases(cluster.load_phases)
+        named = ", ".join(f"{name} {s:.1f} s" for name, s in phases.items())
+        console.print(
+            f"loaded {entities:,} entities in {len(cluster.layout.capacities)} fragments in "
+            f"{load_s:.1f} s{f' ({named})' if named else ''} on {cluster.store_description}"
+        )
+        target = Target(
+            settings,
+            console,
+            cluster=cluster,
+            start_state=settings.rating.state,
+            local=local,
+            creds=creds,
+            events=events,
+        )
+        yield target
+    finally:
+        if target is not None and target.cluster is not None:
+            target.cluster.close()
+        elif cluster is not None:
+            cluster.close()
+        local.close()

@@ -1,0 +1,162 @@
+"""Steady state: which part of an experiment to rate, from its progress stream.
+
+Every agent reports, a few times a second, its cumulative actions and a histogram of
+the response times that ended since its last report. Per report interval that gives a
+throughput and a share within beta; summed over agents (intervals aligned by their
+index: agents tick at the same period from the same start) they are the experiment's
+series. The warm-up is cut by MSER-5 (White's marginal standard error rule on batches
+of five): the cut that minimises the standard error of the mean of what remains. A
+cut beyond half the run means the series never settled: the experiment is unstable,
+and is not rated. Intervals that end after the experiment's duration (the socialites
+finishing their last calls) are not part of the series.
+"""
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from bgbench.coordinator.records.metrics import decode, share_within
+from bgbench.coordinator.records.stats import compare
+
+MSER_BATCH = 5
+MIN_SAMPLES = 4  # below this the series is too short to test: rated whole
+TAIL_SLACK_S = 0.05  # an interval ending this little past the duration is still in it
+NEAR_BEST = 1.5  # the earliest cut whose MSER is this close to the least is taken
+DRIFT = 0.2  # a steady window's halves differ by less than this share of its mean
+
+
+@dataclass
+class Tick:
+    """One progress report of one agent."""
+
+    elapsed_s: float
+    actions: int  # cumulative
+    ended: int = 0  # actions that ended since the last report (its histogram's count)
+    within: int = 0  # of those, within beta
+
+
+@dataclass
+class Steadiness:
+    """The experiment's series and the part of it that is rated."""
+
+    interval_s: float = 0.0  # median spacing of the reports
+    throughput: list[float] = field(default_factory=list)  # actions/s per interval
+    # % within beta per interval (None: nothing ended in it; JSON has no NaN)
+    within: list[float | None] = field(default_factory=list)
+    cut: int = 0  # intervals cut as warm-up
+    warmup_s: float = 0.0
+    window_s: float = 0.0
+    stable: bool = True
+    tested: bool = True  # False: too short to test, rated whole
+    run_actions_per_s: float = 0.0  # the whole run's figures, warm-up included
+    run_within_percent: float = 100.0
+
+    @property
+    def window_throughput(self) -> list[float]:
+        return self.throughput[self.cut :]
+
+    @property
+    def window_within(self) -> list[float]:
+        return [w for w in self.within[self.cut :] if w is not None]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Steadiness":
+        return cls(**data)
+
+
+def mser_cut(series: list[float] | np.ndarray, confidence: float = 0.95) -> tuple[int, bool]:
+    """(samples to cut, whether what remains is steady).
+
+    MSER-5 picks the cut within the first half (the earliest near its minimum); it is
+    kept only when the part cut differs from the rest by a test (on a stationary series
+    MSER's minimum falls anywhere, and cutting it would only throw samples away). What
+    remains is unstable when its two halves differ by a test and by more than DRIFT of
+    its mean: a store still warming or degrading, not noise."""
+    x = np.asarray(series, dtype=np.float64)
+    n = len(x)
+    if n < MIN_SAMPLES:
+        return 0, True
+    batch = MSER_BATCH if n >= 4 * MSER_BATCH else 1
+    k = n // batch
+    z = x[: k * batch].reshape(k, batch).mean(axis=1)
+    scores = [float(np.var(z[d:])) / (k - d) for d in range(k // 2 + 1)]
+    best = min(scores)
+    cut = next(d for d, v in enumerate(scores) if v <= NEAR_BEST * best) * batch
+    if cut and compare(x[:cut], x[cut:], confidence) == 0:
+        cut = 0
+    rest = x[cut:]
+    first, second = rest[: len(rest) // 2], rest[len(rest) // 2 :]
+    drift = abs(float(second.mean()) - float(first.mean()))
+    steady = compare(first, second, confidence) == 0 or drift <= DRIFT * abs(float(rest.mean()))
+    return cut, steady
+
+
+def analyse(
+    agents: list[list[Tick]], duration_s: float, cut: bool, confidence: float = 0.95
+) -> Steadiness:
+    """The series of an experiment from its agents' ticks, and its steady window (the whole
+    run when `cut` is off)."""
+    rates: list[np.ndarray] = []
+    withins: list[tuple[np.ndarray, np.ndarray]] = []
+    spacings: list[float] = []
+    run_actions = run_within = run_ended = 0
+    for ticks in agents:
+        times = np.array([0.0] + [t.elapsed_s for t in ticks])
+        actions = np.array([0] + [t.actions for t in ticks], dtype=np.float64)
+        keep = times[1:] <= duration_s + TAIL_SLACK_S
+        spans = np.diff(times)[keep]
+        rates.append(
+            np.divide(np.diff(actions)[keep], spans, where=spans > 0, out=np.zeros(keep.sum()))
+        )
+        withins.append(
+            (
+                np.array([t.within for t in ticks], dtype=np.float64)[keep],
+                np.array([t.ended for t in ticks], dtype=np.float64)[keep],
+            )
+        )
+        spacings += list(spans)
+        run_actions += ticks[-1].actions if ticks else 0
+        run_within += sum(t.within for t in ticks)
+        run_ended += sum(t.ended for t in ticks)
+    n = min((len(r) for r in rates), default=0)
+    throughput = np.sum([r[:n] for r in rates], axis=0) if n else np.zeros(0)
+    within_hits = np.sum([w[0][:n] for w in withins], axis=0) if n else np.zeros(0)
+    ended = np.sum([w[1][:n] for w in withins], axis=0) if n else np.zeros(0)
+    within = np.where(ended > 0, 100.0 * within_hits / np.maximum(ended, 1), np.nan)
+    interval = float(np.median(spacings)) if spacings else 0.0
+    out = Steadiness(
+        interval_s=interval,
+        throughput=[float(v) for v in throughput],
+        within=[float(v) if v == v else None for v in within],
+        run_actions_per_s=run_actions / duration_s if duration_s else 0.0,
+        run_within_percent=100.0 * run_within / run_ended if run_ended else 100.0,
+        tested=n >= MIN_SAMPLES,
+    )
+    if cut and n >= MIN_SAMPLES:
+        by_rate, settled = mser_cut(throughput, confidence)
+        by_latency, latency_settled = mser_cut(np.nan_to_num(within, nan=100.0), confidence)
+        out.cut = max(by_rate, by_latency)
+        out.stable = settled and latency_settled
+    out.warmup_s = out.cut * interval
+    out.window_s = (n - out.cut) * interval
+    return out
+
+
+def window_within_counts(ticks: list[Tick], steady: Steadiness) -> tuple[int, int]:
+    """(within beta, ended) of one agent's ticks in the steady window."""
+    rows = ticks[steady.cut : len(steady.throughput)]
+    return sum(t.within for t in rows), sum(t.ended for t in rows)
+
+
+def tick_of(elapsed_s: float, actions: int, delta: bytes, bound_us: float) -> Tick:
+    """A progress report as a tick: its histogram delta reduced to (ended, within)."""
+    if not delta:
+        return Tick(elapsed_s, actions)
+    h = decode(delta)
+    ended = int(h.get_total_count())
+    within = round(share_within(h, bound_us) * ended / 100) if ended else 0
+    return Tick(elapsed_s, actions, ended, within)

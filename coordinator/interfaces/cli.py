@@ -1,0 +1,492 @@
+"""The `bgbench` command line."""
+
+import json
+import signal
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+
+from bgbench.__main__ import INTERRUPTED, exit_interrupted
+from bgbench.coordinator.configuration.config import (
+    SCALE_OVERRIDE,
+    Settings,
+    describe_validation_error,
+    load_settings,
+    parse_override,
+)
+from bgbench.coordinator.execution import preflight
+from bgbench.coordinator.execution.checkconfig import check_settings_file
+from bgbench.coordinator.execution.offline import (
+    check_per_read,
+    parse_size,
+    validate_directory,
+    write_per_read,
+)
+from bgbench.coordinator.execution.preflight import MODEL_STORE
+from bgbench.coordinator.interfaces.cli_campaign import campaign_app
+from bgbench.coordinator.interfaces.cli_deck import deck
+from bgbench.coordinator.interfaces.cli_live import EventsOption, MetricsPortOption, live_sink
+from bgbench.coordinator.interfaces.cli_report import report_app
+from bgbench.coordinator.rating import api
+from bgbench.coordinator.rating.api import new_rating_id, results_path, resumed_settings
+from bgbench.coordinator.rating.study import run_study
+from bgbench.coordinator.rating.sweep import write_csv
+from bgbench.coordinator.records.faults import ending
+from bgbench.coordinator.reports.report import (
+    render,
+    render_rating,
+    render_ratings,
+    render_record,
+    render_sweep,
+    render_validation,
+    study_tables,
+)
+from bgbench.coordinator.storage.results import ResultsStore
+from bgbench.errors import BGBenchError, SystemFault, UserError
+from bgbench.inputs import check_output
+from bgbench.workloads import registry
+
+# Importable from here as before the API existed.
+__all__ = ["app", "main", "new_rating_id", "results_path", "resumed_settings"]
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Rate data stores against an SLA under a workload (BG's social network by default).",
+)
+# Wide enough for the tables when output goes to a file or a CI log.
+out = Console(width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+
+ConfigOption = Annotated[
+    Path | None, typer.Option("--config", "-c", help="TOML or YAML settings file")
+]
+ParamOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--param",
+        "-p",
+        help="override a setting: NAME=VALUE, NAME a dotted path (run.seed) or a "
+        "paper's parameter name the workload accepts (usercount, threadcount, ...)",
+    ),
+]
+
+
+def _overrides(params: list[str] | None, **flags: Any) -> list[tuple[str, Any]]:
+    pairs = [parse_override(p) for p in params or []]
+    pairs += [(path, value) for path, value in flags.items() if value is not None]
+    return pairs
+
+
+def _settings(config: Path | None, param: list[str] | None, flags: dict[str, Any]) -> Settings:
+    return load_settings(config, _overrides(param, **flags))
+
+
+def _common_flags(
+    workload: str | None,
+    store: str | None,
+    threads: int | None,
+    duration: float | None,
+    agents: int | None,
+    processes: int | None,
+    mix: str | None,
+    users: int | None,
+    results: Path | None,
+) -> dict[str, Any]:
+    return {
+        "workload.name": workload,
+        "store.name": store,
+        "run.threadcount": threads,
+        "run.maxexecutiontime": duration,
+        "agents.local": agents,
+        "agents.processes": processes,
+        "mix": mix,  # the workload's own alias for its mix
+        SCALE_OVERRIDE: users,
+        "results_dir": str(results) if results else None,
+    }
+
+
+WorkloadFlag = Annotated[
+    str | None, typer.Option(help="the workload to run (default bg; see bgbench stores)")
+]
+StoreFlag = Annotated[str | None, typer.Option(help="store binding (bgbench stores), or model")]
+AgentsFlag = Annotated[int | None, typer.Option(help="local agents to spawn")]
+ProcessesFlag = Annotated[int | None, typer.Option(help="load processes per agent")]
+MixFlag = Annotated[str | None, typer.Option(help="verylow, low, high or sessions")]
+UsersFlag = Annotated[int | None, typer.Option(help="members in the database")]
+ResultsFlag = Annotated[Path | None, typer.Option(help="results directory")]
+JsonFlag = Annotated[bool, typer.Option("--json", help="print the result as JSON")]
+TargetRateFlag = Annotated[
+    float | None,
+    typer.Option(
+        help="open loop: actions/s arriving over all agents (Poisson; run.arrivals), latency "
+        "counted from each intended start; with rate --over rate, the first rate searched"
+    ),
+]
+
+
+@app.command()
+def run(
+    ctx: typer.Context,
+    config: ConfigOption = None,
+    workload: WorkloadFlag = None,
+    store: StoreFlag = None,
+    threads: Annotated[int | None, typer.Option(help="T: threads over all agents")] = None,
+    duration: Annotated[float | None, typer.Option(help="seconds")] = None,
+    agents: AgentsFlag = None,
+    processes: ProcessesFlag = None,
+    mix: MixFlag = None,
+    users: UsersFlag = None,
+    results: ResultsFlag = None,
+    target_rate: TargetRateFlag = None,
+    as_json: JsonFlag = False,
+    param: ParamOption = None,
+    events: EventsOption = None,
+    metrics_port: MetricsPortOption = None,
+) -> None:
+    """Run one experiment at T threads and print every figure."""
+    flags = _common_flags(
+        workload, store, threads, duration, agents, processes, mix, users, results
+    )
+    flags["run.target_rate"] = target_rate
+    settings = _settings(config, param, flags)
+    record = api.run(settings, console=err, events=live_sink(ctx, events, metrics_port))
+    if as_json:
+        print(record.result.to_json())
+    else:
+        out.print(render(record.result, settings))
+        if not record.unrecorded:
+            out.print(f"recorded in {record.path}")
+    if record.unrecorded:
+        raise SystemFault(record.unrecorded)
+    if record.result.fault:
+        raise SystemFault(record.result.fault)
+
+
+@app.command()
+def rate(
+    ctx: typer.Context,
+    config: ConfigOption = None,
+    workload: WorkloadFlag = None,
+    store: StoreFlag = None,
+    objective: Annotated[
+        str | None,
+        typer.Option(
+            help="both, soar, socialites, exhaustive, or sweep (no search: a list "
+            "of thread counts, each run rating.sweep_repeats times, averaged)"
+        ),
+    ] = None,
+    delta: Annotated[float | None, typer.Option(help="Delta: final duration, s")] = None,
+    delta_search: Annotated[
+        float | None, typer.Option(help="Delta_s: duration while searching, s")
+    ] = None,
+    t0: Annotated[int | None, typer.Option(help="first thread count")] = None,
+    max_threads: Annotated[int | None, typer.Option(help="highest T tried")] = None,
+    warmup: Annotated[
+        float | None, typer.Option(help="run unrated for S seconds before the search")
+    ] = None,
+    state: Annotated[str | None, typer.Option(help="carry, reload or readback")] = None,
+    target_rate: TargetRateFlag = None,
+    over: Annotated[
+        str | None,
+        typer.Option(help="threads (closed loop, the default) or rate (search the open-loop rate)"),
+    ] = None,
+    agents: AgentsFlag = None,
+    processes: ProcessesFlag = None,
+    mix: MixFlag = None,
+    users: UsersFlag = None,
+    results: ResultsFlag = None,
+    resume: Annotated[
+        str | None, typer.Option(help="continue this interrupted rating (its own settings)")
+    ] = None,
+    as_json: JsonFlag = False,
+    param: ParamOption = None,
+    events: EventsOption = None,
+    metrics_port: MetricsPortOption = None,
+) -> None:
+    """Rate a store: SoAR and Socialites against the SLA (search, then a final experiment),
+    or sweep a list of thread counts (--objective sweep)."""
+    sink = live_sink(ctx, events, metrics_port)  # closed with the command
+    if resume:
+        if workload is not None:
+            raise UserError("--workload: a resumed rating keeps its recorded workload")
+        store_db = ResultsStore.existing(results_path(results or Path("results")))
+        settings = api.settings_to_resume(store_db, resume, _overrides(param))
+        record = api.rate(settings, store_db, resume=resume, console=err, events=sink)
+    else:
+        flags = _common_flags(workload, store, None, None, agents, processes, mix, users, results)
+        flags.update(
+            {
+                "rating.objective": objective,
+                "sla.delta_s": delta,
+                "sla.delta_search_s": delta_search,
+                "rating.t0": t0,
+                "rating.max_threads": max_threads,
+                "rating.warmup_s": warmup,
+                "rating.state": state,
+                "run.target_rate": target_rate,
+                "rating.over": over,
+            }
+        )
+        settings = _settings(config, param, flags)
+        record = api.rate(settings, settings.results_dir, console=err, events=sink)
+    if record.summary is None:
+        raise SystemFault(record.fault or f"rating {record.rating_id} did not finish")
+    if as_json:
+        print(json.dumps(record.summary.to_dict(), indent=2))
+    else:
+        experiments = ResultsStore.existing(record.results.parent).experiments(record.rating_id)
+        out.print(render_rating(record.summary, experiments, settings))
+
+
+@app.command()
+def study(
+    name: Annotated[
+        str,
+        typer.Argument(
+            help="the study (bgbench study NAME --help lists none: "
+            "see the workload's README section)"
+        ),
+    ],
+    config: ConfigOption = None,
+    workload: WorkloadFlag = None,
+    store: StoreFlag = None,
+    users: UsersFlag = None,
+    results: ResultsFlag = None,
+    as_json: JsonFlag = False,
+    param: ParamOption = None,
+) -> None:
+    """Run one of a workload's own studies (the sensor-log paper's `load` and `queries`),
+    record every measurement, print its tables."""
+    flags = _common_flags(workload, store, None, None, None, None, None, users, results)
+    settings = _settings(config, param, flags)
+    if settings.store.name == MODEL_STORE:
+        raise UserError("a study measures a real store: choose one with --store (bgbench stores)")
+    results_dir = results_path(settings.results_dir)
+    record = run_study(settings, name, new_rating_id(), results_dir, err)
+    if as_json:
+        print(json.dumps(record.to_dict(), indent=2, default=str))
+        return
+    out.print(
+        f"Study {record.study} {record.rating_id} of {record.workload} on {record.store}, "
+        f"{record.seconds:,.1f} s"
+    )
+    for table in study_tables(record.tables):
+        out.print(table)
+
+
+@app.command("check-config")
+def check_config(
+    file: Annotated[Path, typer.Argument(help="TOML or YAML settings file")],
+    param: ParamOption = None,
+) -> None:
+    """Validate a settings file (and overrides) without generating any load."""
+    settings = check_settings_file(file, _overrides(param))
+    out.print(f"{file}: valid")
+    out.print_json(settings.model_dump_json())
+
+
+app.command()(deck)
+
+results_app = typer.Typer(help="Ratings recorded in the results store.", no_args_is_help=False)
+app.add_typer(results_app, name="results")
+app.add_typer(campaign_app, name="campaign")
+app.add_typer(report_app)  # report and compare
+
+
+@results_app.callback(invoke_without_command=True)
+def results_list(
+    ctx: typer.Context,
+    results: ResultsFlag = None,
+) -> None:
+    """List the recorded ratings."""
+    if ctx.invoked_subcommand is not None:
+        return
+    rows = ResultsStore.existing(results_path(results or Path("results"))).ratings()
+    out.print(render_ratings(rows))
+
+
+@results_app.command("show")
+def results_show(
+    rating_id: Annotated[str, typer.Argument(help="rating id")],
+    results: ResultsFlag = None,
+) -> None:
+    """One rating and every experiment it ran."""
+    db = ResultsStore.existing(results_path(results or Path("results")))
+    record = db.rating(rating_id)
+    settings = recorded_settings(record)
+    out.print(render_record(record, db.experiments(rating_id), settings))
+
+
+@results_app.command("export")
+def results_export(
+    rating_id: Annotated[str, typer.Argument(help="rating id")],
+    fmt: Annotated[str, typer.Option("--format", help="csv, json or parquet")] = "csv",
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="file to write")] = None,
+    results: ResultsFlag = None,
+) -> None:
+    """Export a rating's experiments to CSV, JSON or Parquet."""
+    db = ResultsStore.existing(results_path(results or Path("results")))
+    target = check_output(output or Path(f"{rating_id}.{fmt}"), "--output")
+    try:
+        n = db.export(rating_id, fmt, target)
+    except OSError as exc:
+        raise UserError(f"cannot write {target}: {exc.strerror}; choose another --output") from None
+    out.print(f"wrote {n} experiments to {target}")
+
+
+@results_app.command("sweep")
+def results_sweep(
+    rating_id: Annotated[str, typer.Argument(help="rating id of a sweep")],
+    csv_file: Annotated[
+        Path | None, typer.Option("--csv", help="also write the table to this CSV file")
+    ] = None,
+    results: ResultsFlag = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """A thread sweep's table (rate --objective sweep): per T and action."""
+    db = ResultsStore.existing(results_path(results or Path("results")))
+    table = api.sweep_table(db, rating_id)
+    if as_json:
+        print(json.dumps(table.to_dict(), indent=2))
+    else:
+        record = db.rating(rating_id)
+        title = f"Thread sweep {rating_id} of {record['store']}"
+        out.print(render_sweep(table, recorded_settings(record), title))
+    if csv_file is not None:
+        try:
+            n = write_csv(table, csv_file)
+        except OSError as exc:
+            raise UserError(
+                f"--csv: cannot write {csv_file}: {exc.strerror}; choose another file"
+            ) from None
+        err.print(f"wrote {n} rows to {csv_file}")
+
+
+@app.command()
+def validate(
+    directory: Annotated[Path, typer.Argument(help="logs of an experiment, agent or rating")],
+    memory_budget: Annotated[
+        str, typer.Option(help="above this, validate out of core (DuckDB on disk)")
+    ] = "2GiB",
+    workers: Annotated[int | None, typer.Option(help="processes (default: all cores)")] = None,
+    initial: Annotated[
+        Path | None, typer.Option(help="BG logs: initial values, CSV of type,rid,value")
+    ] = None,
+    initial_default: Annotated[
+        int | None, typer.Option(help="BG logs: initial value of items not in --initial")
+    ] = None,
+    per_read: Annotated[
+        Path | None, typer.Option(help="write every unpredictable read to this CSV")
+    ] = None,
+    allow_malformed: Annotated[
+        bool, typer.Option(help="BG logs: validate the good lines, list the bad ones")
+    ] = False,
+    allow_unfinished: Annotated[
+        bool,
+        typer.Option(help="skip the logs of experiments that never finished, and list them"),
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Re-run validation on stored logs (bgbench's, or the original BG's)."""
+    if per_read is not None:
+        check_per_read(per_read)  # before the work, not after it
+    report = validate_directory(
+        directory,
+        parse_size(memory_budget),
+        workers,
+        initial,
+        initial_default,
+        keep_reads=per_read is not None,
+        allow_malformed=allow_malformed,
+        allow_unfinished=allow_unfinished,
+    )
+    if report.workers_note:
+        err.print(report.workers_note)
+    if per_read is not None:
+        n = write_per_read(report, per_read)
+        err.print(f"wrote {n} unpredictable reads to {per_read}")
+    if as_json:
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        out.print(render_validation(report.to_dict()))
+
+
+@app.command()
+def stores(workload: WorkloadFlag = None) -> None:
+    """List the store bindings installed: one line per workload, or one line per store of
+    --workload (and the model store, which simulates any)."""
+    if workload is not None:
+        for name in [*preflight.store_names(workload), MODEL_STORE]:
+            out.print(name)
+        return
+    for name in registry.workload_names():
+        out.print(f"{name}: {' '.join(preflight.store_names(name))}")
+    out.print(f"{MODEL_STORE} (simulated, any workload)")
+
+
+@app.command(
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    add_help_option=False,
+)
+def agent(ctx: typer.Context) -> None:
+    """Run a worker agent: bgbench agent --help for its options."""
+    from bgbench.worker.agent import cli as agent_cli  # the CLI's one door into worker/
+
+    agent_cli(list(ctx.args))
+
+
+def recorded_settings(record: dict[str, Any]) -> Settings:
+    """A recorded rating's settings for showing (its secrets stay redacted)."""
+    data = json.loads(record["config_json"])
+    if data.get("agents", {}).get("token"):
+        data["agents"]["token"] = None
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as exc:
+        raise UserError(f"rating {record['id']}: {describe_validation_error(exc)}") from None
+
+
+def main() -> None:
+    """The command line (the entry is bgbench/__main__.py, which handles an interrupt
+    while this module is imported; here it becomes a KeyboardInterrupt, that stops what
+    the command started, and on the way out the process ends at once again)."""
+    try:
+        code = _run_app()
+    finally:
+        signal.signal(signal.SIGINT, exit_interrupted)  # nothing left to stop
+    sys.exit(code)
+
+
+def _run_app() -> int:
+    try:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        code = app(standalone_mode=False)
+    except typer.Abort:
+        print("bgbench: aborted", file=sys.stderr)
+        return INTERRUPTED
+    except typer.Exit as exc:
+        return exc.exit_code
+    except typer.TyperException as exc:  # bad flag or argument
+        ctx = getattr(exc, "ctx", None)
+        command = ctx.command_path if ctx is not None else "bgbench"
+        print(f"bgbench: error: {exc.format_message()} (see {command} --help)", file=sys.stderr)
+        return 2
+    except (BGBenchError, KeyboardInterrupt) as exc:
+        return _ended(exc)
+    # Without standalone mode, click returns a command's typer.Exit code instead of exiting;
+    # typer turns an interrupt into exit 130 without a word.
+    if code == INTERRUPTED:
+        return _ended(KeyboardInterrupt())
+    return code if isinstance(code, int) else 0
+
+
+def _ended(exc: BaseException) -> int:
+    status, line = ending(exc)
+    print(line, file=sys.stderr)
+    return status

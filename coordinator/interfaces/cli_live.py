@@ -1,0 +1,48 @@
+"""The --events and --metrics-port options of rate and run: their sinks, for the length of
+the command."""
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from bgbench.coordinator.records.events import EventSink, Fanout, JsonLinesSink
+
+EventsOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--events",
+        help="append the live events (start, progress, verdicts, end) to this file as JSON "
+        "lines, flushed per line",
+    ),
+]
+MetricsPortOption = Annotated[
+    int | None,
+    typer.Option(
+        "--metrics-port",
+        min=1,
+        max=65535,
+        help="serve Prometheus metrics on 127.0.0.1:PORT/metrics while it runs",
+    ),
+]
+
+
+def live_sink(
+    ctx: typer.Context, events: Path | None, metrics_port: int | None
+) -> EventSink | None:
+    """The sinks asked for (None: none), opened now, before anything starts (a busy port or
+    an unwritable file is a UserError), and closed when the running command ends."""
+    if events is None and metrics_port is None:
+        return None
+    sinks: list[EventSink] = []
+    if metrics_port is not None:
+        from bgbench.coordinator.interfaces.prometheus import MetricsServer  # only when asked for
+
+        server = MetricsServer(metrics_port)
+        ctx.call_on_close(server.close)
+        sinks.append(server)
+    if events is not None:
+        lines = JsonLinesSink(events)
+        ctx.call_on_close(lines.close)
+        sinks.append(lines)
+    return Fanout(sinks)

@@ -1,0 +1,63 @@
+"""`bgbench report` and `bgbench compare` (coordinator/interfaces/cli.py adds report_app's commands
+to its own)."""
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from bgbench.coordinator.rating.api import results_path
+from bgbench.coordinator.reports import compare as comparing
+from bgbench.coordinator.reports import html_report
+from bgbench.coordinator.storage.frames import ResultFrames, load
+from bgbench.inputs import check_output
+
+report_app = typer.Typer()
+out = Console(width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+ResultsFlag = Annotated[Path | None, typer.Option(help="results directory (default results)")]
+
+
+def _frames(results: Path | None) -> ResultFrames:
+    return load(results_path(results or Path("results")))
+
+
+@report_app.command()
+def report(
+    ident: Annotated[str, typer.Argument(help="a rating, run or campaign id")],
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="the HTML file (default ID.html)")
+    ] = None,
+    results: ResultsFlag = None,
+    fmt: Annotated[
+        str | None,
+        typer.Option("--format", help="also write each figure beside it: png or svg"),
+    ] = None,
+) -> None:
+    """Write one self-contained HTML report (figures inline) of a rating, run or campaign."""
+    target = check_output(output or Path(f"{ident}.html"), "--output")
+    written = html_report.report(_frames(results), ident, target, fmt)
+    out.print(f"wrote {written.html} ({len(written.figures)} figures)")
+    for path in written.files:
+        err.print(f"wrote {path}")
+
+
+@report_app.command("compare")
+def compare_ratings(
+    ids: Annotated[list[str], typer.Argument(help="two rating ids or more")],
+    results: ResultsFlag = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="also write the comparison as HTML")
+    ] = None,
+) -> None:
+    """Ratings side by side: SoAR with its interval, Socialites, the settings that differ,
+    and whether each pair's SoAR differ beyond the noise."""
+    if output is not None:
+        check_output(output, "--output")  # before the work, not after it
+    comparison = comparing.compare(_frames(results), ids)
+    out.print(comparing.render(comparison))
+    if output is not None:
+        html_report.comparison_page(comparison, output)
+        err.print(f"wrote {output}")

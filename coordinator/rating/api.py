@@ -1,0 +1,503 @@
+"""Ratings and single experiments as an API: settings and a results store in, a record out.
+
+The CLI only parses flags, calls these and prints; campaigns and the deck call them the
+same way. Nothing here prints unless given a console. A rating that an infrastructure
+fault ends is recorded as failed and returned as such (its `fault` says what happened
+and how to resume); bad input raises UserError and an interrupt propagates, both
+recorded first. `run` records its one experiment, a fault included, and returns it.
+"""
+
+import contextlib
+import json
+import os
+import secrets
+import sqlite3
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+from rich.console import Console
+
+from bgbench.coordinator.configuration.config import Settings, describe_validation_error, set_path
+from bgbench.coordinator.configuration.redaction import REDACTED, redact_config, redacted_paths
+from bgbench.coordinator.execution import preflight
+from bgbench.coordinator.execution.experiment import (
+    ExperimentResult,
+    faulted,
+    new_experiment_id,
+    save,
+)
+from bgbench.coordinator.execution.preflight import MODEL_STORE
+from bgbench.coordinator.execution.session import Target, bring_up
+from bgbench.coordinator.execution.sizing import resolve_local_layout
+from bgbench.coordinator.rating.ratings import Rating, RatingSummary
+from bgbench.coordinator.rating.sweep import Limits, SweepTable, clip
+from bgbench.coordinator.records.events import (
+    EventSink,
+    ExperimentEnded,
+    ExperimentStarted,
+    RatingEnded,
+    RatingStarted,
+)
+from bgbench.coordinator.records.faults import (
+    fault_time,
+    record_failure,
+    recorded_kind,
+    run_failure,
+)
+from bgbench.coordinator.reports.report import experiment_line
+from bgbench.coordinator.storage.results import ResultsStore
+from bgbench.coordinator.storage.store_file import StoreFault
+from bgbench.errors import BGBenchError, SystemFault, UserError
+from bgbench.workloads import registry
+
+RUN_OBJECTIVE = "run"  # what a `bgbench run` is recorded as in the results store
+
+
+@dataclass(frozen=True)
+class ExperimentRecord:
+    """One experiment of a rating as the results store holds it (its full result is in
+    the store's result_json)."""
+
+    seq: int
+    phase: str  # warmup | search | final | sweep | retried
+    threads: int
+    duration_s: float
+    status: str  # passed | failed | fault
+    actions_per_s: float
+    within_percent: float
+    unpredictable_percent: float
+    reasons: str
+
+
+@dataclass(frozen=True)
+class RatingRecord:
+    rating_id: str
+    status: str  # done | failed | running
+    objective: str
+    store: str
+    results: Path  # the results store's file
+    soar: float | None
+    soar_threads: int | None
+    socialites: int | None
+    fault: str = ""  # why it failed, in one line (with how to resume when it can be)
+    fault_kind: str = ""  # faults.FaultKind of a failed rating
+    summary: RatingSummary | None = None
+    experiments: tuple[ExperimentRecord, ...] = ()
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    result: ExperimentResult
+    path: Path  # the JSON file it is recorded in
+    unrecorded: str = ""  # why it could not be recorded in full (a disk filled up, say)
+
+
+def quiet_console() -> Console:
+    return Console(stderr=True, quiet=True)
+
+
+def results_path(path: Path) -> Path:
+    """An absolute results directory (recorded, and printed in resume hints), never a file."""
+    path = path.expanduser().absolute()
+    if path.exists() and not path.is_dir():
+        raise UserError(f"results directory {path} is a file: give --results a directory")
+    return path
+
+
+def open_results(directory: Path) -> ResultsStore:
+    """The results store of `directory` (created if need be), proven writable before any
+    work starts: a run or a rating whose results could not be recorded must not start.
+    A file is written and synced in the directory (a full disk fails here) and a write is
+    tried in the store itself (a read-only store fails here), both undone."""
+    path = results_path(directory)
+    try:
+        store = ResultsStore(path)
+        with tempfile.TemporaryFile(dir=path) as probe:
+            probe.write(b"\0" * 4096)
+            probe.flush()
+            os.fsync(probe.fileno())
+        db = sqlite3.connect(store.path, timeout=30, isolation_level=None)
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("CREATE TABLE bgbench_write_probe (x)")
+            db.execute("ROLLBACK")
+        finally:
+            db.close()
+    except (OSError, sqlite3.Error, StoreFault) as exc:
+        reason = _reason(exc)
+        raise UserError(
+            f"results directory {path} cannot be written ({reason}): give --results a "
+            "writable directory"
+        ) from None
+    return store
+
+
+def new_rating_id() -> str:
+    return "R" + time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+
+
+def rate(
+    settings: Settings | None,
+    results: ResultsStore | Path,
+    *,
+    resume: str | None = None,
+    console: Console | None = None,
+    rating_id: str | None = None,
+    events: EventSink | None = None,
+) -> RatingRecord:
+    """Run a rating of `settings`, recorded in `results` (a results store, or the directory
+    of one); its record. With `resume`, continue that unfinished rating of `results`
+    instead: `settings` is then its recorded settings (settings_to_resume gives them, with
+    redacted secrets given again), or None when it recorded no secret. A new rating takes
+    `rating_id` when given (a campaign records it before the rating starts). A resume runs where
+    the rating started (the process changes directory), so relative paths in its settings
+    name the same files. `events` follows it live (coordinator/records/events.py)."""
+    console = console or quiet_console()
+    if resume is not None:
+        store = results if isinstance(results, ResultsStore) else _existing(results)
+        settings = _to_resume(store, resume, settings, console)
+        rating_id = resume
+    else:
+        if settings is None:
+            raise UserError("a new rating needs its settings")
+        where = results.path.parent if isinstance(results, ResultsStore) else results
+        settings.results_dir = results_path(where)
+        resolve_local_layout(settings, None)
+        preflight.check_before_agents(settings)
+        store = open_results(settings.results_dir)
+        rating_id = rating_id or new_rating_id()
+        store.start_rating(
+            rating_id,
+            settings.rating.objective,
+            settings.store.name,
+            settings.model_dump_json(),
+            str(Path.cwd()),
+        )
+    console.print(f"rating {rating_id}: results in {store.path}")
+    if events:
+        objective = settings.rating.objective
+        events.emit(RatingStarted(rating_id, objective, settings.store.name, resume is not None))
+    try:
+        try:
+            summary = _execute(settings, store, rating_id, console, events)
+        except (OSError, sqlite3.Error, StoreFault) as exc:  # a full disk: one line, exit 3
+            raise SystemFault(_unwritable(store, exc)) from None
+    except SystemFault as exc:  # recorded and returned: the caller may rate the next one
+        try:
+            message = record_failure(store, rating_id, exc, settings.results_dir)
+            if events:
+                events.emit(RatingEnded(rating_id, "failed", message=message))
+            return rating_record(store, rating_id)
+        except (OSError, sqlite3.Error, StoreFault):  # nor can the store (left resumable)
+            raise exc from None
+    except (BGBenchError, KeyboardInterrupt) as exc:
+        message = record_failure(store, rating_id, exc, settings.results_dir)
+        if events:
+            status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
+            events.emit(RatingEnded(rating_id, status, message=message))
+        raise
+    store.finish_rating(
+        rating_id,
+        "done",
+        summary.soar,
+        summary.soar_threads,
+        summary.socialites,
+        summary.to_dict(),
+    )
+    if events:
+        events.emit(
+            RatingEnded(rating_id, "done", summary.soar, summary.soar_threads, summary.socialites)
+        )
+    return rating_record(store, rating_id)
+
+
+def _reason(exc: OSError | sqlite3.Error | StoreFault) -> str:
+    if isinstance(exc, StoreFault):
+        return exc.reason
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    return str(exc)
+
+
+def _unwritable(store: ResultsStore, exc: OSError | sqlite3.Error | StoreFault) -> str:
+    if isinstance(exc, OSError):
+        return f"cannot write {exc.filename or 'a file'}: {exc.strerror or exc}"
+    return f"results store {store.path} cannot be written: {_reason(exc)}"
+
+
+def _execute(
+    settings: Settings,
+    store: ResultsStore,
+    rating_id: str,
+    console: Console,
+    events: EventSink | None = None,
+) -> RatingSummary:
+    def ended(phase: str, r: ExperimentResult) -> None:
+        console.print(experiment_line(phase, r, settings))
+        if events:
+            events.emit(ExperimentEnded.of(phase, r))
+
+    def started(phase: str, threads: int, duration: float, experiment_id: str) -> None:
+        if events:
+            events.emit(ExperimentStarted(experiment_id, phase, threads, duration))
+
+    with bring_up(settings, settings.results_dir / rating_id, console, events) as target:
+        store.set_hosts(rating_id, target.hosts(), target.versions())
+        store.update_config(rating_id, settings.model_dump_json())  # measured capacities
+        target.record_fault = lambda r: store.add_experiment(rating_id, "retried", r)
+        rating = Rating(rating_id, settings, target.run, store, ended, started)
+        if settings.rating.objective == "sweep":
+            plan = clip(settings.rating.sweep_threads, sweep_limits(settings, target))
+            for line in plan.clipped:
+                console.print(line)
+            return rating.sweep(plan, target.min_threads())
+        return rating.execute(target.max_threads(), target.min_threads())
+
+
+def sweep_limits(settings: Settings, target: Target) -> Limits:
+    """What bounds a sweep's T on this target (the model store fits any T)."""
+    fit = None
+    if target.cluster is not None:
+        processes = [f.load_processes for f in target.cluster.facts()]
+        fit = preflight.max_threads(settings, processes)
+    workload = registry.get(settings.workload.name)
+    return Limits(
+        floor=target.min_threads(),
+        fit=fit,
+        setting=settings.rating.max_threads,
+        scale=f"{workload.name}.{workload.scale_parameter}",
+    )
+
+
+def sweep_table(results: ResultsStore | Path, rating_id: str) -> SweepTable:
+    """The table of a finished sweep (`rating.objective = "sweep"`)."""
+    store = results if isinstance(results, ResultsStore) else _existing(results)
+    row = store.rating(rating_id)
+    summary = json.loads(row["summary_json"]) if row["summary_json"] else None
+    if summary and summary.get("sweep"):
+        return SweepTable.from_dict(summary["sweep"])
+    if row["objective"] != "sweep":
+        raise UserError(
+            f"rating {rating_id} is not a sweep (objective {row['objective']}): see "
+            f"bgbench results show {rating_id}"
+        )
+    raise UserError(
+        f"sweep {rating_id} has no table yet ({row['status']}): finish it with "
+        f"bgbench rate --resume {rating_id} --results {store.path.parent}"
+    )
+
+
+def rating_record(results: ResultsStore | Path, rating_id: str) -> RatingRecord:
+    """A recorded rating, whatever its status."""
+    store = results if isinstance(results, ResultsStore) else _existing(results)
+    row = store.rating(rating_id)
+    failed = row["status"] == "failed"
+    summary = json.loads(row["summary_json"]) if row["summary_json"] else None
+    return RatingRecord(
+        rating_id=rating_id,
+        status=row["status"],
+        objective=row["objective"],
+        store=row["store"],
+        results=store.path,
+        soar=row["soar"],
+        soar_threads=row["soar_threads"],
+        socialites=row["socialites"],
+        fault=row["message"] if failed else "",
+        fault_kind=recorded_kind(row["message"]).value if failed else "",
+        # a study's summary is its tables (coordinator/rating/study.py), not a rating's
+        summary=RatingSummary.from_dict(summary) if summary and "tables" not in summary else None,
+        experiments=tuple(
+            ExperimentRecord(
+                seq=e["seq"],
+                phase=e["phase"],
+                threads=e["threads"],
+                duration_s=e["duration_s"],
+                status=e["status"],
+                actions_per_s=e["actions_per_s"],
+                within_percent=e["within_percent"],
+                unpredictable_percent=e["unpredictable_percent"],
+                reasons=e["reasons"],
+            )
+            for e in store.experiments(rating_id)
+        ),
+    )
+
+
+def settings_to_resume(
+    results: ResultsStore | Path, rating_id: str, overrides: list[tuple[str, Any]]
+) -> Settings:
+    """The recorded settings of an unfinished rating, its redacted secrets given again in
+    `overrides` (nothing else may change)."""
+    store = results if isinstance(results, ResultsStore) else _existing(results)
+    row = _unfinished(store, rating_id)
+    return resumed_settings(row, overrides, store.path.parent)
+
+
+def _existing(directory: Path) -> ResultsStore:
+    return ResultsStore.existing(results_path(directory))
+
+
+def _unfinished(store: ResultsStore, rating_id: str) -> dict[str, Any]:
+    row = store.rating(rating_id)
+    if row["objective"] == RUN_OBJECTIVE:
+        raise UserError(f"{rating_id} is a single run, not a rating: run it again with bgbench run")
+    if row["status"] == "done":
+        raise UserError(f"rating {rating_id} is finished: see bgbench results show {rating_id}")
+    return row
+
+
+def _to_resume(
+    store: ResultsStore, rating_id: str, settings: Settings | None, console: Console
+) -> Settings:
+    row = _unfinished(store, rating_id)
+    if settings is None:
+        settings = resumed_settings(row, [], store.path.parent)
+    settings.results_dir = store.path.parent  # the store it was given, wherever that is now
+    resolve_local_layout(settings, None)  # recorded before "auto" existed: made concrete
+    go_to_origin(row, console)
+    console.print(f"resuming rating {rating_id} with its recorded settings")
+    return settings
+
+
+def resumed_settings(
+    record: dict[str, Any], overrides: list[tuple[str, Any]], results_dir: Path
+) -> Settings:
+    """A recorded rating's settings. Its secrets were redacted when it was recorded: the
+    token comes from $BGBENCH_TOKEN or -p agents.token, redacted store options from -p;
+    nothing else may change on resume."""
+    data = json.loads(record["config_json"])
+    data = redact_config(data)  # records written before redaction existed hold secrets
+    lost = redacted_paths(data["store"]["options"])
+    if data["agents"].get("token") == REDACTED:
+        data["agents"]["token"] = None  # credentials() falls back to $BGBENCH_TOKEN
+        lost.append("agents.token")
+    allowed = set(lost)
+    for path, value in overrides:
+        if path not in allowed:
+            raise UserError(
+                f"-p {path}: a resumed rating keeps its recorded settings; only its redacted "
+                f"secrets may be given again ({', '.join(sorted(allowed)) or 'it has none'})"
+            )
+        set_path(data, path, value)
+    missing = [p for p in lost if p != "agents.token" and p not in dict(overrides)]
+    if missing:
+        raise UserError(
+            f"rating {record['id']} was recorded with {missing[0]} redacted (a secret is never "
+            f"stored): give it again with -p {missing[0]}=VALUE"
+        )
+    data["results_dir"] = str(results_dir)
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as exc:
+        raise UserError(describe_validation_error(exc)) from None
+
+
+def go_to_origin(record: dict[str, Any], console: Console) -> None:
+    """Resume where the rating started, so relative paths in its settings (a SQLite file,
+    TLS files) name the same files they named then."""
+    origin = record.get("cwd")
+    if not origin or Path(origin) == Path.cwd():
+        return
+    if not Path(origin).is_dir():
+        console.print(
+            f"the rating started in {origin}, which is gone: relative paths in its "
+            f"settings now resolve in {Path.cwd()}"
+        )
+        return
+    os.chdir(origin)
+    console.print(f"resuming in {origin}, where the rating started")
+
+
+def run(
+    settings: Settings, *, console: Console | None = None, events: EventSink | None = None
+) -> RunRecord:
+    """One experiment at run.threadcount for run.maxexecutiontime (`bgbench run`), on the
+    listed agents or local ones. It is recorded, an infrastructure fault included (even
+    one that kept it from starting: a load that made no progress, say), in the results
+    store of results_dir (as a record of objective "run") and in results_dir/ID/ID.json.
+    `events` follows it live: a start, progress, its verdict and an end, under its id."""
+    console = console or quiet_console()
+    settings.results_dir = results_path(settings.results_dir)
+    threads = settings.run.threadcount
+    resolve_local_layout(settings, threads)
+    preflight.check_before_agents(settings)  # as a rating does: bad input before the store
+    a = settings.agents
+    if settings.store.name != MODEL_STORE and not a.addresses:
+        processes = a.processes if isinstance(a.processes, int) else 1
+        preflight.check_threads_cover(threads, a.local * processes)
+    store = open_results(settings.results_dir)
+    experiment_id = new_experiment_id(threads)
+    run_dir = settings.results_dir / experiment_id
+    duration = settings.run.maxexecutiontime
+    retried: list[ExperimentResult] = []
+    hosts: list[dict[str, Any]] = []
+    versions: dict[str, str] = {}
+    if events:
+        events.emit(RatingStarted(experiment_id, RUN_OBJECTIVE, settings.store.name))
+        events.emit(ExperimentStarted(experiment_id, RUN_OBJECTIVE, threads, duration))
+    try:
+        with bring_up(settings, run_dir, console, events) as target:
+            hosts, versions = target.hosts(), target.versions()
+            target.record_fault = retried.append
+            result = target.run(threads, duration, experiment_id)
+    except SystemFault as exc:
+        result = faulted(experiment_id, threads, duration, "", [], str(exc), fault_time(exc))
+    except (BGBenchError, KeyboardInterrupt) as exc:
+        if events:
+            status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
+            events.emit(RatingEnded(experiment_id, status, message=str(exc)))
+        raise
+    path = run_dir / f"{experiment_id}.json"
+    failures = []
+    try:  # each record on its own: one that fails loses nothing the other holds
+        path = save(result, run_dir)
+    except OSError as exc:
+        failures.append(f"{path}: {exc.strerror or exc}")
+    try:
+        _record_run(store, settings, result, retried, hosts, versions)
+    except (OSError, sqlite3.Error, StoreFault) as exc:
+        failures.append(f"{store.path}: {_reason(exc)}")
+    if events:
+        events.emit(ExperimentEnded.of(RUN_OBJECTIVE, result))
+        status = "failed" if result.fault else "done"
+        events.emit(RatingEnded(experiment_id, status, message=result.fault))
+    unrecorded = ""
+    if failures:
+        unrecorded = f"run {experiment_id} could not be recorded in " + "; ".join(failures)
+    return RunRecord(result, path, unrecorded)
+
+
+def _record_run(
+    store: ResultsStore,
+    settings: Settings,
+    result: ExperimentResult,
+    retried: list[ExperimentResult],
+    hosts: list[dict[str, Any]],
+    versions: dict[str, str],
+) -> None:
+    """A run in the results store: a record of objective "run" holding its experiment
+    (and any attempt an infrastructure failure ended before it)."""
+    known = {r["id"] for r in store.ratings()}
+    record_id, n = result.experiment_id, 1
+    while record_id in known:  # two runs at the same T in the same second
+        n += 1
+        record_id = f"{result.experiment_id}-{n}"
+    config = settings.model_dump_json()
+    store.start_rating(record_id, RUN_OBJECTIVE, settings.store.name, config, str(Path.cwd()))
+    try:
+        store.set_hosts(record_id, hosts, versions)
+        for attempt in retried:
+            store.add_experiment(record_id, "retried", attempt)
+        store.add_experiment(record_id, RUN_OBJECTIVE, result)
+    except (OSError, sqlite3.Error, StoreFault) as exc:  # never left "running": failed if it can
+        with contextlib.suppress(OSError, sqlite3.Error, StoreFault):
+            message = f"not recorded in full ({exc}): see {result.experiment_id}.json"
+            store.finish_rating(record_id, "failed", None, None, None, None, message)
+        raise
+    message = run_failure(result.fault)
+    status = "failed" if result.fault else "done"
+    store.finish_rating(record_id, status, None, None, None, None, message)

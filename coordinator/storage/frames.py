@@ -1,0 +1,470 @@
+"""The results store as pandas DataFrames (`bgbench.results.load`), for reports and notebooks.
+
+Everything is read from what the store recorded: the ratings' summaries and settings, and
+each experiment's full result (its result_json), whose agents' HDR histograms are merged
+here for exact percentiles. The store is opened read-only: loading never creates or
+migrates anything. Tables a store does not have (campaigns in a store written before
+campaigns existed, say) load as empty frames with their columns.
+
+Columns of each frame (NaN or None where a record has no such figure):
+
+ratings
+    id, status (running|done|failed), objective (both|soar|socialites|exhaustive|sweep|run|
+    study:NAME), workload, store (the binding's name), store_description (the server and
+    its settings, from its first experiment), over (what was searched: threads, or the
+    open-loop rate), soar (actions/s), soar_threads, soar_rate (a rate search's highest
+    passing arrival rate), soar_low, soar_high (SoAR's confidence interval, when the
+    summary has one), confidence, socialites, socialites_low, socialites_high (the
+    uncertain range), uncertain_threads (list of T whose verdicts stayed unclear),
+    search_duration_s, final_duration_s, alpha, beta_ms, tau, latency_scope (the SLA),
+    experiments (how many recorded), created, updated, message, notes (list of the
+    summary's notes), config (the recorded settings as a dict, secrets redacted), hosts
+    (list of dicts), versions (dict).
+experiments
+    rating_id, seq, experiment_id, phase (warmup|search|final|sweep|retried|run), threads,
+    target_rate, duration_s, elapsed_s, status (passed|failed|fault), passed,
+    actions_per_s, actions_per_s_low, actions_per_s_high (t interval over the steady
+    window's samples at the rating's confidence, when the run was tested for steadiness),
+    within_percent, unpredictable_percent, actions, errors, reads, unpredictable_reads,
+    never_valid, p50_ms, p95_ms, p99_ms, max_ms, mean_ms (response time, from the agents'
+    merged HDR histograms; the recorded summary when there are none), lag_count,
+    lag_p50_ms, lag_p95_ms, lag_p99_ms, lag_max_ms (staleness lag of unpredictable
+    reads), warmup_s (cut as warm-up), stable, store_description, reasons, fault, created.
+per_agent
+    rating_id, seq, threads (the experiment's T), agent (address), agent_threads,
+    throughput (actions/s), actions, errors, within_percent, session_within_percent,
+    reads, unpredictable_reads, unpredictable_percent, never_valid, cpu_percent,
+    load_processes, saturated, passed, reasons, p50_ms, p95_ms, p99_ms (from the agent's
+    HDR histogram).
+per_action
+    rating_id, seq, threads, action (short name), title (the workload's name for it),
+    count, errors, within_percent, p50_ms, p95_ms, p99_ms, max_ms, mean_ms (response
+    time), service_p50_ms, service_p95_ms, service_p99_ms (service time).
+validation
+    rating_id, seq, threads, kind (item|action), name, reads, unpredictable.
+sweep
+    rating_id and the thread sweep's table, one row per T and action
+    (coordinator/rating/sweep.py CSV_COLUMNS: threads, repeats, passed, actions_per_s, ...,
+    action, runs, count, mean_ms, p95_ms).
+measurements
+    rating_id, seq, name (the study's table), then every key its rows recorded.
+campaigns
+    id, name, created, updated, status (running|done|failed|interrupted), file,
+    file_text (secret-sounding values redacted), version, cwd, message.
+campaign_jobs
+    campaign_id, seq, label, vars (dict of its foreach values), settings (dict),
+    servers (list), study (a workload study it ran instead of a rating, or ""),
+    rating_id, status (pending|running|done|failed), message, and one column var.NAME per
+    foreach variable.
+"""
+
+import json
+import math
+import sqlite3
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from hdrh.histogram import HdrHistogram
+
+from bgbench.coordinator.configuration.redaction import redact_config
+from bgbench.coordinator.configuration.redaction import redact_strings as redacted
+from bgbench.coordinator.rating.sweep import CSV_COLUMNS, SweepTable, csv_rows
+from bgbench.coordinator.records.metrics import LatencySummary, decode
+from bgbench.coordinator.records.stats import mean_interval
+from bgbench.coordinator.storage.frames_campaigns import CAMPAIGN_COLUMNS, campaign_row, jobs_frame
+from bgbench.coordinator.storage.results import DB_NAME, checked_row
+from bgbench.coordinator.storage.store_file import checked as _checked
+from bgbench.coordinator.storage.store_file import json_object as _object
+from bgbench.coordinator.storage.store_file import read_only
+from bgbench.errors import BGBenchError, UserError
+from bgbench.protos import new_histogram
+from bgbench.workloads import registry
+
+RATING_COLUMNS = (
+    "id", "status", "objective", "workload", "store", "store_description", "over", "soar",
+    "soar_threads", "soar_rate", "soar_low", "soar_high", "confidence", "socialites",
+    "socialites_low", "socialites_high", "uncertain_threads", "search_duration_s",
+    "final_duration_s", "alpha", "beta_ms", "tau", "latency_scope", "experiments", "created",
+    "updated", "message", "notes", "config", "hosts", "versions",
+)  # fmt: skip
+EXPERIMENT_COLUMNS = (
+    "rating_id", "seq", "experiment_id", "phase", "threads", "target_rate", "duration_s",
+    "elapsed_s", "status", "passed", "actions_per_s", "actions_per_s_low",
+    "actions_per_s_high", "within_percent", "unpredictable_percent", "actions", "errors",
+    "reads", "unpredictable_reads", "never_valid", "p50_ms", "p95_ms", "p99_ms", "max_ms",
+    "mean_ms", "lag_count", "lag_p50_ms", "lag_p95_ms", "lag_p99_ms", "lag_max_ms",
+    "warmup_s", "stable", "store_description", "reasons", "fault", "created",
+)  # fmt: skip
+AGENT_COLUMNS = (
+    "rating_id", "seq", "threads", "agent", "agent_threads", "throughput", "actions", "errors",
+    "within_percent", "session_within_percent", "reads", "unpredictable_reads",
+    "unpredictable_percent", "never_valid", "cpu_percent", "load_processes", "saturated",
+    "passed", "reasons", "p50_ms", "p95_ms", "p99_ms",
+)  # fmt: skip
+ACTION_COLUMNS = (
+    "rating_id", "seq", "threads", "action", "title", "count", "errors", "within_percent",
+    "p50_ms", "p95_ms", "p99_ms", "max_ms", "mean_ms", "service_p50_ms", "service_p95_ms",
+    "service_p99_ms",
+)  # fmt: skip
+VALIDATION_COLUMNS = ("rating_id", "seq", "threads", "kind", "name", "reads", "unpredictable")
+SWEEP_COLUMNS = ("rating_id", *CSV_COLUMNS)
+MEASUREMENT_COLUMNS = ("rating_id", "seq", "name")
+LAG_KEYS = ("p50_ms", "p95_ms", "p99_ms", "max_ms")
+
+
+@dataclass(frozen=True)
+class ResultFrames:
+    """A results store as DataFrames (columns: this module's docstring)."""
+
+    path: Path  # the store's file
+    ratings: pd.DataFrame
+    experiments: pd.DataFrame
+    per_agent: pd.DataFrame
+    per_action: pd.DataFrame
+    validation: pd.DataFrame
+    sweep: pd.DataFrame
+    measurements: pd.DataFrame
+    campaigns: pd.DataFrame
+    campaign_jobs: pd.DataFrame
+
+    def rating(self, rating_id: str) -> "pd.Series[Any]":
+        rows = self.ratings[self.ratings["id"] == rating_id]
+        if rows.empty:
+            raise UserError(f"no rating {rating_id!r} in {self.path}: see `bgbench results`")
+        return rows.iloc[0]
+
+    def of_rating(self, frame: pd.DataFrame, rating_id: str) -> pd.DataFrame:
+        """The rows of one rating in any frame keyed by rating_id, in their order."""
+        return frame[frame["rating_id"] == rating_id].reset_index(drop=True)
+
+    def result(self, rating_id: str, seq: int) -> dict[str, Any]:
+        """One experiment's full recorded result (ExperimentResult as JSON)."""
+        with read_only(self.path) as db:
+            row = db.execute(
+                "SELECT result_json FROM experiments WHERE rating_id = ? AND seq = ?",
+                (rating_id, seq),
+            ).fetchone()
+        if row is None:
+            raise UserError(f"no experiment {seq} of rating {rating_id!r} in {self.path}")
+        where = f"experiments row {rating_id!r} seq {seq}"
+        value = _checked(self.path, where, _parsed, row[0])
+        return dict(redacted(value))
+
+
+def store_file(path: str | Path) -> Path:
+    """The results store a path names: a results directory or its bgbench.sqlite."""
+    p = Path(path).expanduser()
+    if p.is_dir():
+        p = p / DB_NAME
+    if not p.exists():  # read_only refuses what is not a regular file
+        raise UserError(f"no results store at {path}: give a results directory or its {DB_NAME}")
+    return p
+
+
+def _table(db: sqlite3.Connection, name: str, order: str) -> list[dict[str, Any]]:
+    """Every row of a table, or none when the store has no such table."""
+    known = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,))
+    if known.fetchone() is None:
+        return []
+    path = Path(db.execute("PRAGMA database_list").fetchone()[2])
+    rows = db.execute(f"SELECT * FROM {name} ORDER BY {order}")
+    return [checked_row(path, name, dict(r)) for r in rows]
+
+
+def load(path: str | Path) -> ResultFrames:
+    """Every rating, experiment, study and campaign of a results store, as DataFrames."""
+    file = store_file(path)
+    with read_only(file) as db:
+        ratings = _table(db, "ratings", "created, id")
+        experiments = _table(db, "experiments", "rating_id, seq")
+        measurements = _table(db, "measurements", "rating_id, seq")
+        campaigns = _table(db, "campaigns", "created, id")
+        jobs = _table(db, "campaign_jobs", "campaign_id, seq")
+    rating_rows = [_checked(file, f"ratings row {r.get('id')!r}", _rating_row, r) for r in ratings]
+    confidence = {r["id"]: r["confidence"] for r in rating_rows}
+    titles = {r["id"]: _titles(r["workload"]) for r in rating_rows}
+    exp_rows, agent_rows, action_rows, valid_rows = [], [], [], []
+    described: dict[str, str] = {}
+    for e in experiments:
+        where = f"experiments row {e.get('rating_id')!r} seq {e.get('seq')}"
+        rows = _checked(file, where, _experiment_rows, e, confidence, titles)
+        exp_rows.append(rows[0])
+        if rows[0]["store_description"] and e["status"] != "fault":
+            described.setdefault(e["rating_id"], rows[0]["store_description"])
+        agent_rows += rows[1]
+        action_rows += rows[2]
+        valid_rows += rows[3]
+    counts = pd.Series([e["rating_id"] for e in experiments], dtype=object).value_counts()
+    for r in rating_rows:
+        r["store_description"] = described.get(r["id"], "")
+        r["experiments"] = int(counts.get(r["id"], 0))
+    return ResultFrames(
+        path=file,
+        ratings=_typed(_frame(rating_rows, RATING_COLUMNS)),
+        experiments=_frame(exp_rows, EXPERIMENT_COLUMNS),
+        per_agent=_frame(agent_rows, AGENT_COLUMNS),
+        per_action=_frame(action_rows, ACTION_COLUMNS),
+        validation=_frame(valid_rows, VALIDATION_COLUMNS),
+        sweep=_frame(_checked(file, "ratings (sweep)", _sweeps, ratings), SWEEP_COLUMNS),
+        measurements=_checked(file, "measurements", _measurements, measurements),
+        campaigns=_frame(
+            _checked(file, "campaigns", _campaign_rows, campaigns),
+            CAMPAIGN_COLUMNS,
+        ),
+        campaign_jobs=_checked(file, "campaign_jobs", jobs_frame, jobs),
+    )
+
+
+Rows = tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]
+
+
+def _experiment_rows(
+    e: Mapping[str, Any], confidence: Mapping[str, Any], titles: Mapping[str, Any]
+) -> Rows:
+    """An experiment's row, and its rows of per_agent, per_action and validation."""
+    result = _object(redacted(json.loads(e["result_json"])))  # older records held secrets
+    rid = e["rating_id"]
+    key = {"rating_id": rid, "seq": e["seq"], "threads": e["threads"]}
+    agents = [_agent_row(key, a) for a in result.get("agents", [])]
+    actions = [_action_row(key, a, titles.get(rid, {})) for a in result["per_action"]]
+    valid = []
+    for kind in ("item", "action"):
+        for name, f in (result.get(f"by_{kind}") or {}).items():
+            valid.append({**key, "kind": kind, "name": name, **f})
+    return _experiment_row(e, result, confidence.get(rid)), agents, actions, valid
+
+
+def _parsed(text: str) -> dict[str, Any]:
+    return _object(json.loads(text))
+
+
+def _campaign_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [campaign_row(r) for r in rows]
+
+
+def _sweeps(ratings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [s for r in ratings for s in _sweep_rows(r)]
+
+
+def _frame(rows: list[dict[str, Any]], columns: tuple[str, ...]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=list(columns))
+
+
+RATING_INTS = ("soar_threads", "socialites", "socialites_low", "socialites_high")
+RATING_FLOATS = (
+    "soar", "soar_rate", "soar_low", "soar_high", "confidence", "search_duration_s",
+    "final_duration_s", "alpha", "beta_ms", "tau",
+)  # fmt: skip
+
+
+def _typed(ratings: pd.DataFrame) -> pd.DataFrame:
+    """Numbers as numbers, a missing one as NA, whatever the first rows held (a column of
+    None would otherwise stay a column of objects)."""
+    for c in RATING_INTS:
+        ratings[c] = pd.to_numeric(ratings[c]).astype("Int64")
+    for c in RATING_FLOATS:
+        ratings[c] = pd.to_numeric(ratings[c]).astype("float64")
+    return ratings
+
+
+def _titles(workload: str) -> dict[str, str]:
+    try:
+        w = registry.get(workload)
+    except BGBenchError:  # a workload no longer installed: its short names stand
+        return {}
+    return {name: w.action_titles.get(code, name) for code, name in w.actions.items()}
+
+
+def _json(text: str | None, default: Any) -> Any:
+    return json.loads(text) if text else default
+
+
+def _rating_row(r: Mapping[str, Any]) -> dict[str, Any]:
+    config = redact_config(_object(_json(r["config_json"], {})))  # older records held secrets
+    summary = _object(redacted(_json(r.get("summary_json"), {}) or {}))
+    sla = config.get("sla", {})
+    return {
+        "id": r["id"],
+        "status": r["status"],
+        "objective": r["objective"],
+        "workload": r.get("workload") or (config.get("workload") or {}).get("name") or "bg",
+        "store": r["store"],
+        "over": summary.get("over") or "threads",
+        "soar": r["soar"],
+        "soar_threads": r["soar_threads"],
+        "soar_rate": summary.get("soar_rate"),
+        "soar_low": summary.get("soar_low"),
+        "soar_high": summary.get("soar_high"),
+        "confidence": summary.get("confidence"),
+        "socialites": r["socialites"],
+        "socialites_low": summary.get("socialites_low"),
+        "socialites_high": summary.get("socialites_high"),
+        "uncertain_threads": list(summary.get("uncertain_threads") or []),
+        "search_duration_s": summary.get("search_duration_s", sla.get("delta_search_s")),
+        "final_duration_s": summary.get("final_duration_s", sla.get("delta_s")),
+        "alpha": sla.get("alpha"),
+        "beta_ms": sla.get("beta_ms"),
+        "tau": sla.get("tau"),
+        "latency_scope": sla.get("latency_scope"),
+        "created": r["created"],
+        "updated": r["updated"],
+        "message": redacted(r.get("message") or ""),
+        "notes": list(summary.get("notes") or []),
+        "config": config,
+        "hosts": redacted(_json(r.get("hosts_json"), [])),
+        "versions": redacted(_json(r.get("versions_json"), {})),
+    }
+
+
+def response_histogram(result: Mapping[str, Any]) -> HdrHistogram | None:
+    """The experiment's response times, its agents' HDR histograms merged (None: the
+    result has none, as the model store's)."""
+    encoded = [a["response_hist"] for a in result.get("agents", []) if a.get("response_hist")]
+    if not encoded:
+        return None
+    merged = new_histogram()
+    for text in encoded:
+        merged.add(decode(text.encode()))
+    return merged
+
+
+def lag_histogram(result: Mapping[str, Any]) -> HdrHistogram | None:
+    """The staleness lag (us) of the experiment's unpredictable reads, merged over agents."""
+    merged = new_histogram()
+    for a in result.get("agents", []):
+        if a.get("lag_hist"):
+            merged.add(decode(a["lag_hist"].encode()))
+    return merged if merged.get_total_count() else None
+
+
+def _latency(h: HdrHistogram | None, recorded: Mapping[str, Any] | None) -> dict[str, float]:
+    if h is not None:
+        s = LatencySummary.of(h)
+        return {"p50_ms": s.p50_ms, "p95_ms": s.p95_ms, "p99_ms": s.p99_ms,
+                "max_ms": s.max_ms, "mean_ms": s.mean_ms}  # fmt: skip
+    r = recorded or {}
+    keys = ("p50_ms", "p95_ms", "p99_ms", "max_ms", "mean_ms")
+    return {k: r[k] if r.get("count") else math.nan for k in keys}
+
+
+def _interval(result: Mapping[str, Any], confidence: float | None) -> tuple[float, float]:
+    steady = result.get("steady") or {}
+    if not confidence or not steady.get("tested"):
+        return math.nan, math.nan
+    window = steady.get("throughput", [])[steady.get("cut", 0) :]
+    i = mean_interval(window, confidence)
+    if not (math.isfinite(i.low) and math.isfinite(i.high)):
+        return math.nan, math.nan
+    return i.low, i.high
+
+
+def _experiment_row(
+    e: Mapping[str, Any], result: Mapping[str, Any], confidence: float | None
+) -> dict[str, Any]:
+    low, high = _interval(result, confidence)
+    lag = result.get("lag") or {}
+    steady = result.get("steady") or {}
+    return {
+        "rating_id": e["rating_id"],
+        "seq": e["seq"],
+        "experiment_id": result.get("experiment_id", ""),
+        "phase": e["phase"],
+        "threads": e["threads"],
+        "target_rate": result.get("target_rate") or math.nan,
+        "duration_s": e["duration_s"],
+        "elapsed_s": result.get("elapsed_s"),
+        "status": e["status"],
+        "passed": e["status"] == "passed",
+        "actions_per_s": e["actions_per_s"],
+        "actions_per_s_low": low,
+        "actions_per_s_high": high,
+        "within_percent": e["within_percent"],
+        "unpredictable_percent": e["unpredictable_percent"],
+        "actions": result.get("actions"),
+        "errors": result.get("errors"),
+        "reads": result.get("reads"),
+        "unpredictable_reads": result.get("unpredictable_reads"),
+        "never_valid": result.get("never_valid", 0),
+        **_latency(response_histogram(result), result.get("overall")),
+        "lag_count": lag.get("count", 0),
+        **{f"lag_{k}": lag.get(k) if lag.get("count") else math.nan for k in LAG_KEYS},
+        "warmup_s": steady.get("warmup_s", 0.0),
+        "stable": steady.get("stable", True),
+        "store_description": result.get("store", ""),
+        "reasons": redacted(e["reasons"]),
+        "fault": result.get("fault", ""),
+        "created": e["created"],
+    }
+
+
+def _agent_row(key: Mapping[str, Any], a: Mapping[str, Any]) -> dict[str, Any]:
+    h = decode(a["response_hist"].encode()) if a.get("response_hist") else None
+    latency = _latency(h, None)
+    reads = a.get("reads", 0)
+    elapsed = a.get("elapsed_s") or 0.0
+    return {
+        **key,
+        "agent": a["address"],
+        "agent_threads": a["threads"],
+        "throughput": a["actions"] / elapsed if elapsed else math.nan,
+        "actions": a["actions"],
+        "errors": a["errors"],
+        "within_percent": a["within_percent"],
+        "session_within_percent": a.get("session_within_percent"),
+        "reads": reads,
+        "unpredictable_reads": a.get("unpredictable_reads", 0),
+        "unpredictable_percent": 100.0 * a.get("unpredictable_reads", 0) / reads if reads else 0.0,
+        "never_valid": a.get("never_valid", 0),
+        "cpu_percent": a.get("cpu_percent"),
+        "load_processes": a.get("load_processes"),
+        "saturated": a.get("saturated", False),
+        "passed": a.get("passed", False),
+        "reasons": "; ".join(a.get("reasons", [])),
+        "p50_ms": latency["p50_ms"],
+        "p95_ms": latency["p95_ms"],
+        "p99_ms": latency["p99_ms"],
+    }
+
+
+def _action_row(
+    key: Mapping[str, Any], a: Mapping[str, Any], titles: Mapping[str, str]
+) -> dict[str, Any]:
+    r, s = a["response"], a["service"]
+    return {
+        **key,
+        "action": a["action"],
+        "title": titles.get(a["action"], a["action"]),
+        "count": a["count"],
+        "errors": a["errors"],
+        "within_percent": a["within_percent"],
+        **{k: r[k] for k in ("p50_ms", "p95_ms", "p99_ms", "max_ms", "mean_ms")},
+        "service_p50_ms": s["p50_ms"],
+        "service_p95_ms": s["p95_ms"],
+        "service_p99_ms": s["p99_ms"],
+    }
+
+
+def _sweep_rows(r: Mapping[str, Any]) -> list[dict[str, Any]]:
+    summary = _json(r.get("summary_json"), {}) or {}
+    if not summary.get("sweep"):
+        return []
+    return [
+        {"rating_id": r["id"], **row} for row in csv_rows(SweepTable.from_dict(summary["sweep"]))
+    ]
+
+
+def _measurements(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    flat = [
+        {
+            "rating_id": m["rating_id"],
+            "seq": m["seq"],
+            "name": m["name"],
+            **_object(redacted(json.loads(m["row_json"]))),
+        }
+        for m in rows
+    ]
+    columns = list(dict.fromkeys([*MEASUREMENT_COLUMNS, *(k for m in flat for k in m)]))
+    return pd.DataFrame(flat, columns=columns)
