@@ -6,13 +6,13 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-BGBENCH = [sys.executable, "-m", "bgbench"]
+from tests.helpers import BGBENCH
+
 DEADLINE_S = 300.0  # generous: the machine is shared and busy
 T = TypeVar("T")
 

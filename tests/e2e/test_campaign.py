@@ -10,13 +10,14 @@ import sqlite3
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from bgbench.coordinator.campaign import load_campaign
-
-BGBENCH = [sys.executable, "-m", "bgbench"]
+from tests import helpers
+from tests.helpers import BGBENCH
 
 SMALL = """
 campaign: two-stores-two-mixes
@@ -39,10 +40,7 @@ jobs:
 """
 
 
-def bgbench(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*BGBENCH, *args], capture_output=True, text=True, timeout=timeout, check=False
-    )
+bgbench = partial(helpers.bgbench, timeout=600)
 
 
 def wait_until(condition, what: str, timeout: float = 240.0, log: Path | None = None):

@@ -6,23 +6,19 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import psutil
 import pytest
 
 from bgbench.coordinator.storage.results import ResultsStore
+from tests import helpers
 from tests.conftest import servers
+from tests.helpers import BGBENCH
 
-BGBENCH = [sys.executable, "-m", "bgbench"]
-
-
-def bgbench(*args: str, timeout: float = 180, cwd: Path | None = None):
-    return subprocess.run(
-        [*BGBENCH, *args], capture_output=True, text=True, timeout=timeout, cwd=cwd
-    )
+bgbench = partial(helpers.bgbench, timeout=180)
 
 
 def one_error_line(proc: subprocess.CompletedProcess, code: int = 2) -> str:

@@ -13,7 +13,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -29,8 +28,8 @@ from bgbench.errors import SystemFault, UserError
 from bgbench.protos import worker_pb2 as pb
 from tests.fixtures.hangstore import ENTRY_POINTS, MARKER_ENV
 from tests.fixtures.registration import environment, register
+from tests.helpers import BGBENCH
 
-BGBENCH = [sys.executable, "-m", "bgbench"]
 # The requirement is detection within the heartbeat timeout plus 2 s; a busy machine gets
 # more for what follows it (stopping the agents, recording, exiting).
 DETECTION_MARGIN_S = 2.0
