@@ -89,6 +89,7 @@ def answers(server: dict, sql: str) -> list[tuple]:
 
 
 @pytest.mark.slow
+@pytest.mark.integration  # starts a real PostgreSQL
 def test_starting_postgres_changes_no_mode_of_a_private_parent(tmp_path):
     """Issue 24, item 4: `servers.py start postgres DIR` made every parent of DIR mode 0755,
     so a private home became world-readable."""
