@@ -1,12 +1,16 @@
-"""Helpers shared by the test files: the `bgbench` command run as a user runs it."""
+"""Helpers shared by the test files: the `bgbench` command run as a user runs it, and
+polling with a deadline."""
 
 import resource
 import subprocess
 import sys
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TypeVar
 
 BGBENCH = [sys.executable, "-m", "bgbench"]
+T = TypeVar("T")
 
 
 def bgbench(
@@ -34,3 +38,25 @@ def bgbench(
         check=False,
         preexec_fn=limit if limit_file_bytes is not None else None,
     )
+
+
+def wait_until(
+    condition: Callable[[], T],
+    what: str,
+    timeout: float = 300.0,
+    *,
+    poll_s: float = 0.05,
+    log: Path | None = None,
+) -> T:
+    """Poll `condition` until it returns something truthy, and return that (never a fixed
+    delay: the machine may be shared and busy). Past `timeout` seconds, fail naming `what`
+    and showing the end of `log`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            shown = "\n" + log.read_text()[-3000:] if log else ""
+            raise AssertionError(f"{what} did not happen within {timeout:g} s{shown}")
+        time.sleep(poll_s)  # between polls, never as synchronisation

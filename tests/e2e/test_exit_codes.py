@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import subprocess
-import time
 from functools import partial
 from pathlib import Path
 
@@ -29,12 +28,7 @@ def one_error_line(proc: subprocess.CompletedProcess, code: int = 2) -> str:
     return lines[0]
 
 
-def wait_until(condition, what: str, timeout: float = 120) -> None:
-    """Poll a condition (never a fixed delay): the machine may be busy."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"{what} did not happen within {timeout:.0f} s"
-        time.sleep(0.05)
+wait_until = partial(helpers.wait_until, timeout=120)
 
 
 def sqlite_run(tmp: Path, *extra: str) -> list[str]:
