@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.live_helpers import BGBENCH, end, free_port, spawn, wait_for
+from tests.e2e.live_helpers import end, free_port, spawn, wait_for
+from tests.helpers import BGBENCH
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -73,16 +74,6 @@ class Deck:
         assert self.proc.poll() is None, self.log.read_text()
         self.own = {"Origin": self.url, "X-BGBench-CSRF": csrf_token(get(self.url + "/")[1])}
         return self
-
-
-@pytest.fixture
-def deck(tmp_path):
-    """A deck on a free loopback port (ended by its PID after the test)."""
-    d = Deck(tmp_path)
-    try:
-        yield d.started()
-    finally:
-        end(d.proc, signal.SIGTERM)
 
 
 @contextlib.contextmanager

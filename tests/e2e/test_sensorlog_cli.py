@@ -3,23 +3,15 @@
 
 import csv
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from bgbench.coordinator.storage.results import ResultsStore
+from tests.helpers import bgbench
 from tests.integration.stores import SERVERS
 
-BGBENCH = [sys.executable, "-m", "bgbench"]
 SMALL = ["-p", "sensorlog.database.machines=6", "-p", "sensorlog.database.readings=500"]
-
-
-def bgbench(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*BGBENCH, *args], capture_output=True, text=True, timeout=timeout, check=False
-    )
 
 
 def test_an_ingest_run_prints_each_action_and_no_unpredictable_read(tmp_path):

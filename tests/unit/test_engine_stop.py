@@ -6,6 +6,8 @@ import sqlite3
 import threading
 import time
 
+import pytest
+
 from bgbench.validation.logformat import LogWriter
 from bgbench.worker import runner as runner_module
 from bgbench.worker.blocking import run_blocking
@@ -30,6 +32,7 @@ def config(users: int, mix) -> BGConfig:
     )
 
 
+@pytest.mark.slow
 def test_threads_the_client_cannot_schedule_are_a_client_fault(tmp_path, monkeypatch):
     # The null store never blocks; with thousands of threads and a grace too short for them
     # all to get the interpreter once, they are still alive at the deadline, outside calls.
@@ -52,6 +55,7 @@ def test_threads_the_client_cannot_schedule_are_a_client_fault(tmp_path, monkeyp
     assert "store stopped answering" not in summary.aborted
 
 
+@pytest.mark.slow
 def test_threads_waiting_inside_store_calls_mean_the_store_stopped_answering(tmp_path, monkeypatch):
     monkeypatch.setattr(runner_module, "STOP_GRACE_S", 1.0)
     path = tmp_path / "db.sqlite"

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -128,6 +129,7 @@ def test_any_campaign_text_is_read_or_refused_with_a_user_error(text):
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(texts(EXPRESSION_BITS, 40))
+@pytest.mark.slow
 def test_any_expression_is_a_value_or_an_expression_error(text):
     names = {"x": [1, 2, 3], "bg": {"database": {"usercount": 1000}}}
     with no_hang():

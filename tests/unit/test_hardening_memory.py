@@ -215,6 +215,7 @@ def test_a_tallys_state_does_not_grow_with_the_actions_it_folds():
     assert retained(tally) == early
 
 
+@pytest.mark.slow
 def test_threads_hold_a_bounded_number_of_actions_between_them(tmp_path):
     """1,024 threads, each with its own recorder as run_threads makes them, 200 actions
     each: together they hold at most PENDING_AT_MOST actions; the rest is in the tally."""
