@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from bgbench.coordinator.campaign import load_campaign
@@ -92,6 +92,9 @@ def read_settings(text: str, suffix: str, params: list[str] | None = None) -> No
 
 @FUZZ
 @given(texts(YAML_BITS))
+@example("!!int ")
+@example("!!float ")
+@example("!!bool ")
 def test_any_yaml_settings_text_is_read_or_refused_with_a_user_error(text):
     read_settings(text, ".yaml")
 
