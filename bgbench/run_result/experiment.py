@@ -7,6 +7,7 @@ validation (`take_validation`), judges it, then builds the ExperimentResult
 they do not change.
 """
 
+import copy
 import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
@@ -15,7 +16,7 @@ from typing import Any
 from bgbench.protos import new_histogram
 from bgbench.protos import worker_pb2 as pb
 from bgbench.run_result.histograms import LatencySummary, decode, share_within
-from bgbench.run_result.run import ActionStats, RunResult, sum_counts
+from bgbench.run_result.run import ActionStats, RunResult
 
 
 @dataclass
@@ -77,35 +78,28 @@ class AgentOutcome:
         return 100.0 * self.unpredictable_reads / self.reads if self.reads else 0.0
 
     def take_run(self, run: RunResult, experiment_elapsed: float, bound_us: float) -> None:
-        """The agent's run figures. CPU is over the experiment's wall time, not the agent's
-        own: an agent whose threads all ended early (or that had none) must not report its
-        few ms of work as a busy core."""
-        responses = new_histogram()
-        for stats in run.per_action.values():
-            responses.add(decode(stats.response_hist))
+        """The agent's run figures: those named alike in both types as they are (a new
+        figure kept per agent is a field here of its RunResult name), the rest derived.
+        CPU is over the experiment's wall time, not the agent's own: an agent whose threads
+        all ended early (or that had none) must not report its few ms as a busy core."""
+        for name in SAME_NAMED:
+            setattr(self, name, copy.copy(getattr(run, name)))
+        responses = decode(run.response_hist())
         sessions = decode(run.session_hist)
-        delays = decode(run.client_delay_hist)
-        self.actions, self.sessions, self.errors = run.actions, run.sessions, run.errors
         self.elapsed_s = run.elapsed
-        self.cpu_percent = (
-            100.0 * run.cpu_seconds / experiment_elapsed if experiment_elapsed else 0.0
-        )
-        self.load_processes = run.load_processes
-        self.saturated, self.embedded_store = run.saturated, run.embedded
+        cpu = run.cpu_seconds
+        self.cpu_percent = 100.0 * cpu / experiment_elapsed if experiment_elapsed else 0.0
+        self.embedded_store = run.embedded
         self.within_percent = share_within(responses, bound_us)
         self.session_within_percent = share_within(sessions, bound_us)
         self.response_hist = responses.encode().decode()
         self.session_hist = sessions.encode().decode()
-        self.start_state = run.start_state
-        self.store_counters = dict(run.store_counters)
-        self.per_unit = dict(run.per_unit)
         self.run_payload = json_array(run.workload_payload)
-        self.log_records_written, self.log_dir = run.log_records, run.log_dir
-        self.state_uncertain, self.aborted = run.state_uncertain, run.aborted
+        self.log_records_written = run.log_records
+        delays = decode(run.client_delay_hist)
         self.client_delay_p99_ms = delays.get_value_at_percentile(99) / 1000
         self.client_lag_max_ms = max(self.client_lag_max_ms, run.loop_lag_max_ms)
-        self.concurrency = run.concurrency
-        self.client_cpu_us_per_action = 1e6 * run.cpu_seconds / run.actions if run.actions else 0.0
+        self.client_cpu_us_per_action = 1e6 * cpu / run.actions if run.actions else 0.0
         self.error_counts = [asdict(e) for e in run.error_counts]
 
     def take_validation(self, reply: pb.ValidateReply) -> list[dict[str, Any]]:
@@ -127,6 +121,16 @@ class AgentOutcome:
     @classmethod
     def from_record(cls, data: dict[str, Any]) -> "AgentOutcome":
         return cls(**_known(cls, data, {"by_item": _read_figures, "by_action": _read_figures}))
+
+
+# Figures an agent's outcome keeps as its run gave them. Not `threads` (the coordinator's
+# share, asked of the agent) nor `error_counts` (kept as plain objects for the store).
+SAME_NAMED = tuple(
+    sorted(
+        {f.name for f in fields(RunResult)}
+        & {f.name for f in fields(AgentOutcome)} - {"threads", "error_counts", "session_hist"}
+    )
+)
 
 
 @dataclass
@@ -231,15 +235,12 @@ class ExperimentResult:
         """Over all agents (`head`: experiment id, T, duration, store), each outcome
         already judged; per action the agents' runs merged exactly."""
         experiment_id, threads, duration_s, store = head
-        pooled = RunResult.merge(runs).per_action if runs else {}
+        run = RunResult.merge(runs)
         overall, lags = new_histogram(), new_histogram()
         for o in outcomes:
             overall.add(decode(o.response_hist.encode()))
-            if o.lag_hist:
-                lags.add(decode(o.lag_hist.encode()))
-        elapsed = max((o.elapsed_s for o in outcomes), default=0.0) or duration_s
-        actions = sum(o.actions for o in outcomes)
-        sessions = sum(o.sessions for o in outcomes)
+            lags.add(decode(o.lag_hist.encode()))
+        elapsed = run.elapsed or duration_s
         reads = sum(o.reads for o in outcomes)
         unpredictable = sum(o.unpredictable_reads for o in outcomes)
         return cls(
@@ -250,30 +251,28 @@ class ExperimentResult:
             duration_s=duration_s,
             elapsed_s=elapsed,
             store=store,
-            actions=actions,
-            sessions=sessions,
-            errors=sum(o.errors for o in outcomes),
-            actions_per_s=actions / elapsed,
-            sessions_per_s=sessions / elapsed,
+            actions=run.actions,
+            sessions=run.sessions,
+            errors=run.errors,
+            actions_per_s=run.actions / elapsed,
+            sessions_per_s=run.sessions / elapsed,
             within_percent=share_within(overall, bound_us),
             unpredictable_percent=100.0 * unpredictable / reads if reads else 0.0,
             reads=reads,
             unpredictable_reads=unpredictable,
             per_action=[
-                _action_figures(name, pooled[name], bound_us)
-                for name in sorted(pooled, key=action_order)
+                _action_figures(name, run.per_action[name], bound_us)
+                for name in sorted(run.per_action, key=action_order)
             ],
             overall=LatencySummary.of(overall),
             agents=outcomes,
             passed=not fault and all(o.passed for o in outcomes),
             fault=fault,
-            client_cpu_us_per_action=(
-                1e6 * sum(r.cpu_seconds for r in runs) / actions if actions else 0.0
-            ),
+            client_cpu_us_per_action=1e6 * run.cpu_seconds / run.actions if run.actions else 0.0,
             by_item=sum_figures([o.by_item for o in outcomes]),
             by_action=sum_figures([o.by_action for o in outcomes]),
-            store_counters=sum_counts([o.store_counters for o in outcomes]),
-            per_unit=sum_counts([o.per_unit for o in outcomes]),
+            store_counters=run.store_counters,
+            per_unit=run.per_unit,
             phase_seconds=longest_phases([o.phase_seconds for o in outcomes]),
         )
 
