@@ -216,7 +216,7 @@ def run_experiment(
         [partial(c.validate, experiment_id) for c in cluster.clients], tolerate=True
     )
     ran = [r for r in results if r is not None]
-    result = _merge(
+    result = _experiment_result(
         experiment_id, threads, duration_s, cluster, outcomes, ran, validations, settings
     )
     result.coordinator_cpu_s, result.progress_events = coordinator_cpu, events[0]
@@ -295,7 +295,7 @@ def _faulted(
     return faulted(experiment_id, threads, duration_s, store, outcomes, fault, at)
 
 
-def _merge(
+def _experiment_result(
     experiment_id: str,
     threads: int,
     duration_s: float,
