@@ -28,18 +28,12 @@ from pydantic import BaseModel
 
 from bgbench.errors import UserError
 from bgbench.protos import START_READIED
+from bgbench.run_result import ActionStats, RunResult
 from bgbench.validation.initial import load_initial, save_initial
 from bgbench.validation.logformat import LogWriter
 from bgbench.validation.runner import validate_logs
 from bgbench.worker import runner
-from bgbench.worker.contracts import (
-    ActionSummary,
-    PrepareResult,
-    ReadCounts,
-    ReadyResult,
-    RunSummary,
-    ValidateSummary,
-)
+from bgbench.worker.contracts import PrepareResult, ReadCounts, ReadyResult, ValidateSummary
 from bgbench.worker.measurement import histogram_of
 from bgbench.worker.runner import RunOutcome
 from bgbench.worker.tally import ActionFile, ActionTally
@@ -154,7 +148,7 @@ class FragmentEngine:
         finally:
             self.binding.close()
 
-    def run(self, spec: RunSpec, stop: threading.Event, publish: runner.Publish) -> RunSummary:
+    def run(self, spec: RunSpec, stop: threading.Event, publish: runner.Publish) -> RunResult:
         spec.check_pacing()
         interarrival_ms = self.workload.interarrival_ms(self.config)
         if spec.target_rate and interarrival_ms:
@@ -238,11 +232,11 @@ class FragmentEngine:
         records: int,
         cpu_total: float,
         started: str,
-    ) -> RunSummary:
+    ) -> RunResult:
         cpu = outcome.cpu_seconds
         names = self.workload.actions
         per_action = {
-            names.get(code, str(code)): ActionSummary(
+            names.get(code, str(code)): ActionStats(
                 count=s.count,
                 errors=s.errors,
                 response_hist=s.response.encode(),
@@ -261,7 +255,7 @@ class FragmentEngine:
                 "load processes or agents"
             )
         elapsed = outcome.elapsed
-        return RunSummary(
+        return RunResult(
             fragment=self.fragment.index,
             threads=spec.threads,
             elapsed=elapsed,

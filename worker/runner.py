@@ -31,10 +31,10 @@ from dataclasses import dataclass, field
 from time import monotonic_ns
 from typing import TYPE_CHECKING, Any
 
+from bgbench.run_result import ErrorCount
 from bgbench.validation.logformat import LogWriter
 from bgbench.worker.blocking import run_blocking
 from bgbench.worker.closing import CLOSE_BOUND_S, close_all
-from bgbench.worker.contracts import ErrorSummary
 from bgbench.worker.measurement import LiveLatencies, Recorder, batch_for
 from bgbench.worker.tally import ActionTally
 from bgbench.worker.timing import Timer
@@ -141,7 +141,7 @@ class Arrivals:
 class RunOutcome:
     elapsed: float
     sessions: int
-    error_counts: list[ErrorSummary]
+    error_counts: list[ErrorCount]
     aborted: str
     runner_kind: str  # "tasks" or "threads", for messages
     loop_lag_max_ms: float = 0.0
@@ -155,7 +155,7 @@ class Flags:
     aborted: list[str] = field(default_factory=list)
 
 
-def _error_counts(recorders: list[Recorder], names: Mapping[int, str]) -> list[ErrorSummary]:
+def _error_counts(recorders: list[Recorder], names: Mapping[int, str]) -> list[ErrorCount]:
     errors: dict[tuple[int, str], int] = {}
     samples: dict[tuple[int, str], str] = {}
     for r in recorders:
@@ -163,7 +163,7 @@ def _error_counts(recorders: list[Recorder], names: Mapping[int, str]) -> list[E
             errors[key] = errors.get(key, 0) + n
             samples.setdefault(key, r.error_samples[key])
     return [
-        ErrorSummary(names.get(a, str(a)), t, n, samples[(a, t)])
+        ErrorCount(names.get(a, str(a)), t, n, samples[(a, t)])
         for (a, t), n in sorted(errors.items())
     ]
 

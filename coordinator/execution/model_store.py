@@ -26,9 +26,10 @@ import numpy as np
 
 from bgbench.coordinator.configuration.config import ModelConfig, RatingConfig, SLAConfig
 from bgbench.coordinator.configuration.plan import split_threads
-from bgbench.coordinator.execution.experiment import AgentOutcome, ExperimentResult, rate_steady
+from bgbench.coordinator.execution.experiment import rate_steady
 from bgbench.coordinator.execution.steady import Tick
 from bgbench.coordinator.records.metrics import LatencySummary, judge
+from bgbench.run_result import AgentOutcome, ExperimentResult
 
 TICK_S = 0.25  # the model's progress interval (agents report at this period too)
 

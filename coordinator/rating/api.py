@@ -24,12 +24,7 @@ from rich.console import Console
 from bgbench.coordinator.configuration.config import Settings, describe_validation_error, set_path
 from bgbench.coordinator.configuration.redaction import REDACTED, redact_config, redacted_paths
 from bgbench.coordinator.execution import preflight
-from bgbench.coordinator.execution.experiment import (
-    ExperimentResult,
-    faulted,
-    new_experiment_id,
-    save,
-)
+from bgbench.coordinator.execution.experiment import faulted, new_experiment_id, save
 from bgbench.coordinator.execution.preflight import MODEL_STORE
 from bgbench.coordinator.execution.session import Target, bring_up
 from bgbench.coordinator.execution.sizing import resolve_local_layout
@@ -52,6 +47,7 @@ from bgbench.coordinator.reports.report import experiment_line
 from bgbench.coordinator.storage.results import ResultsStore
 from bgbench.coordinator.storage.store_file import StoreFault
 from bgbench.errors import BGBenchError, SystemFault, UserError
+from bgbench.run_result import ExperimentResult
 from bgbench.workloads import registry
 
 RUN_OBJECTIVE = "run"  # what a `bgbench run` is recorded as in the results store

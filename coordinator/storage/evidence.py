@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bgbench.coordinator.configuration.config import RatingConfig, SLAConfig
-from bgbench.coordinator.execution.experiment import ExperimentResult
 from bgbench.coordinator.records.stats import pooled_interval, proportion_interval
 from bgbench.coordinator.search.memo import Outcome
 from bgbench.coordinator.storage.results import reasons_of
+from bgbench.run_result import ExperimentResult
 
 SOFT = ("latency:", "staleness:")  # reasons an interval can leave uncertain
 UNSTABLE = "unstable:"  # a run that never settled: run again, rated on the runs that did

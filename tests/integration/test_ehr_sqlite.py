@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from bgbench.errors import UserError
+from bgbench.run_result import RunResult
 from bgbench.validation.initial import InitialValues
 from bgbench.validation.logformat import NEVER, READ, WRITE, LogWriter, read_log
 from bgbench.validation.runner import validate_logs
 from bgbench.worker.blocking import run_blocking
-from bgbench.worker.contracts import RunSummary
 from bgbench.worker.engine import FragmentEngine, RunSpec, log_path
 from bgbench.worker.measurement import Recorder
 from bgbench.worker.timing import Timer
@@ -39,7 +39,7 @@ def engine(tmp: Path, cfg: EHRConfig, binding=None, capacities=ONE, index=0) -> 
     return e
 
 
-def run(e: FragmentEngine, tmp: Path, name: str, ops=2000, threads=4, **spec) -> RunSummary:
+def run(e: FragmentEngine, tmp: Path, name: str, ops=2000, threads=4, **spec) -> RunResult:
     run_spec = RunSpec(name, threads, LONG, ops, 7, tmp / name, **spec)
     return e.run(run_spec, threading.Event(), lambda *_: None)
 
