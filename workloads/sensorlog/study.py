@@ -1,4 +1,4 @@
-"""The sensor-log paper's measurements as studies (workloads/api.Study), run by
+"""The sensor-log paper's measurements as studies (sdk.Study), run by
 `bgbench study load|queries --workload sensorlog --store NAME`.
 
 - `load` (sections 2.3, 2.6.3, 2.7.1; Figures 3 and 4): for each consistency setting of
@@ -26,7 +26,7 @@ from typing import Any, cast
 from pydantic import BaseModel
 
 from bgbench.errors import StoreError
-from bgbench.workloads.api import Record, Say, StudyTable
+from bgbench.sdk import Record, Say, StudyTable
 from bgbench.workloads.registry import binding_class, make_binding
 from bgbench.workloads.sensorlog.config import SensorLogConfig
 from bgbench.workloads.sensorlog.generator import (
@@ -92,9 +92,9 @@ class LoadStudy:
                     rows = sum(len(b) for b in batches)
                     for timing in st.indexes:
                         for run in range(1, st.runs + 1):
-                            row = self._one(binding, batches, rows, timing == "before")
+                            timed = self._one(binding, batches, rows, timing == "before")
                             row = {"consistency": consistency, "indexes": timing, "rows": rows,
-                                   "run": run, **row, "store": described}  # fmt: skip
+                                   "run": run, **timed, "store": described}  # fmt: skip
                             record("load", row)
                             raw.append(row)
                             say(
