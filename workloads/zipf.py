@@ -1,4 +1,4 @@
-"""Zipfian weights and D-Zipfian fragments (DESIGN.md "Normative rules").
+"""Zipfian weights and D-Zipfian fragments (docs/architecture.md, "Normative rules").
 
 Member ids are global ranks minus one: member 0 is the most popular. A fragment is
 a set of members; its local distribution is the global weights restricted to it

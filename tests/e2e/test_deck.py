@@ -155,7 +155,7 @@ def test_a_rating_started_and_followed_in_the_browser(deck, browser, tmp_path):
     assert browser.find_elements(By.CSS_SELECTOR, "#agents-body tr")
     wait.until(lambda _: browser.find_element(By.ID, "job-status").text == "exited 0")
     browser.save_screenshot(str(tmp_path / "deck-rating.png"))
-    if os.environ.get("BGBENCH_DECK_SCREENSHOT"):  # the README's picture, on request
+    if os.environ.get("BGBENCH_DECK_SCREENSHOT"):  # docs/images/deck.png, on request
         shutil.copy(tmp_path / "deck-rating.png", ROOT / os.environ["BGBENCH_DECK_SCREENSHOT"])
     assert severe(browser) == []
 

@@ -128,7 +128,7 @@ TINY = [*SMALL, "-p", "sensorlog.database.readings=100", "-p", "sensorlog.study.
 
 @pytest.mark.parametrize("store", ["postgres", "mongodb", "cassandra"])
 def test_load_queries_and_ingest_on_a_real_server(store, tmp_path, request):
-    """The three commands of the README on each server CI starts, at small sizes."""
+    """The sensor-log commands of docs/guide/workloads-included.md on each server CI starts."""
     server = SERVERS[store](tmp_path, request)
     try:
         args = server_args(next(server))

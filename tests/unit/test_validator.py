@@ -27,7 +27,7 @@ def initial(values: dict[int, int]) -> InitialValues:
 
 
 def brute_force_valid(init: int, read: tuple[int, int], writes: list[tuple[int, int, int]]) -> set:
-    """DESIGN.md's rule, literally: every subset of the overlapping writes that is a prefix."""
+    """docs/architecture.md's rule, literally: every subset of the overlap that is a prefix."""
     rs, re_ = read
     applied = sum(d for s, e, d in writes if e < rs)
     overlapping = [(s, e, d) for s, e, d in writes if not e < rs and not s > re_]
