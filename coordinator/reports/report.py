@@ -16,8 +16,8 @@ from bgbench.coordinator.records.metrics import decode, percentile
 from bgbench.protos import new_histogram
 from bgbench.protos import worker_pb2 as pb
 from bgbench.run_result import ExperimentResult
+from bgbench.sdk import StudyTable
 from bgbench.workloads import registry
-from bgbench.workloads.api import StudyTable
 
 if TYPE_CHECKING:
     from bgbench.coordinator.rating.ratings import RatingSummary
