@@ -6,8 +6,8 @@ from collections.abc import Callable
 from typing import TypeVar
 
 import aiomcache
-from pymemcache.client.base import Client
-from pymemcache.exceptions import MemcacheError
+from pymemcache.client.base import Client  # type: ignore[import-untyped]
+from pymemcache.exceptions import MemcacheError  # type: ignore[import-untyped]
 
 from bgbench.drivers import first_line
 from bgbench.drivers.memcached_options import MemcachedOptions
@@ -52,4 +52,5 @@ def command(
 
 
 def version(options: MemcachedOptions, first_contact: bool = False) -> str:
-    return command(options, Client.version, first_contact).decode()
+    version: bytes = command(options, Client.version, first_contact)
+    return version.decode()

@@ -11,6 +11,8 @@ from bgbench.drivers.mongodb_options import MongoOptions
 from bgbench.drivers.postgres_options import Isolation, PostgresOptions
 from bgbench.drivers.sqlite_options import SQLiteOptions
 
+# Q2's page: each page is a request of its own under the server's read timeout, which a
+# 5,000-row SAI page (the driver's default) can outlive on a busy node.
 PAGE_ROWS = 1000
 LEVEL: dict[str, Isolation] = {"strong": "serializable", "weak": "read committed"}
 
