@@ -25,8 +25,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar, TypeVar
 
 import aiomcache
-from pydantic import TypeAdapter
-from pymemcache.client.base import Client
+from pydantic import BaseModel, TypeAdapter
+from pymemcache.client.base import Client  # type: ignore[import-untyped]
 
 from bgbench.drivers import first_line
 from bgbench.drivers import memcached as mc
@@ -54,7 +54,7 @@ T = TypeVar("T")
 
 class CasqlBinding(PostgresBinding):
     name: ClassVar[str] = "casql"
-    Options: ClassVar[type] = CasqlOptions  # type: ignore[assignment]
+    Options: ClassVar[type[BaseModel]] = CasqlOptions
 
     def __init__(self, options: CasqlOptions) -> None:
         super().__init__(options)
@@ -111,12 +111,12 @@ def _friendship_keys(a: int, b: int) -> tuple[bytes, ...]:
             b"lf:%d" % b)  # fmt: skip
 
 
-def _profile_row(p: Profile) -> tuple:
+def _profile_row(p: Profile) -> tuple[Any, ...]:
     return p.member, p.attributes, p.friend_count, p.resource_count, p.pending_count, p.image
 
 
 def _cached(
-    raw: bytes | None, cas: Any, shape: TypeAdapter[Any], compress: bool, stats: dict
+    raw: bytes | None, cas: Any, shape: TypeAdapter[Any], compress: bool, stats: dict[str, Any]
 ) -> tuple[Any, Any]:
     """What a get found: (the value or None on a miss, the token to fill the key with).
     A marker or a value that is not one a binding cached (see casql_values) is a miss
@@ -145,7 +145,11 @@ class CasqlAsyncConnection:
     )  # fmt: skip
 
     def __init__(
-        self, db: PostgresAsyncConnection, cache: aiomcache.Client, o: CasqlOptions, stats: dict
+        self,
+        db: PostgresAsyncConnection,
+        cache: aiomcache.Client,
+        o: CasqlOptions,
+        stats: dict[str, Any],
     ) -> None:
         self.db = db
         self.cache = cache
@@ -159,9 +163,10 @@ class CasqlAsyncConnection:
         self.loop = asyncio.get_running_loop()
         self.expired = False
 
-    def _expire(self, task: asyncio.Task) -> None:
+    def _expire(self, task: "asyncio.Task[Any] | None") -> None:
         self.expired = True
-        task.cancel()
+        if task is not None:
+            task.cancel()
 
     async def _command(self, call: Callable[..., Awaitable[T]], *args: object) -> T:
         """One memcached command within timeout_s (a bare timer: asyncio.timeout costs more
@@ -291,7 +296,9 @@ class CasqlAsyncConnection:
 class CasqlConnection:
     """The blocking connection (tools): the same cache protocol over pymemcache and psycopg."""
 
-    def __init__(self, db: PostgresConnection, cache: Client, o: CasqlOptions, stats: dict) -> None:
+    def __init__(
+        self, db: PostgresConnection, cache: Client, o: CasqlOptions, stats: dict[str, Any]
+    ) -> None:
         self.db = db
         self.cache = cache
         self.ttl = o.ttl_s if o.consistency == "ttl" else 0

@@ -24,7 +24,7 @@ per call as 16 blocking threads and a third less than one thread, so it is the d
 
 import asyncio
 import time
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from cassandra.cluster import Session
 from cassandra.concurrent import execute_concurrent
@@ -100,11 +100,11 @@ class CassandraBinding:
         pic, tpic = fragment.profile_image, fragment.thumbnail
         attrs = {m: fragment.attributes(m) for m in members}
         rescount = dict.fromkeys(members, 0)
-        walls: dict[int, list[tuple]] = {m: [] for m in members}
+        walls: dict[int, list[tuple[Any, ...]]] = {m: [] for m in members}
         for rid, creator, wall in fragment.resources.tolist():
             rescount[wall] = rescount.get(wall, 0) + 1
             walls.setdefault(wall, []).append((wall, rid, creator))
-        partitions: dict[int, list[tuple]] = {
+        partitions: dict[int, list[tuple[Any, ...]]] = {
             m: [(m, attrs[m], pic, tpic, rescount[m])] for m in members
         }
         for inviter, invitee, status in fragment.friendships.tolist():
@@ -113,7 +113,9 @@ class CassandraBinding:
                 partitions[invitee].append((invitee, FRIEND, inviter, attrs[inviter], tpic))
             elif status == PENDING:
                 partitions[invitee].append((invitee, INVITER, inviter, attrs[inviter], tpic))
-        comments: dict[int, list[tuple]] = {r: [] for r in fragment.resources[:, 0].tolist()}
+        comments: dict[int, list[tuple[Any, ...]]] = {
+            r: [] for r in fragment.resources[:, 0].tolist()
+        }
         for rid, mid, who, text in fragment.comments():
             comments[rid].append((rid, mid, who, text))
         now = int(time.time() * 1e6)
@@ -146,7 +148,7 @@ class CassandraBinding:
             f"{LOAD_ATTEMPTS} attempts: {errors[0]}"
         )
 
-    def _batches(self, now: int, wipe: tuple, *puts: object) -> list[tuple]:
+    def _batches(self, now: int, wipe: tuple[Any, ...], *puts: object) -> list[tuple[Any, ...]]:
         """The partition's delete stamped now-1 and its rows (stamped by the driver when
         sent, so later), LOAD_BATCH to a batch; `puts` alternates a statement and its rows."""
         level = self._ready().write_level
@@ -277,7 +279,7 @@ class Statements:
 # Rows are plain tuples in the order of the statements' columns (see Statements).
 
 
-def _profile(requester: int, member: int, rows: list) -> Profile:
+def _profile(requester: int, member: int, rows: list[Any]) -> Profile:
     if not rows:
         raise StoreError(f"member {member} not found")
     counts = {kind: count for kind, count, *_ in rows}
@@ -286,19 +288,19 @@ def _profile(requester: int, member: int, rows: list) -> Profile:
     return Profile(member, attrs or [], counts.get(FRIEND, 0), resources or 0, pending, pic)
 
 
-def _members(rows: list) -> list[MemberRow]:
+def _members(rows: list[Any]) -> list[MemberRow]:
     return [MemberRow(other, oattrs or [], otpic) for other, oattrs, otpic in rows]
 
 
-def _resources(member: int, rows: list) -> list[ResourceRow]:
+def _resources(member: int, rows: list[Any]) -> list[ResourceRow]:
     return [ResourceRow(rid, creator, member) for rid, creator in rows]
 
 
-def _comments(rid: int, rows: list) -> list[CommentRow]:
+def _comments(rid: int, rows: list[Any]) -> list[CommentRow]:
     return [CommentRow(rid, mid, commenter, text) for mid, commenter, text in rows]
 
 
-def _befriend(st: Statements, inviter: int, invitee: int, row: tuple) -> BatchStatement:
+def _befriend(st: Statements, inviter: int, invitee: int, row: tuple[Any, ...]) -> BatchStatement:
     oattrs, otpic, attrs, tpic = row  # the inviter's copy in the invitee's row, the invitee's own
     return _logged(
         st,
@@ -316,7 +318,7 @@ def _unfriend(st: Statements, member: int, friend: int) -> BatchStatement:
     )
 
 
-def _logged(st: Statements, *changes: tuple[PreparedStatement, tuple]) -> BatchStatement:
+def _logged(st: Statements, *changes: tuple[PreparedStatement, tuple[Any, ...]]) -> BatchStatement:
     batch = BatchStatement(BatchType.LOGGED, consistency_level=st.write_level)
     for statement, args in changes:
         batch.add(statement, args)
@@ -330,7 +332,9 @@ class CassandraConnection:
         self.s = session
         self.st = statements
 
-    def _one(self, statement: PreparedStatement, args: tuple, what: str) -> tuple:
+    def _one(
+        self, statement: PreparedStatement, args: tuple[Any, ...], what: str
+    ) -> tuple[Any, ...]:
         row = self.s.execute(statement, args).one()
         if row is None:
             raise StoreError(f"{what}: no matching row")
@@ -395,7 +399,7 @@ class CassandraAsyncConnection(DriverCallbacks):
         self.execute = session.execute_async
         self.st = statements
 
-    async def _rows(self, statement: Statement, args: tuple) -> list:
+    async def _rows(self, statement: Statement, args: tuple[Any, ...]) -> list[Any]:
         """Every row, as the blocking ResultSet would page through them."""
         rf = self.execute(statement, args)
         rows = await self._answer(rf)
@@ -410,13 +414,15 @@ class CassandraAsyncConnection(DriverCallbacks):
                 rows += await self._answer(rf)
         return rows if rows is not None else []  # None: a retry policy ignored an error
 
-    async def _one(self, statement: PreparedStatement, args: tuple, what: str) -> tuple:
+    async def _one(
+        self, statement: PreparedStatement, args: tuple[Any, ...], what: str
+    ) -> tuple[Any, ...]:
         rows = await self._answer(self.execute(statement, args))
         if not rows:
             raise StoreError(f"{what}: no matching row")
         return rows[0]  # type: ignore[no-any-return]
 
-    async def _run(self, statement: Statement, args: tuple | None = None) -> None:
+    async def _run(self, statement: Statement, args: tuple[Any, ...] | None = None) -> None:
         await self._answer(self.execute(statement, args))
 
     async def view_profile(self, requester: int, member: int) -> Profile:

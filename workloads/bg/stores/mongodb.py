@@ -96,7 +96,7 @@ class MongoBinding:
                 friends[invitee].append(inviter)
             elif status == PENDING:
                 pending[invitee].append(inviter)
-        comments: dict[int, list[dict]] = {}
+        comments: dict[int, list[dict[str, Any]]] = {}
         for rid, mid, who, text in fragment.comments():
             comments.setdefault(rid, []).append({"mid": mid, "modifierid": who, "content": text})
         rids = fragment.resources[:, 0].tolist()
@@ -223,7 +223,7 @@ class MongoConnection:
     def view_friend_requests(self, member: int) -> list[MemberRow]:
         return self._members(member, "pendingFriends")
 
-    def _update(self, query: dict, change: dict, what: str) -> None:
+    def _update(self, query: dict[str, Any], change: dict[str, Any], what: str) -> None:
         if self.db.users.update_one(query, change).modified_count != 1:
             raise StoreError(f"{what}: no matching row")
 
@@ -335,7 +335,9 @@ class MongoAsyncConnection:
         return Profile(member, doc["attrs"], len(doc["confirmedFriends"]), resources, pending,
                        doc.get("pic"))  # fmt: skip
 
-    async def _members(self, member: int, field: str, projection: dict) -> list[MemberRow]:
+    async def _members(
+        self, member: int, field: str, projection: dict[str, Any]
+    ) -> list[MemberRow]:
         doc = await self.users.find_one({"_id": member}, projection)
         if doc is None:
             raise StoreError(f"member {member} not found")
@@ -351,7 +353,7 @@ class MongoAsyncConnection:
     async def view_friend_requests(self, member: int) -> list[MemberRow]:
         return await self._members(member, "pendingFriends", _INVITER_IDS)
 
-    async def _update(self, query: dict, change: dict, what: str) -> None:
+    async def _update(self, query: dict[str, Any], change: dict[str, Any], what: str) -> None:
         if (await self.users.update_one(query, change)).modified_count != 1:
             raise StoreError(f"{what}: no matching row")
 

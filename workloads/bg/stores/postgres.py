@@ -275,11 +275,11 @@ class PostgresBinding:
         self._loop_pools.clear()  # a loop's pool is closed by aclose() on that loop
 
 
-def _members(rows: list, n: int) -> list[MemberRow]:
+def _members(rows: list[Any], n: int) -> list[MemberRow]:
     return [MemberRow(r[0], list(r[1 : n + 1]), r[n + 1]) for r in rows]
 
 
-def _profile(row: tuple | None, requester: int, member: int, n: int) -> Profile:
+def _profile(row: tuple[Any, ...] | None, requester: int, member: int, n: int) -> Profile:
     if row is None:
         raise StoreError(f"member {member} not found")
     pending = row[n + 3] if requester == member else None
@@ -362,7 +362,7 @@ class PostgresConnection:
     def view_friend_requests(self, member: int) -> list[MemberRow]:
         return _members(self.conn.execute(self.sql.requests, (member,)).fetchall(), self.n)
 
-    def _change(self, sql: str, args: tuple, what: str) -> None:
+    def _change(self, sql: str, args: tuple[Any, ...], what: str) -> None:
         if self.conn.execute(sql, args).rowcount != 1:
             raise StoreError(f"{what}: no matching row")
 

@@ -23,7 +23,7 @@ RiakConnection sends; loading, schema and read-back use the blocking client (Ria
 """
 
 import base64
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
@@ -78,7 +78,7 @@ class RiakBinding:
 
     def load_fragment(self, fragment: Fragment) -> None:
         members = fragment.members.tolist()
-        docs = {
+        docs: dict[int, dict[str, Any]] = {
             m: {"attrs": fragment.attributes(m), "pic": _b64(fragment.profile_image),
                 "resources": 0, "friends": [], "pending": []}
             for m in members
@@ -93,7 +93,9 @@ class RiakBinding:
                 docs[invitee]["friends"].append(inviter)
             elif status == PENDING:
                 docs[invitee]["pending"].append(inviter)
-        comments: dict[int, dict[str, list]] = {r: {} for r in fragment.resources[:, 0].tolist()}
+        comments: dict[int, dict[str, list[Any]]] = {
+            r: {} for r in fragment.resources[:, 0].tolist()
+        }
         for rid, mid, who, text in fragment.comments():
             comments[rid][str(mid)] = [who, text]
         tpic = _b64(fragment.thumbnail)
@@ -150,7 +152,7 @@ class RiakBinding:
 
 
 def edit_lists(
-    doc: dict, what: str, remove: tuple[str, int] | None, add: tuple[str, int] | None
+    doc: dict[str, Any], what: str, remove: tuple[str, int] | None, add: tuple[str, int] | None
 ) -> None:
     """Take a member out of one of a member document's lists (it must be there) and/or
     put one into a list (once)."""
@@ -167,7 +169,7 @@ class RiakConnection:
     def __init__(self, riak: Riak) -> None:
         self.riak = riak
 
-    def _member(self, m: int) -> tuple[dict, str | None]:
+    def _member(self, m: int) -> tuple[dict[str, Any], str | None]:
         doc, vclock = self.riak.get("member", str(m))
         if doc is None:
             raise StoreError(f"member {m} not found")
@@ -258,7 +260,7 @@ class RiakAsyncConnection:
     def __init__(self, riak: AsyncRiak) -> None:
         self.riak = riak
 
-    async def _member(self, m: int) -> tuple[dict, str | None]:
+    async def _member(self, m: int) -> tuple[dict[str, Any], str | None]:
         doc, vclock = await self.riak.get("member", str(m))
         if doc is None:
             raise StoreError(f"member {m} not found")

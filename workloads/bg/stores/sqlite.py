@@ -9,7 +9,7 @@ Schema changes and loads take a file lock beside the database, one process at a 
 import sqlite3
 import time
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
@@ -221,7 +221,7 @@ class SQLiteConnection:
             f"ON u.userid = f.inviterid WHERE f.inviteeid = ? AND f.status = {PENDING}"
         )
 
-    def _member_rows(self, rows: list[tuple]) -> list[MemberRow]:
+    def _member_rows(self, rows: list[tuple[Any, ...]]) -> list[MemberRow]:
         n = self.n
         return [MemberRow(r[0], list(r[1 : n + 1]), r[n + 1]) for r in rows]
 
@@ -251,7 +251,7 @@ class SQLiteConnection:
     def view_friend_requests(self, member: int) -> list[MemberRow]:
         return self._member_rows(self.conn.execute(self._requests_sql, (member,)).fetchall())
 
-    def _change(self, sql: str, args: tuple, what: str) -> None:
+    def _change(self, sql: str, args: tuple[Any, ...], what: str) -> None:
         if self.conn.execute(sql, args).rowcount != 1:
             raise StoreError(f"{what}: no matching row")
 
