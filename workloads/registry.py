@@ -9,12 +9,8 @@ coordinator runs. Only `binding_class` (and `make_binding`) import the binding, 
 worker. Any installed distribution may add a workload or a store, so one outside this
 repository needs no change here. An entry point that names a binding class rather than a
 spec is still accepted: its spec is read from the class (loading it imports the binding).
-
-    python -m bgbench.workloads.registry WORKLOAD STORE   # check options (JSON on stdin)
 """
 
-import json
-import sys
 from functools import cache
 from importlib.metadata import entry_points
 from typing import Any, cast
@@ -105,22 +101,3 @@ def _first_error(exc: Exception) -> str:
         msg = str(first.get("msg", "")).removeprefix("Value error, ")
         return f"store.options.{field}: {msg}" if field else f"store.options: {msg}"
     return str(exc)
-
-
-def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        print("usage: python -m bgbench.workloads.registry WORKLOAD STORE", file=sys.stderr)
-        return 2
-    try:
-        make_options(argv[0], argv[1], json.load(sys.stdin))
-    except UserError as exc:
-        print(exc, file=sys.stderr)
-        return 2
-    except ImportError as exc:
-        print(f"store {argv[1]!r} cannot be loaded here: {exc}", file=sys.stderr)
-        return 3
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -171,7 +171,9 @@ class MongoBinding:
     async def connect_async(self) -> "MongoAsyncConnection":
         if self.attrcount is None:
             raise StoreError("create_schema or use_schema must run before connect")
-        return MongoAsyncConnection(self.loop_dbs.get(), self.options.comments == "embedded")
+        return MongoAsyncConnection(
+            self.loop_dbs.get_or_make(), self.options.comments == "embedded"
+        )
 
     async def aclose(self) -> None:
         db = self.loop_dbs.pop()

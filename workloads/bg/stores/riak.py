@@ -133,7 +133,7 @@ class RiakBinding:
     async def connect_async(self) -> "RiakAsyncConnection":
         if not self.ready:
             raise StoreError("create_schema or use_schema must run before connect")
-        return RiakAsyncConnection(self.loop_riaks.get())
+        return RiakAsyncConnection(self.loop_riaks.get_or_make())
 
     async def aclose(self) -> None:
         riak = self.loop_riaks.pop()

@@ -166,7 +166,7 @@ class MongoEHRBinding:
     async def connect_async(self) -> "MongoEHRConnection":
         if not self.ready:
             raise StoreError("create_schema or use_schema must run before connect")
-        return MongoEHRConnection(self.loop_dbs.get().results)
+        return MongoEHRConnection(self.loop_dbs.get_or_make().results)
 
     async def aclose(self) -> None:
         db = self.loop_dbs.pop()

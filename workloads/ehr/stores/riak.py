@@ -144,7 +144,7 @@ class RiakEHRBinding:
     async def connect_async(self) -> "RiakEHRConnection":
         if not self.ready:
             raise StoreError("create_schema or use_schema must run before connect")
-        return RiakEHRConnection(self.loop_riaks.get())
+        return RiakEHRConnection(self.loop_riaks.get_or_make())
 
     async def aclose(self) -> None:
         riak = self.loop_riaks.pop()

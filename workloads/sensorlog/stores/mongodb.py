@@ -336,7 +336,7 @@ class MongoSensorBinding:
     async def connect_async(self) -> "MongoSensorConnection":
         if not self.ready:
             raise StoreError("create_schema or use_schema must run before connect")
-        return MongoSensorConnection(self.loop_clients.get()[1])
+        return MongoSensorConnection(self.loop_clients.get_or_make()[1])
 
     async def aclose(self) -> None:
         entry = self.loop_clients.pop()
