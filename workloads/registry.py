@@ -1,18 +1,16 @@
-"""Finding workloads and their store bindings by name, through entry points.
+"""Finding workloads and their stores by name, through entry points.
 
 A workload registers once, in the group `bgbench.workloads` (name -> its Workload
-object); its bindings in the group the workload names (`Workload.store_group`). Any
-installed distribution may add either, so a workload outside this repository needs no
-change here.
-
-    python -m bgbench.workloads.registry WORKLOAD STORE   # check options (JSON on stdin)
-
-validates store options in a child process, so the coordinator never imports a binding
-(whose driver may not be installed where the coordinator runs).
+object); its stores in the group the workload names (`Workload.store_group`), each as a
+`StoreSpec` (bgbench/sdk/stores.py) declared in a light module: the coordinator reads a
+store's static facts (options model, concurrency, embedded, file options) from its spec
+and never imports a binding module, whose driver may not even be installed where the
+coordinator runs. Only `binding_class` (and `make_binding`) import the binding, for the
+worker. Any installed distribution may add a workload or a store, so one outside this
+repository needs no change here. An entry point that names a binding class rather than a
+spec is still accepted: its spec is read from the class (loading it imports the binding).
 """
 
-import json
-import sys
 from functools import cache
 from importlib.metadata import entry_points
 from typing import Any, cast
@@ -21,7 +19,7 @@ from pydantic import BaseModel
 
 from bgbench.errors import UserError
 from bgbench.sdk import AnyWorkload as Workload
-from bgbench.sdk import StoreBinding
+from bgbench.sdk import Concurrency, StoreBinding, StoreSpec
 
 WORKLOAD_GROUP = "bgbench.workloads"
 DEFAULT_WORKLOAD = "bg"
@@ -44,20 +42,49 @@ def store_names(workload: str) -> list[str]:
     return sorted(ep.name for ep in entry_points(group=get(workload).store_group))
 
 
-def binding_class(workload: str, store: str) -> type[StoreBinding]:
+def spec(workload: str, store: str) -> StoreSpec:
+    """A store's spec: its static facts, without importing its binding (for a spec entry
+    point)."""
     eps = {ep.name: ep for ep in entry_points(group=get(workload).store_group)}
     if store not in eps:
         known = ", ".join(sorted(eps)) or "none installed"
         raise UserError(f"unknown store {store!r} for workload {workload}: use one of {known}")
-    return cast(type[StoreBinding], eps[store].load())
+    return _spec_of(eps[store].value, eps[store].load())
+
+
+def _spec_of(reference: str, loaded: object) -> StoreSpec:
+    if isinstance(loaded, StoreSpec):
+        return loaded
+    cls: Any = loaded  # a binding class named directly (a plugin without a spec)
+    return StoreSpec(
+        name=str(getattr(cls, "name", reference)),
+        binding=reference,
+        options=cls.Options,
+        concurrency=getattr(cls, "concurrency", "threads"),
+        suspends=bool(getattr(cls, "suspends", True)),
+        embedded=bool(getattr(cls, "embedded", False)),
+        file_options=tuple(getattr(cls, "file_options", ())),
+    )
+
+
+def concurrency(workload: str, store: str) -> Concurrency:
+    """How the store's binding runs socialites by default (threads or asyncio tasks)."""
+    return spec(workload, store).concurrency
 
 
 def make_options(workload: str, store: str, options: dict[str, Any]) -> BaseModel:
-    cls = binding_class(workload, store)
+    """The store's options validated by its spec's model; a refusal is one UserError line
+    naming the option."""
+    model = spec(workload, store).options
     try:
-        return cls.Options.model_validate(options)
+        return model.model_validate(options)
     except ValueError as exc:  # pydantic.ValidationError is a ValueError
         raise UserError(f"store {store!r}: {_first_error(exc)}") from None
+
+
+def binding_class(workload: str, store: str) -> type[StoreBinding]:
+    """The binding class: imports its module and its driver. For load processes only."""
+    return cast(type[StoreBinding], spec(workload, store).load_binding())
 
 
 def make_binding(workload: str, store: str, options: dict[str, Any]) -> StoreBinding:
@@ -74,22 +101,3 @@ def _first_error(exc: Exception) -> str:
         msg = str(first.get("msg", "")).removeprefix("Value error, ")
         return f"store.options.{field}: {msg}" if field else f"store.options: {msg}"
     return str(exc)
-
-
-def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        print("usage: python -m bgbench.workloads.registry WORKLOAD STORE", file=sys.stderr)
-        return 2
-    try:
-        make_options(argv[0], argv[1], json.load(sys.stdin))
-    except UserError as exc:
-        print(exc, file=sys.stderr)
-        return 2
-    except ImportError as exc:
-        print(f"store {argv[1]!r} cannot be loaded here: {exc}", file=sys.stderr)
-        return 3
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

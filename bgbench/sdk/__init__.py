@@ -12,9 +12,13 @@ Bindings over drivers that only block: `connection_for(binding, conn, AsyncProto
 `Fragment.player` gives the units an asynchronous view that never suspends. The `--mix`
 option needs an alias named `mix` in `Workload.aliases` (workload.py).
 
+Errors: raise `UserError` for settings the workload refuses (exit 2), `StoreError` for a
+store that failed (exit 3); both are re-exported here.
+
 This package imports nothing of the worker, the coordinator, the drivers or any workload.
 """
 
+from bgbench.errors import StoreError, SystemFault, UserError
 from bgbench.sdk.blocking import (
     LoopBridge,
     blocking,
@@ -23,6 +27,7 @@ from bgbench.sdk.blocking import (
     run_blocking,
 )
 from bgbench.sdk.recording import ACTION_FIELDS, ERROR, OK, RECORD_FIELDS, Recorder
+from bgbench.sdk.stores import StoreSpec
 from bgbench.sdk.studies import AnyStudy, Record, Say, Study, StudyTable, WithStudies
 from bgbench.sdk.timing import Item, Think, Timer, UnitContext
 from bgbench.sdk.workload import (
@@ -60,12 +65,16 @@ __all__ = [
     "Recorder",
     "Say",
     "StoreBinding",
+    "StoreError",
+    "StoreSpec",
     "Study",
     "StudyTable",
+    "SystemFault",
     "Think",
     "Timer",
     "Unit",
     "UnitContext",
+    "UserError",
     "WithStudies",
     "Workload",
     "blocking",

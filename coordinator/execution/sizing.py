@@ -22,7 +22,7 @@ PROCESSES_PER_CORE = 4
 def store_concurrency(workload: str, store: str) -> str:
     if store not in registry.store_names(workload):
         return "threads"  # the store check names the unknown store
-    return str(getattr(registry.binding_class(workload, store), "concurrency", "threads"))
+    return registry.concurrency(workload, store)  # from the store's spec: no binding imported
 
 
 def resolve_local_layout(settings: Settings, threads: int | None) -> None:

@@ -22,14 +22,15 @@ version in describe() stay blocking (pymemcache), as does connect().
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, ClassVar, Literal, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import aiomcache
-from pydantic import Field, TypeAdapter, field_validator
-from pymemcache.client.base import Client
-from pymemcache.exceptions import MemcacheError
+from pydantic import BaseModel, TypeAdapter
+from pymemcache.client.base import Client  # type: ignore[import-untyped]
 
-from bgbench.errors import StoreError, UserError
+from bgbench.drivers import first_line
+from bgbench.drivers import memcached as mc
+from bgbench.errors import StoreError
 from bgbench.workloads.bg.config import BGDatabaseConfig
 from bgbench.workloads.bg.store import CommentRow, MemberRow, Profile, ResourceRow
 from bgbench.workloads.bg.stores.casql_values import (
@@ -40,70 +41,31 @@ from bgbench.workloads.bg.stores.casql_values import (
     decode,
     encode,
 )
+from bgbench.workloads.bg.stores.options import CasqlOptions
 from bgbench.workloads.bg.stores.postgres import (
     PostgresAsyncConnection,
     PostgresBinding,
     PostgresConnection,
-    PostgresOptions,
 )
-from bgbench.workloads.pgpools import first_line
 
 MARKER = b"\x00bgbench:invalidated"
 T = TypeVar("T")
 
 
-class CasqlOptions(PostgresOptions):
-    memcached: str = Field("127.0.0.1:11211", description="host:port of memcached")
-    consistency: Literal["invalidation", "ttl"] = "invalidation"
-    ttl_s: Annotated[int, Field(ge=1, le=30 * 86400)] = 60
-    compress: bool = True
-    lease_s: Annotated[
-        int, Field(ge=1, le=3600, description="invalidation: how long a write's marker lives")
-    ] = 10
-    timeout_s: Annotated[float, Field(gt=0)] = 5.0
-
-    @field_validator("memcached")
-    @classmethod
-    def _address(cls, address: str) -> str:
-        host, _, port = address.rpartition(":")
-        if not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise ValueError(f"{address!r} is not host:port: use e.g. 127.0.0.1:11211")
-        return address
-
-
 class CasqlBinding(PostgresBinding):
     name: ClassVar[str] = "casql"
-    Options: ClassVar[type] = CasqlOptions  # type: ignore[assignment]
+    Options: ClassVar[type[BaseModel]] = CasqlOptions
 
     def __init__(self, options: CasqlOptions) -> None:
         super().__init__(options)
         self.cache_options = options
-        host, port = options.memcached.rsplit(":", 1)
-        self.cache_address = (host, int(port))
         self.stats = {"hits": 0, "misses": 0, "oversized": 0, "invalidations": 0, "rejected": 0}
-
-    def _client(self) -> Client:
-        o = self.cache_options
-        return Client(self.cache_address, connect_timeout=o.timeout_s, timeout=o.timeout_s,
-                      default_noreply=False)  # fmt: skip
 
     def _memcached(self, command: Callable[[Client], T], first_contact: bool = False) -> T:
         """A blocking command on a connection of its own. On first contact (preparing), a
         memcached that cannot be reached is the user's to fix, as PostgreSQL's dsn is;
         later it is a fault of the store."""
-        client = self._client()
-        try:
-            return command(client)
-        except (OSError, MemcacheError) as exc:
-            where = self.cache_options.memcached
-            if first_contact:
-                raise UserError(
-                    f"store.options.memcached: cannot reach memcached at {where} "
-                    f"({first_line(exc)}): correct the address, or start memcached"
-                ) from None
-            raise StoreError(f"cannot reach memcached at {where}: {first_line(exc)}") from None
-        finally:
-            client.close()
+        return mc.command(self.cache_options, command, first_contact)
 
     def create_schema(self, db: BGDatabaseConfig) -> None:
         super().create_schema(db)
@@ -116,17 +78,15 @@ class CasqlBinding(PostgresBinding):
 
     def connect(self) -> "CasqlConnection":  # type: ignore[override]
         base = super().connect()
-        return CasqlConnection(base, self._client(), self.cache_options, self.stats)
+        return CasqlConnection(base, mc.client(self.cache_options), self.cache_options, self.stats)
 
     async def connect_async(self) -> "CasqlAsyncConnection":  # type: ignore[override]
         base = await super().connect_async()
-        host, port = self.cache_address
-        # pool_size 1: the socialite's own memcached connection, opened by its first command
-        cache = aiomcache.Client(host, port, pool_size=1)
+        cache = mc.async_client(self.cache_options)  # the socialite's own connection
         return CasqlAsyncConnection(base, cache, self.cache_options, self.stats)
 
     def describe(self) -> str:
-        version = self._memcached(Client.version).decode()
+        version = mc.version(self.cache_options)
         o = self.cache_options
         mode = "invalidation" if o.consistency == "invalidation" else f"TTL {o.ttl_s} s"
         return f"CASQL: {super().describe()} + memcached {version} ({mode})"
@@ -151,12 +111,12 @@ def _friendship_keys(a: int, b: int) -> tuple[bytes, ...]:
             b"lf:%d" % b)  # fmt: skip
 
 
-def _profile_row(p: Profile) -> tuple:
+def _profile_row(p: Profile) -> tuple[Any, ...]:
     return p.member, p.attributes, p.friend_count, p.resource_count, p.pending_count, p.image
 
 
 def _cached(
-    raw: bytes | None, cas: Any, shape: TypeAdapter[Any], compress: bool, stats: dict
+    raw: bytes | None, cas: Any, shape: TypeAdapter[Any], compress: bool, stats: dict[str, Any]
 ) -> tuple[Any, Any]:
     """What a get found: (the value or None on a miss, the token to fill the key with).
     A marker or a value that is not one a binding cached (see casql_values) is a miss
@@ -185,7 +145,11 @@ class CasqlAsyncConnection:
     )  # fmt: skip
 
     def __init__(
-        self, db: PostgresAsyncConnection, cache: aiomcache.Client, o: CasqlOptions, stats: dict
+        self,
+        db: PostgresAsyncConnection,
+        cache: aiomcache.Client,
+        o: CasqlOptions,
+        stats: dict[str, Any],
     ) -> None:
         self.db = db
         self.cache = cache
@@ -199,9 +163,10 @@ class CasqlAsyncConnection:
         self.loop = asyncio.get_running_loop()
         self.expired = False
 
-    def _expire(self, task: asyncio.Task) -> None:
+    def _expire(self, task: "asyncio.Task[Any] | None") -> None:
         self.expired = True
-        task.cancel()
+        if task is not None:
+            task.cancel()
 
     async def _command(self, call: Callable[..., Awaitable[T]], *args: object) -> T:
         """One memcached command within timeout_s (a bare timer: asyncio.timeout costs more
@@ -331,7 +296,9 @@ class CasqlAsyncConnection:
 class CasqlConnection:
     """The blocking connection (tools): the same cache protocol over pymemcache and psycopg."""
 
-    def __init__(self, db: PostgresConnection, cache: Client, o: CasqlOptions, stats: dict) -> None:
+    def __init__(
+        self, db: PostgresConnection, cache: Client, o: CasqlOptions, stats: dict[str, Any]
+    ) -> None:
         self.db = db
         self.cache = cache
         self.ttl = o.ttl_s if o.consistency == "ttl" else 0

@@ -24,31 +24,14 @@ per call as 16 blocking threads and a third less than one thread, so it is the d
 
 import asyncio
 import time
-from typing import Annotated, ClassVar, Literal
+from typing import Any, ClassVar
 
-from cassandra import ConsistencyLevel, DriverException
-from cassandra.cluster import (
-    EXEC_PROFILE_DEFAULT,
-    Cluster,
-    ExecutionProfile,
-    NoHostAvailable,
-    Session,
-)
+from cassandra.cluster import Session
 from cassandra.concurrent import execute_concurrent
-from cassandra.policies import (
-    DCAwareRoundRobinPolicy,
-    TokenAwarePolicy,
-    WhiteListRoundRobinPolicy,
-)
-from cassandra.query import (
-    BatchStatement,
-    BatchType,
-    PreparedStatement,
-    Statement,
-    tuple_factory,
-)
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from cassandra.query import BatchStatement, BatchType, PreparedStatement, Statement
+from pydantic import BaseModel
 
+from bgbench.drivers.cassandra import DRIVER_ERRORS, Cassandra, DriverCallbacks, level
 from bgbench.errors import StoreError
 from bgbench.workloads.bg.config import BGDatabaseConfig
 from bgbench.workloads.bg.generator import CONFIRMED, PENDING, Fragment
@@ -59,51 +42,12 @@ from bgbench.workloads.bg.store import (
     Profile,
     ResourceRow,
 )
-from bgbench.workloads.futures import DriverCallbacks
+from bgbench.workloads.bg.stores.options import CassandraOptions
 from bgbench.workloads.loading import beating
 
-Level = Literal["ONE", "TWO", "THREE", "QUORUM", "LOCAL_QUORUM", "EACH_QUORUM", "ALL", "LOCAL_ONE"]
 FRIEND, INVITER = 0, 1  # clustering kinds in a member's partition
 LOAD_BATCH = 64  # statements per loading batch: below the server's batch size limits
 LOAD_ATTEMPTS = 4
-
-
-class CassandraOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    hosts: list[str] = Field(["127.0.0.1"], description="contact points, or one comma list")
-    port: Annotated[int, Field(ge=1, le=65535)] = 9042
-    keyspace: str = Field("bgbench", pattern=r"^[A-Za-z][A-Za-z0-9_]{0,47}$")
-    replication_factor: Annotated[int, Field(ge=1)] = 1
-    read_consistency: Level = "ONE"
-    write_consistency: Level = "ONE"
-    load_concurrency: Annotated[int, Field(ge=1, le=2048)] = 128
-    timeout_s: Annotated[float, Field(gt=0)] = 10.0
-    concurrency: Literal["asyncio", "threads"] = Field(
-        "asyncio", description="socialites as tasks on an event loop, or one thread each"
-    )
-
-    @field_validator("hosts", mode="before")
-    @classmethod
-    def _split(cls, value: object) -> object:
-        return (
-            [h.strip() for h in value.split(",") if h.strip()] if isinstance(value, str) else value
-        )
-
-    @field_validator("keyspace")
-    @classmethod
-    def _fold(cls, value: str) -> str:
-        return value.lower()  # as CQL folds an unquoted name
-
-    @model_validator(mode="after")
-    def _levels(self) -> "CassandraOptions":
-        if self.read_consistency == "EACH_QUORUM":
-            raise ValueError("EACH_QUORUM is for writes only: use QUORUM or LOCAL_QUORUM for reads")
-        return self
-
-
-def _level(name: str) -> int:
-    return int(getattr(ConsistencyLevel, name))
 
 
 class CassandraBinding:
@@ -118,74 +62,34 @@ class CassandraBinding:
     def __init__(self, options: CassandraOptions) -> None:
         self.options = options
         self.concurrency = options.concurrency
-        self.cluster = self._cluster(TokenAwarePolicy(DCAwareRoundRobinPolicy()))
-        self._session: Session | None = None
+        self.cassandra = Cassandra(options, options.read_consistency)
+        self.cluster = self.cassandra.cluster
         self.statements: Statements | None = None
-
-    def _cluster(self, policy: object) -> Cluster:
-        # Plain tuples: the default named_tuple_factory builds a namedtuple class for every
-        # answer (~90 us of client CPU per call, the largest part of a View Profile).
-        profile = ExecutionProfile(
-            load_balancing_policy=policy,
-            consistency_level=_level(self.options.read_consistency),
-            request_timeout=self.options.timeout_s,
-            row_factory=tuple_factory,
-        )
-        return Cluster(
-            self.options.hosts, port=self.options.port, protocol_version=5,
-            execution_profiles={EXEC_PROFILE_DEFAULT: profile},
-            connect_timeout=self.options.timeout_s,
-            control_connection_timeout=self.options.timeout_s,
-        )  # fmt: skip
 
     @property
     def session(self) -> Session:
-        if self._session is None:
-            try:
-                self._session = self.cluster.connect()
-            except (DriverException, NoHostAvailable) as exc:
-                where = f"{','.join(self.options.hosts)}:{self.options.port}"
-                raise StoreError(f"cannot reach Cassandra at {where}: {exc}") from None
-        return self._session
+        return self.cassandra.session
 
     def create_schema(self, db: BGDatabaseConfig) -> None:
-        # DDL from every load process goes to the first contact point only: Cassandra 5.0
-        # can create one table twice with different ids when two coordinators race.
-        ddl = self._cluster(WhiteListRoundRobinPolicy(self.options.hosts[:1]))
-        ks, rf = self.options.keyspace, self.options.replication_factor
+        ks = self.options.keyspace
         try:
-            session = ddl.connect()
-            session.execute(
-                f"CREATE KEYSPACE IF NOT EXISTS {ks} WITH replication = "
-                f"{{'class': 'SimpleStrategy', 'replication_factor': {rf}}}"
-            )
+            self.cassandra.ensure_keyspace(self.options.replication())
             for table in TABLES:
-                session.execute(table.format(ks=ks))
-            replication = session.execute(
-                "SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = %s", (ks,)
-            ).one()[0]
-            have = int(replication.get("replication_factor", 0))
-        except (DriverException, NoHostAvailable) as exc:
-            where = f"{','.join(self.options.hosts)}:{self.options.port}"
+                self.cassandra.ddl.execute(table.format(ks=ks))
+        except DRIVER_ERRORS as exc:
             raise StoreError(
-                f"cannot create the BG schema in Cassandra at {where}: {exc}"
+                f"cannot create the BG schema in Cassandra at {self.cassandra.where()}: {exc}"
             ) from None
         finally:
-            ddl.shutdown()
-        if have != rf:
-            raise StoreError(
-                f"keyspace {ks} has replication factor {have}, the options ask for {rf}: "
-                "drop it or name another keyspace"
-            )
+            self.cassandra.close_ddl()
         self.statements = Statements(self.session, self.options)
 
     def use_schema(self, db: BGDatabaseConfig) -> None:
         try:
             self.statements = Statements(self.session, self.options)
-        except (DriverException, NoHostAvailable) as exc:
-            where = f"{','.join(self.options.hosts)}:{self.options.port}"
+        except DRIVER_ERRORS as exc:
             raise StoreError(
-                f"cannot prepare the BG statements in Cassandra at {where}: {exc}"
+                f"cannot prepare the BG statements in Cassandra at {self.cassandra.where()}: {exc}"
             ) from None
 
     def load_fragment(self, fragment: Fragment) -> None:
@@ -196,11 +100,11 @@ class CassandraBinding:
         pic, tpic = fragment.profile_image, fragment.thumbnail
         attrs = {m: fragment.attributes(m) for m in members}
         rescount = dict.fromkeys(members, 0)
-        walls: dict[int, list[tuple]] = {m: [] for m in members}
+        walls: dict[int, list[tuple[Any, ...]]] = {m: [] for m in members}
         for rid, creator, wall in fragment.resources.tolist():
             rescount[wall] = rescount.get(wall, 0) + 1
             walls.setdefault(wall, []).append((wall, rid, creator))
-        partitions: dict[int, list[tuple]] = {
+        partitions: dict[int, list[tuple[Any, ...]]] = {
             m: [(m, attrs[m], pic, tpic, rescount[m])] for m in members
         }
         for inviter, invitee, status in fragment.friendships.tolist():
@@ -209,7 +113,9 @@ class CassandraBinding:
                 partitions[invitee].append((invitee, FRIEND, inviter, attrs[inviter], tpic))
             elif status == PENDING:
                 partitions[invitee].append((invitee, INVITER, inviter, attrs[inviter], tpic))
-        comments: dict[int, list[tuple]] = {r: [] for r in fragment.resources[:, 0].tolist()}
+        comments: dict[int, list[tuple[Any, ...]]] = {
+            r: [] for r in fragment.resources[:, 0].tolist()
+        }
         for rid, mid, who, text in fragment.comments():
             comments[rid].append((rid, mid, who, text))
         now = int(time.time() * 1e6)
@@ -242,7 +148,7 @@ class CassandraBinding:
             f"{LOAD_ATTEMPTS} attempts: {errors[0]}"
         )
 
-    def _batches(self, now: int, wipe: tuple, *puts: object) -> list[tuple]:
+    def _batches(self, now: int, wipe: tuple[Any, ...], *puts: object) -> list[tuple[Any, ...]]:
         """The partition's delete stamped now-1 and its rows (stamped by the driver when
         sent, so later), LOAD_BATCH to a batch; `puts` alternates a statement and its rows."""
         level = self._ready().write_level
@@ -291,11 +197,9 @@ class CassandraBinding:
         pass  # nothing is bound to a loop but the futures of calls, done by now
 
     def describe(self) -> str:
-        version = self.session.execute("SELECT release_version FROM system.local").one()[0]
-        nodes = len(self.cluster.metadata.all_hosts())
-        o = self.options
+        o, c = self.options, self.cassandra
         return (
-            f"Cassandra {version} ({nodes} node{'s' * (nodes != 1)}, RF {o.replication_factor}, "
+            f"Cassandra {c.release_version()} ({c.nodes()}, RF {o.replication_factor}, "
             f"reads {o.read_consistency}, writes {o.write_consistency})"
         )
 
@@ -303,7 +207,7 @@ class CassandraBinding:
         return {}
 
     def close(self) -> None:
-        self.cluster.shutdown()
+        self.cassandra.shutdown()
 
 
 TABLES = [
@@ -323,7 +227,7 @@ class Statements:
 
     def __init__(self, session: Session, options: CassandraOptions) -> None:
         ks = options.keyspace
-        read, write = _level(options.read_consistency), _level(options.write_consistency)
+        read, write = level(options.read_consistency), level(options.write_consistency)
         self.write_level = write
 
         def prep(cql: str, level: int) -> PreparedStatement:
@@ -375,7 +279,7 @@ class Statements:
 # Rows are plain tuples in the order of the statements' columns (see Statements).
 
 
-def _profile(requester: int, member: int, rows: list) -> Profile:
+def _profile(requester: int, member: int, rows: list[Any]) -> Profile:
     if not rows:
         raise StoreError(f"member {member} not found")
     counts = {kind: count for kind, count, *_ in rows}
@@ -384,19 +288,19 @@ def _profile(requester: int, member: int, rows: list) -> Profile:
     return Profile(member, attrs or [], counts.get(FRIEND, 0), resources or 0, pending, pic)
 
 
-def _members(rows: list) -> list[MemberRow]:
+def _members(rows: list[Any]) -> list[MemberRow]:
     return [MemberRow(other, oattrs or [], otpic) for other, oattrs, otpic in rows]
 
 
-def _resources(member: int, rows: list) -> list[ResourceRow]:
+def _resources(member: int, rows: list[Any]) -> list[ResourceRow]:
     return [ResourceRow(rid, creator, member) for rid, creator in rows]
 
 
-def _comments(rid: int, rows: list) -> list[CommentRow]:
+def _comments(rid: int, rows: list[Any]) -> list[CommentRow]:
     return [CommentRow(rid, mid, commenter, text) for mid, commenter, text in rows]
 
 
-def _befriend(st: Statements, inviter: int, invitee: int, row: tuple) -> BatchStatement:
+def _befriend(st: Statements, inviter: int, invitee: int, row: tuple[Any, ...]) -> BatchStatement:
     oattrs, otpic, attrs, tpic = row  # the inviter's copy in the invitee's row, the invitee's own
     return _logged(
         st,
@@ -414,7 +318,7 @@ def _unfriend(st: Statements, member: int, friend: int) -> BatchStatement:
     )
 
 
-def _logged(st: Statements, *changes: tuple[PreparedStatement, tuple]) -> BatchStatement:
+def _logged(st: Statements, *changes: tuple[PreparedStatement, tuple[Any, ...]]) -> BatchStatement:
     batch = BatchStatement(BatchType.LOGGED, consistency_level=st.write_level)
     for statement, args in changes:
         batch.add(statement, args)
@@ -428,7 +332,9 @@ class CassandraConnection:
         self.s = session
         self.st = statements
 
-    def _one(self, statement: PreparedStatement, args: tuple, what: str) -> tuple:
+    def _one(
+        self, statement: PreparedStatement, args: tuple[Any, ...], what: str
+    ) -> tuple[Any, ...]:
         row = self.s.execute(statement, args).one()
         if row is None:
             raise StoreError(f"{what}: no matching row")
@@ -493,7 +399,7 @@ class CassandraAsyncConnection(DriverCallbacks):
         self.execute = session.execute_async
         self.st = statements
 
-    async def _rows(self, statement: Statement, args: tuple) -> list:
+    async def _rows(self, statement: Statement, args: tuple[Any, ...]) -> list[Any]:
         """Every row, as the blocking ResultSet would page through them."""
         rf = self.execute(statement, args)
         rows = await self._answer(rf)
@@ -508,13 +414,15 @@ class CassandraAsyncConnection(DriverCallbacks):
                 rows += await self._answer(rf)
         return rows if rows is not None else []  # None: a retry policy ignored an error
 
-    async def _one(self, statement: PreparedStatement, args: tuple, what: str) -> tuple:
+    async def _one(
+        self, statement: PreparedStatement, args: tuple[Any, ...], what: str
+    ) -> tuple[Any, ...]:
         rows = await self._answer(self.execute(statement, args))
         if not rows:
             raise StoreError(f"{what}: no matching row")
         return rows[0]  # type: ignore[no-any-return]
 
-    async def _run(self, statement: Statement, args: tuple | None = None) -> None:
+    async def _run(self, statement: Statement, args: tuple[Any, ...] | None = None) -> None:
         await self._answer(self.execute(statement, args))
 
     async def view_profile(self, requester: int, member: int) -> Profile:

@@ -15,12 +15,14 @@ fails when it is absent, as BG's writes must match a row.
 
 import json
 import struct
-from typing import Annotated, ClassVar
+from typing import ClassVar
 
 import happybase
-from pydantic import BaseModel, ConfigDict, Field
-from thriftpy2.thrift import TException
+from pydantic import BaseModel
 
+from bgbench.drivers import hbase
+from bgbench.drivers.hbase import TException
+from bgbench.drivers.hbase_options import HBaseOptions
 from bgbench.errors import StoreError
 from bgbench.workloads.bg.config import BGDatabaseConfig
 from bgbench.workloads.bg.generator import CONFIRMED, PENDING, Fragment
@@ -36,18 +38,12 @@ from bgbench.workloads.loading import beating
 
 NEWEST_FIRST = 2**63
 ATTRS, PIC, TPIC, RESOURCES = b"p:attrs", b"p:pic", b"p:tpic", b"p:resources"
-TABLE_NAMES = ("member", "resource", "comment")
-
-
-class HBaseOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    host: str = "127.0.0.1"
-    port: Annotated[int, Field(ge=1, le=65535)] = 9090
-    table_prefix: str = Field("bg_", pattern=r"^[A-Za-z0-9_]{0,40}$")
-    server_name: str = Field("HBase", description="what the server is (HBase 2.6.1...)")
-    batch_size: Annotated[int, Field(ge=1)] = 1000
-    timeout_ms: Annotated[int, Field(ge=100)] = 20_000
+TABLES = {
+    "member": {"p": {"max_versions": 1}, "f": {"max_versions": 1}, "i": {"max_versions": 1}},
+    "resource": {"r": {"max_versions": 1}},
+    "comment": {"c": {"max_versions": 1}},
+}
+TABLE_NAMES = tuple(TABLES)
 
 
 def member_key(m: int) -> bytes:
@@ -77,43 +73,18 @@ class HBaseBinding:
         self.ready = False
 
     def _connection(self) -> happybase.Connection:
-        o = self.options
-        try:
-            return happybase.Connection(
-                o.host, o.port, timeout=o.timeout_ms, table_prefix=o.table_prefix or None,
-                table_prefix_separator=b"",
-            )  # fmt: skip
-        except (TException, OSError) as exc:
-            raise StoreError(f"cannot reach HBase Thrift at {o.host}:{o.port}: {exc}") from None
+        return hbase.connect(self.options)
 
     def create_schema(self, db: BGDatabaseConfig) -> None:
         conn = self._connection()
         try:
-            for table, families in (
-                ("member", {"p": {"max_versions": 1}, "f": {"max_versions": 1},
-                            "i": {"max_versions": 1}}),
-                ("resource", {"r": {"max_versions": 1}}),
-                ("comment", {"c": {"max_versions": 1}}),
-            ):  # fmt: skip
-                if table.encode() not in conn.tables():
-                    try:
-                        conn.create_table(table, families)
-                    except TException as exc:  # another load process made it first
-                        if "exist" not in str(exc).lower():
-                            raise StoreError(f"cannot create HBase table {table}: {exc}") from None
+            hbase.create_tables(conn, TABLES)
         finally:
             conn.close()
         self.ready = True
 
     def use_schema(self, db: BGDatabaseConfig) -> None:
-        conn = self._connection()
-        try:
-            missing = [t for t in TABLE_NAMES if t.encode() not in conn.tables()]
-        except (TException, OSError) as exc:
-            o = self.options
-            raise StoreError(f"cannot list HBase tables at {o.host}:{o.port}: {exc}") from None
-        finally:
-            conn.close()
+        missing = hbase.missing_tables(self.options, TABLE_NAMES)
         if missing:
             raise StoreError(f"HBase tables {missing} missing: create_schema must run first")
         self.ready = True
@@ -203,7 +174,7 @@ class HBaseBinding:
         return HBaseConnection(self._connection())
 
     def describe(self) -> str:
-        return f"{self.options.server_name} (Thrift at {self.options.host}:{self.options.port})"
+        return hbase.describe(self.options)
 
     def counters(self) -> dict[str, int]:
         return {}

@@ -15,15 +15,14 @@ the commands the blocking MongoConnection sends. Loading, schema, read-back and 
 use the blocking MongoClient.
 """
 
-import asyncio
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 import pymongo
-from pydantic import BaseModel, ConfigDict, Field
-from pymongo import AsyncMongoClient, ReadPreference, WriteConcern
+from pydantic import BaseModel
 from pymongo.asynchronous.collection import AsyncCollection
-from pymongo.errors import PyMongoError
 
+from bgbench.drivers import mongodb as mongo
+from bgbench.drivers.mongodb import PerLoop, PyMongoError
 from bgbench.errors import StoreError
 from bgbench.workloads.bg.config import BGDatabaseConfig
 from bgbench.workloads.bg.generator import CONFIRMED, PENDING, Fragment
@@ -35,37 +34,10 @@ from bgbench.workloads.bg.store import (
     Profile,
     ResourceRow,
 )
+from bgbench.workloads.bg.stores.options import MongoOptions
 from bgbench.workloads.loading import ROWS_PER_BEAT, beating
-from bgbench.workloads.mongouri import MongoURI, brief, where
 
-READ_PREFERENCES = {
-    "primary": ReadPreference.PRIMARY,
-    "primaryPreferred": ReadPreference.PRIMARY_PREFERRED,
-    "secondary": ReadPreference.SECONDARY,
-    "secondaryPreferred": ReadPreference.SECONDARY_PREFERRED,
-    "nearest": ReadPreference.NEAREST,
-}
 BATCH = 1000
-
-
-class MongoOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    uri: MongoURI = "mongodb://127.0.0.1:27017"
-    database: str = "bgbench"
-    server_name: str = Field(
-        "MongoDB", description="what the server is (SecantusDB, FerretDB 1.24, MongoDB 7.0...)"
-    )
-    comments: Literal["embedded", "collection"] = Field(
-        "embedded", description="comments in the resource (Figure 1.b) or apart (Figure 5)"
-    )
-    write_concern: str | int = Field(1, description='w: 0, 1, 2, ... or "majority"')
-    journal: bool = False
-    read_preference: Literal[
-        "primary", "primaryPreferred", "secondary", "secondaryPreferred", "nearest"
-    ] = "primary"
-    timeout_ms: Annotated[int, Field(ge=100)] = 10_000
-    pool_max: Annotated[int, Field(ge=1)] = 512
 
 
 class _LoopDatabase:
@@ -74,26 +46,15 @@ class _LoopDatabase:
     __slots__ = ("client", "manipulations", "resources", "users")
 
     def __init__(self, options: MongoOptions) -> None:
-        self.client: AsyncMongoClient = AsyncMongoClient(options.uri, **_client_options(options))
+        self.client = mongo.async_client(options)
         db = self.client.get_database(options.database, **_database_options(options))
-        self.users: AsyncCollection = db.users
-        self.resources: AsyncCollection = db.resources
-        self.manipulations: AsyncCollection = db.manipulations
-
-
-def _client_options(o: MongoOptions) -> dict[str, Any]:
-    return {
-        "serverSelectionTimeoutMS": o.timeout_ms,
-        "socketTimeoutMS": o.timeout_ms,
-        "maxPoolSize": o.pool_max,
-    }
+        self.users: AsyncCollection[Any] = db.users
+        self.resources: AsyncCollection[Any] = db.resources
+        self.manipulations: AsyncCollection[Any] = db.manipulations
 
 
 def _database_options(o: MongoOptions) -> dict[str, Any]:
-    return {
-        "write_concern": WriteConcern(w=o.write_concern, j=o.journal or None),
-        "read_preference": READ_PREFERENCES[o.read_preference],
-    }
+    return mongo.concern(o.write_concern, o.journal, o.read_preference)
 
 
 class MongoBinding:
@@ -107,11 +68,11 @@ class MongoBinding:
 
     def __init__(self, options: MongoOptions) -> None:
         self.options = options
-        self.client = pymongo.MongoClient(options.uri, **_client_options(options))
+        self.client: pymongo.MongoClient[Any] = mongo.client(options)
         self.db = self.client.get_database(options.database, **_database_options(options))
         self.attrcount: int | None = None
         # AsyncMongoClient binds itself to the loop it first runs on: one per loop.
-        self.loop_dbs: dict[asyncio.AbstractEventLoop, _LoopDatabase] = {}
+        self.loop_dbs = PerLoop(lambda: _LoopDatabase(options))
 
     def create_schema(self, db: BGDatabaseConfig) -> None:
         self.attrcount = db.attrcount
@@ -120,10 +81,7 @@ class MongoBinding:
             if self.options.comments == "collection":
                 self.db.manipulations.create_index("rid")
         except PyMongoError as exc:
-            o = self.options
-            raise StoreError(
-                f"cannot reach {o.server_name} at {where(o.uri)}: {brief(exc)}"
-            ) from None
+            raise mongo.unreachable(self.options, exc) from None
 
     def use_schema(self, db: BGDatabaseConfig) -> None:
         self.attrcount = db.attrcount
@@ -138,7 +96,7 @@ class MongoBinding:
                 friends[invitee].append(inviter)
             elif status == PENDING:
                 pending[invitee].append(inviter)
-        comments: dict[int, list[dict]] = {}
+        comments: dict[int, list[dict[str, Any]]] = {}
         for rid, mid, who, text in fragment.comments():
             comments.setdefault(rid, []).append({"mid": mid, "modifierid": who, "content": text})
         rids = fragment.resources[:, 0].tolist()
@@ -213,19 +171,17 @@ class MongoBinding:
     async def connect_async(self) -> "MongoAsyncConnection":
         if self.attrcount is None:
             raise StoreError("create_schema or use_schema must run before connect")
-        loop = asyncio.get_running_loop()
-        db = self.loop_dbs.get(loop)
-        if db is None:
-            db = self.loop_dbs[loop] = _LoopDatabase(self.options)
-        return MongoAsyncConnection(db, self.options.comments == "embedded")
+        return MongoAsyncConnection(
+            self.loop_dbs.get_or_make(), self.options.comments == "embedded"
+        )
 
     async def aclose(self) -> None:
-        db = self.loop_dbs.pop(asyncio.get_running_loop(), None)
+        db = self.loop_dbs.pop()
         if db is not None:
             await db.client.close()
 
     def describe(self) -> str:
-        version = self.client.admin.command("buildinfo").get("version", "?")
+        version = mongo.server_version(self.client)
         return (
             f"{self.options.server_name} (reports MongoDB {version}; comments "
             f"{self.options.comments}, w={self.options.write_concern})"
@@ -269,7 +225,7 @@ class MongoConnection:
     def view_friend_requests(self, member: int) -> list[MemberRow]:
         return self._members(member, "pendingFriends")
 
-    def _update(self, query: dict, change: dict, what: str) -> None:
+    def _update(self, query: dict[str, Any], change: dict[str, Any], what: str) -> None:
         if self.db.users.update_one(query, change).modified_count != 1:
             raise StoreError(f"{what}: no matching row")
 
@@ -381,7 +337,9 @@ class MongoAsyncConnection:
         return Profile(member, doc["attrs"], len(doc["confirmedFriends"]), resources, pending,
                        doc.get("pic"))  # fmt: skip
 
-    async def _members(self, member: int, field: str, projection: dict) -> list[MemberRow]:
+    async def _members(
+        self, member: int, field: str, projection: dict[str, Any]
+    ) -> list[MemberRow]:
         doc = await self.users.find_one({"_id": member}, projection)
         if doc is None:
             raise StoreError(f"member {member} not found")
@@ -397,7 +355,7 @@ class MongoAsyncConnection:
     async def view_friend_requests(self, member: int) -> list[MemberRow]:
         return await self._members(member, "pendingFriends", _INVITER_IDS)
 
-    async def _update(self, query: dict, change: dict, what: str) -> None:
+    async def _update(self, query: dict[str, Any], change: dict[str, Any], what: str) -> None:
         if (await self.users.update_one(query, change)).modified_count != 1:
             raise StoreError(f"{what}: no matching row")
 

@@ -8,9 +8,9 @@ asynchronous driver (its calls never suspend, so the engine yields between units
 """
 
 import threading
-from typing import ClassVar, Literal
+from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
 from bgbench.errors import UserError
 from bgbench.workloads.bg.config import BGDatabaseConfig
@@ -22,16 +22,11 @@ from bgbench.workloads.bg.store import (
     Profile,
     ResourceRow,
 )
+from bgbench.workloads.bg.stores.options import NullOptions
 
 _MEMBER = MemberRow(member=0, attributes=[], thumbnail=None)
 _RESOURCE = ResourceRow(rid=0, creator=0, wall=0)
 _COMMENT = CommentRow(rid=0, mid=0, commenter=0, text="")
-
-
-class NullOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    concurrency: Literal["asyncio", "threads"] = "asyncio"
 
 
 class NullBinding:

@@ -20,15 +20,15 @@ table lock that deadlocks with another process's loading transaction.
 
 import threading
 from dataclasses import dataclass
-from typing import Annotated, ClassVar, Literal
-from urllib.parse import urlencode
+from typing import Any, ClassVar
 
-import asyncpg
+import asyncpg  # type: ignore[import-untyped]
 import psycopg
-from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel
 
+from bgbench.drivers import postgres as pg
+from bgbench.drivers.postgres_options import PostgresOptions, server_of
 from bgbench.errors import StoreError, UserError
 from bgbench.workloads.bg.config import BGDatabaseConfig
 from bgbench.workloads.bg.generator import CONFIRMED, PENDING, Fragment
@@ -41,71 +41,6 @@ from bgbench.workloads.bg.store import (
     ResourceRow,
 )
 from bgbench.workloads.loading import ROWS_PER_BEAT, beating
-from bgbench.workloads.pgpools import LoopPools, first_line
-
-ISOLATION = {
-    "read committed": psycopg.IsolationLevel.READ_COMMITTED,
-    "repeatable read": psycopg.IsolationLevel.REPEATABLE_READ,
-    "serializable": psycopg.IsolationLevel.SERIALIZABLE,
-}
-
-
-class PostgresOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    dsn: str = Field("host=127.0.0.1 port=5432 user=postgres dbname=postgres", description="libpq")
-    isolation: Literal["read committed", "repeatable read", "serializable"] = "read committed"
-    pool_max: Annotated[int, Field(ge=1, le=10_000)] = 512
-    connect_timeout_s: Annotated[float, Field(gt=0)] = 10.0
-
-    @field_validator("dsn")
-    @classmethod
-    def _libpq(cls, dsn: str) -> str:
-        try:
-            asyncpg_dsn(dsn)
-        except psycopg.Error as exc:
-            raise ValueError(
-                f"not a libpq connection string ({first_line(exc)}): use "
-                "'host=H port=P user=U dbname=D' or postgresql://user@host:port/dbname"
-            ) from None
-        return dsn
-
-
-# The libpq keywords asyncpg reads from a URI's query (the rest it would send to the server
-# as settings); connect_timeout gives way to connect_timeout_s, as it does for psycopg.
-ASYNCPG_KEYWORDS = frozenset(
-    {
-        "host", "port", "dbname", "user", "password", "passfile", "service",
-        "application_name", "target_session_attrs", "sslmode", "sslcert", "sslkey",
-        "sslrootcert", "sslcrl", "sslpassword", "sslnegotiation", "ssl_min_protocol_version",
-        "ssl_max_protocol_version", "krbsrvname", "gsslib",
-    }
-)  # fmt: skip
-
-
-def asyncpg_dsn(dsn: str) -> str:
-    """The libpq connection string (keywords or URI) as the URI asyncpg reads."""
-    params = conninfo_to_dict(dsn)
-    params.pop("connect_timeout", None)
-    if "hostaddr" in params:  # asyncpg has no separate address to connect to
-        params["host"] = params.pop("hostaddr")
-    unknown = sorted(set(params) - ASYNCPG_KEYWORDS)
-    if unknown:
-        raise ValueError(
-            f"libpq keyword {unknown[0]!r} is not supported by asyncpg, the driver the runs "
-            f"use: remove it (supported: {', '.join(sorted(ASYNCPG_KEYWORDS))})"
-        )
-    return "postgresql://?" + urlencode({k: str(v) for k, v in params.items()})
-
-
-def server_of(dsn: str) -> str:
-    """host:port/dbname of a connection string, never its password."""
-    try:
-        info = conninfo_to_dict(dsn)
-    except psycopg.Error:
-        return "?"
-    host = info.get("host") or info.get("hostaddr") or "localhost"
-    return f"{host}:{info.get('port') or 5432}/{info.get('dbname') or info.get('user') or ''}"
 
 
 def schema_sql(attrcount: int) -> str:
@@ -199,56 +134,23 @@ class PostgresBinding:
         self.options = options
         self.attrcount: int | None = None
         self.sql: Statements | None = None
-        self._pool: ConnectionPool | None = None
+        self._pool: ConnectionPool[Any] | None = None
         self._pool_lock = threading.Lock()  # load threads connect all at once
-        self._adsn = asyncpg_dsn(options.dsn)
         # One asyncpg pool per event loop (a pool is bound to its loop); the first task of a
         # loop to ask makes it, the others await the same future.
-        self._loop_pools = LoopPools(
-            self._adsn, server_of(options.dsn), options.pool_max, options.connect_timeout_s,
-            {"default_transaction_isolation": options.isolation},
-        )  # fmt: skip
+        self._loop_pools = pg.loop_pools(options)
 
-    def _connect(self, first_contact: bool = False) -> psycopg.Connection:
+    def _connect(self, first_contact: bool = False) -> psycopg.Connection[Any]:
         """On first contact (preparing), a server that cannot be reached is the user's to fix;
         later it is a fault of the store."""
-        try:
-            return psycopg.connect(
-                self.options.dsn, autocommit=True, connect_timeout=self.options.connect_timeout_s
-            )
-        except psycopg.OperationalError as exc:
-            where = server_of(self.options.dsn)
-            if first_contact:
-                raise UserError(
-                    f"store.options.dsn: cannot reach PostgreSQL at {where} ({first_line(exc)}): "
-                    "correct the dsn, or start the server"
-                ) from None
-            raise StoreError(f"cannot reach PostgreSQL at {where}: {first_line(exc)}") from None
+        return pg.connect(self.options, first_contact)
 
     @property
-    def pool(self) -> ConnectionPool:
+    def pool(self) -> ConnectionPool[Any]:
         with self._pool_lock:
-            return self._make_pool()
-
-    def _make_pool(self) -> ConnectionPool:
-        if self._pool is None:
-            self._pool = ConnectionPool(
-                self.options.dsn,
-                min_size=1,
-                max_size=self.options.pool_max,
-                kwargs={
-                    "autocommit": True,
-                    "prepare_threshold": 0,
-                    "cursor_factory": psycopg.RawCursor,  # $n parameters, as asyncpg's
-                },
-                configure=self._configure,
-                timeout=self.options.connect_timeout_s,
-                open=True,
-            )
-        return self._pool
-
-    def _configure(self, conn: psycopg.Connection) -> None:
-        conn.isolation_level = ISOLATION[self.options.isolation]
+            if self._pool is None:
+                self._pool = pg.blocking_pool(self.options)
+            return self._pool
 
     def create_schema(self, db: BGDatabaseConfig) -> None:
         with self._connect(first_contact=True) as conn:
@@ -360,9 +262,7 @@ class PostgresBinding:
         await self._loop_pools.aclose()
 
     def describe(self) -> str:
-        with self._connect() as conn:
-            version = conn.execute("SHOW server_version").fetchone()[0]
-        return f"PostgreSQL {version} ({self.options.isolation})"
+        return pg.describe(self.options)
 
     def counters(self) -> dict[str, int]:
         return {}
@@ -375,11 +275,11 @@ class PostgresBinding:
         self._loop_pools.clear()  # a loop's pool is closed by aclose() on that loop
 
 
-def _members(rows: list, n: int) -> list[MemberRow]:
+def _members(rows: list[Any], n: int) -> list[MemberRow]:
     return [MemberRow(r[0], list(r[1 : n + 1]), r[n + 1]) for r in rows]
 
 
-def _profile(row: tuple | None, requester: int, member: int, n: int) -> Profile:
+def _profile(row: tuple[Any, ...] | None, requester: int, member: int, n: int) -> Profile:
     if row is None:
         raise StoreError(f"member {member} not found")
     pending = row[n + 3] if requester == member else None
@@ -462,7 +362,7 @@ class PostgresConnection:
     def view_friend_requests(self, member: int) -> list[MemberRow]:
         return _members(self.conn.execute(self.sql.requests, (member,)).fetchall(), self.n)
 
-    def _change(self, sql: str, args: tuple, what: str) -> None:
+    def _change(self, sql: str, args: tuple[Any, ...], what: str) -> None:
         if self.conn.execute(sql, args).rowcount != 1:
             raise StoreError(f"{what}: no matching row")
 

@@ -22,16 +22,13 @@ over one httpx.AsyncClient per loop (AsyncRiak), sending the requests the blocki
 RiakConnection sends; loading, schema and read-back use the blocking client (Riak).
 """
 
-import asyncio
 import base64
-import contextlib
-import json
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Any, ClassVar
 
-import httpcore
-import httpx
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel
 
+from bgbench.drivers.riak import AsyncRiak, PerLoop, Riak
+from bgbench.drivers.riak_options import RiakOptions
 from bgbench.errors import StoreError
 from bgbench.workloads.bg.config import BGDatabaseConfig
 from bgbench.workloads.bg.generator import CONFIRMED, PENDING, Fragment
@@ -44,263 +41,7 @@ from bgbench.workloads.bg.store import (
     ResourceRow,
 )
 
-QUORUM_WORDS = ("one", "quorum", "all", "default")
-
-
-def _quorum(value: object) -> int | str:
-    """A Riak quorum value: a replica count or one of its words."""
-    text = str(value).strip().lower()
-    if text.isdigit():
-        return int(text)
-    if text in QUORUM_WORDS:
-        return text
-    raise ValueError(f"{value!r} is not a quorum value: use a count or one, quorum, all, default")
-
-
-Quorum = Annotated[int | str, BeforeValidator(_quorum)]
-PRESETS: dict[str, dict[str, Any]] = {
-    "quorum": {"r": "quorum", "w": "quorum", "pr": "quorum", "pw": "quorum",
-               "notfound_ok": False},
-    "noquorum": {"r": 1, "w": 1, "pr": 0, "pw": 0, "notfound_ok": True},
-}  # fmt: skip
-
-
-class RiakOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    url: str = "http://127.0.0.1:8098"
-    bucket_type: str = Field("default", pattern=r"^[A-Za-z0-9_-]+$")
-    bucket_prefix: str = Field("bg_", pattern=r"^[A-Za-z0-9_-]{0,40}$")
-    server_name: str = Field("Riak KV", description="what the server is")
-    n_val: Annotated[int, Field(ge=1)] = 3
-    consistency: Literal["quorum", "noquorum"] = "quorum"
-    r: Quorum | None = None
-    w: Quorum | None = None
-    pr: Quorum | None = None
-    pw: Quorum | None = None
-    dw: Quorum | None = None
-    notfound_ok: bool | None = None
-    basic_quorum: bool | None = None
-    pool_max: Annotated[int, Field(ge=1)] = 256
-    timeout_s: Annotated[float, Field(gt=0)] = 10.0
-
-    def read_params(self) -> dict[str, str]:
-        return self._params(("r", "pr", "notfound_ok", "basic_quorum"))
-
-    def write_params(self) -> dict[str, str]:
-        return self._params(("w", "dw", "pw"))
-
-    def _params(self, names: tuple[str, ...]) -> dict[str, str]:
-        preset = PRESETS[self.consistency]
-        out = {}
-        for name in names:
-            value = getattr(self, name)
-            value = preset.get(name) if value is None else value
-            if value is not None:
-                out[name] = str(value).lower()
-        return out
-
-
-class Riak:
-    """The HTTP calls the binding makes, and nothing else."""
-
-    def __init__(self, options: RiakOptions) -> None:
-        self.o = options
-        self.http = httpx.Client(
-            base_url=options.url.rstrip("/"),
-            timeout=options.timeout_s,
-            limits=httpx.Limits(max_connections=options.pool_max),
-        )
-        self.reads, self.writes = options.read_params(), options.write_params()
-
-    def _path(self, bucket: str, key: str = "") -> str:
-        base = f"/types/{self.o.bucket_type}/buckets/{self.o.bucket_prefix}{bucket}"
-        return f"{base}/keys/{key}" if key else base
-
-    def _send(self, method: str, path: str, **kw: Any) -> httpx.Response:
-        try:
-            return self.http.request(method, path, **kw)
-        except httpx.HTTPError as exc:
-            raise StoreError(f"Riak at {self.o.url}: {type(exc).__name__}: {exc}") from None
-
-    def ping(self) -> None:
-        r = self._send("GET", "/ping")
-        if r.status_code != 200:
-            raise StoreError(f"Riak at {self.o.url} answered /ping with {r.status_code}")
-
-    def set_props(self, bucket: str, props: dict) -> None:
-        r = self._send("PUT", self._path(bucket) + "/props", json={"props": props})
-        if r.status_code not in (200, 204):
-            raise StoreError(f"Riak bucket {bucket} props: {r.status_code} {r.text[:200]}")
-
-    def get(self, bucket: str, key: str) -> tuple[Any, str | None]:
-        """The JSON value and its vector clock; (None, None) when not found."""
-        r = self._send("GET", self._path(bucket, key), params=self.reads)
-        if r.status_code == 404:
-            return None, None
-        if r.status_code != 200:
-            raise StoreError(f"Riak GET {bucket}/{key}: {r.status_code} {r.text[:200]}")
-        return r.json(), r.headers.get("x-riak-vclock")
-
-    def put(self, bucket: str, key: str, value: Any, vclock: str | None = None) -> None:
-        headers = {"content-type": "application/json"}
-        if vclock:
-            headers["x-riak-vclock"] = vclock
-        r = self._send(
-            "PUT", self._path(bucket, key), params=self.writes, headers=headers,
-            content=json.dumps(value, separators=(",", ":")),
-        )  # fmt: skip
-        if r.status_code not in (200, 204):
-            raise StoreError(f"Riak PUT {bucket}/{key}: {r.status_code} {r.text[:200]}")
-
-    def close(self) -> None:
-        self.http.close()
-
-
 BUCKETS = ("member", "card", "wall", "comments")
-JSON_TYPE = {"content-type": "application/json"}
-KEEPALIVE_S = 5.0  # how long an idle connection is kept: httpx's default
-HTTPCORE_ERRORS = (
-    httpcore.TimeoutException, httpcore.NetworkError, httpcore.ProtocolError,
-    httpcore.ProxyError, httpcore.UnsupportedProtocol, httpcore.ConnectionNotAvailable,
-)  # fmt: skip
-
-
-def _as_httpx(exc: Exception) -> httpx.TransportError:
-    """httpcore's error as the httpx error of the same name, as httpx's own transport maps it."""
-    for cls in type(exc).__mro__:
-        mapped = getattr(httpx, cls.__name__, None)
-        if isinstance(mapped, type) and issubclass(mapped, httpx.TransportError):
-            return mapped(str(exc))
-    return httpx.TransportError(str(exc))
-
-
-class LoopConnections(httpx.AsyncBaseTransport):
-    """The transport of one loop's httpx.AsyncClient: at most `limit` keep-alive HTTP/1.1
-    connections to Riak, the idle ones on a stack.
-
-    httpx's default pool (httpcore 1.0's) offers the same idle connection to every request
-    queued at one moment; all but one then retry, each pass scanning every connection and
-    request: with 16 tasks on a loop, 2.5-3x the client CPU of a call made here. Here a
-    request takes the most recently used idle connection, or opens one while fewer than
-    `limit` are open, or waits up to the pool timeout as httpx's pool does. Keep-alive
-    expiry and dropped-connection checks are httpcore's own (has_expired)."""
-
-    def __init__(self, url: httpx.URL, limit: int) -> None:
-        https = url.scheme == "https"
-        self.origin = httpcore.Origin(
-            url.raw_scheme, url.raw_host, url.port or (443 if https else 80)
-        )
-        self.ssl_context = httpx.create_ssl_context() if https else None
-        self.slots = asyncio.Semaphore(limit)  # requests under way, so at most `limit` open
-        self.idle: list[httpcore.AsyncHTTPConnection] = []
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        if self.slots.locked():
-            timeout = request.extensions.get("timeout", {}).get("pool")
-            try:
-                await asyncio.wait_for(self.slots.acquire(), timeout)
-            except TimeoutError:
-                raise httpx.PoolTimeout(f"no connection free within {timeout} s") from None
-        else:
-            await self.slots.acquire()  # returns at once
-        try:
-            conn = await self._connection()
-            try:
-                response = await conn.handle_async_request(
-                    httpcore.Request(
-                        request.method,
-                        httpcore.URL(
-                            scheme=request.url.raw_scheme, host=request.url.raw_host,
-                            port=request.url.port, target=request.url.raw_path,
-                        ),
-                        headers=request.headers.raw, content=request.stream,
-                        extensions=request.extensions,
-                    )
-                )  # fmt: skip
-                body = await response.aread()
-                await response.aclose()
-            except BaseException as exc:
-                await self._discard(conn)  # in an unknown state
-                if isinstance(exc, HTTPCORE_ERRORS):
-                    raise _as_httpx(exc) from exc
-                raise
-            if conn.is_available():
-                self.idle.append(conn)
-            else:  # the server closed it
-                await self._discard(conn)
-        finally:
-            self.slots.release()
-        return httpx.Response(
-            response.status, headers=response.headers, stream=httpx.ByteStream(body),
-            extensions=response.extensions,
-        )  # fmt: skip
-
-    async def _connection(self) -> httpcore.AsyncHTTPConnection:
-        idle = self.idle
-        while idle:
-            conn = idle.pop()
-            if not conn.has_expired():  # past its keep-alive, or closed by the server
-                return conn
-            await self._discard(conn)
-        return httpcore.AsyncHTTPConnection(
-            self.origin, ssl_context=self.ssl_context, keepalive_expiry=KEEPALIVE_S
-        )
-
-    @staticmethod
-    async def _discard(conn: httpcore.AsyncHTTPConnection) -> None:
-        with contextlib.suppress(Exception):  # a broken one may fail to close: dropped anyway
-            await conn.aclose()
-
-    async def aclose(self) -> None:
-        idle, self.idle = self.idle, []
-        for conn in idle:
-            await self._discard(conn)
-
-
-class AsyncRiak:
-    """Riak's GET and PUT of a key on one event loop: the same requests, with each bucket's
-    key path and the quorum query strings built once rather than per call. Its pool's
-    limit is pool_max connections, as the blocking client's."""
-
-    def __init__(self, options: RiakOptions) -> None:
-        self.url = options.url
-        self.pool = LoopConnections(httpx.URL(options.url), options.pool_max)
-        self.http = httpx.AsyncClient(
-            base_url=options.url.rstrip("/"), timeout=options.timeout_s, transport=self.pool
-        )
-        base = f"/types/{options.bucket_type}/buckets/{options.bucket_prefix}"
-        self.keys = {bucket: f"{base}{bucket}/keys/" for bucket in BUCKETS}
-        reads, writes = options.read_params(), options.write_params()
-        self.read_query = f"?{httpx.QueryParams(reads)}" if reads else ""
-        self.write_query = f"?{httpx.QueryParams(writes)}" if writes else ""
-
-    async def _send(self, method: str, url: str, **kw: Any) -> httpx.Response:
-        try:
-            return await self.http.request(method, url, **kw)
-        except httpx.HTTPError as exc:
-            raise StoreError(f"Riak at {self.url}: {type(exc).__name__}: {exc}") from None
-
-    async def get(self, bucket: str, key: str) -> tuple[Any, str | None]:
-        """The JSON value and its vector clock; (None, None) when not found."""
-        r = await self._send("GET", f"{self.keys[bucket]}{key}{self.read_query}")
-        if r.status_code == 404:
-            return None, None
-        if r.status_code != 200:
-            raise StoreError(f"Riak GET {bucket}/{key}: {r.status_code} {r.text[:200]}")
-        return json.loads(r.content), r.headers.get("x-riak-vclock")
-
-    async def put(self, bucket: str, key: str, value: Any, vclock: str | None = None) -> None:
-        headers = {**JSON_TYPE, "x-riak-vclock": vclock} if vclock else JSON_TYPE
-        r = await self._send(
-            "PUT", f"{self.keys[bucket]}{key}{self.write_query}", headers=headers,
-            content=json.dumps(value, separators=(",", ":")),
-        )  # fmt: skip
-        if r.status_code not in (200, 204):
-            raise StoreError(f"Riak PUT {bucket}/{key}: {r.status_code} {r.text[:200]}")
-
-    async def aclose(self) -> None:
-        await self.http.aclose()
 
 
 def _b64(data: bytes | None) -> str | None:
@@ -325,12 +66,10 @@ class RiakBinding:
         self.riak = Riak(options)
         self.ready = False
         # an httpx.AsyncClient's connections belong to the loop they were opened on
-        self.loop_riaks: dict[asyncio.AbstractEventLoop, AsyncRiak] = {}
+        self.loop_riaks = PerLoop(lambda: AsyncRiak(options, BUCKETS))
 
     def create_schema(self, db: BGDatabaseConfig) -> None:
-        self.riak.ping()
-        for bucket in BUCKETS:
-            self.riak.set_props(bucket, {"n_val": self.options.n_val, "allow_mult": False})
+        self.riak.make_buckets(BUCKETS)
         self.ready = True
 
     def use_schema(self, db: BGDatabaseConfig) -> None:
@@ -339,7 +78,7 @@ class RiakBinding:
 
     def load_fragment(self, fragment: Fragment) -> None:
         members = fragment.members.tolist()
-        docs = {
+        docs: dict[int, dict[str, Any]] = {
             m: {"attrs": fragment.attributes(m), "pic": _b64(fragment.profile_image),
                 "resources": 0, "friends": [], "pending": []}
             for m in members
@@ -354,7 +93,9 @@ class RiakBinding:
                 docs[invitee]["friends"].append(inviter)
             elif status == PENDING:
                 docs[invitee]["pending"].append(inviter)
-        comments: dict[int, dict[str, list]] = {r: {} for r in fragment.resources[:, 0].tolist()}
+        comments: dict[int, dict[str, list[Any]]] = {
+            r: {} for r in fragment.resources[:, 0].tolist()
+        }
         for rid, mid, who, text in fragment.comments():
             comments[rid][str(mid)] = [who, text]
         tpic = _b64(fragment.thumbnail)
@@ -392,22 +133,15 @@ class RiakBinding:
     async def connect_async(self) -> "RiakAsyncConnection":
         if not self.ready:
             raise StoreError("create_schema or use_schema must run before connect")
-        loop = asyncio.get_running_loop()
-        riak = self.loop_riaks.get(loop)
-        if riak is None:
-            riak = self.loop_riaks[loop] = AsyncRiak(self.options)
-        return RiakAsyncConnection(riak)
+        return RiakAsyncConnection(self.loop_riaks.get_or_make())
 
     async def aclose(self) -> None:
-        riak = self.loop_riaks.pop(asyncio.get_running_loop(), None)
+        riak = self.loop_riaks.pop()
         if riak is not None:
             await riak.aclose()
 
     def describe(self) -> str:
-        o = self.options
-        quorum = {**o.read_params(), **o.write_params()}
-        settings = ", ".join(f"{k}={v}" for k, v in quorum.items())
-        return f"{o.server_name} at {o.url} (n_val {o.n_val}, {o.consistency}: {settings})"
+        return self.options.describe()
 
     def counters(self) -> dict[str, int]:
         return {}
@@ -418,7 +152,7 @@ class RiakBinding:
 
 
 def edit_lists(
-    doc: dict, what: str, remove: tuple[str, int] | None, add: tuple[str, int] | None
+    doc: dict[str, Any], what: str, remove: tuple[str, int] | None, add: tuple[str, int] | None
 ) -> None:
     """Take a member out of one of a member document's lists (it must be there) and/or
     put one into a list (once)."""
@@ -435,7 +169,7 @@ class RiakConnection:
     def __init__(self, riak: Riak) -> None:
         self.riak = riak
 
-    def _member(self, m: int) -> tuple[dict, str | None]:
+    def _member(self, m: int) -> tuple[dict[str, Any], str | None]:
         doc, vclock = self.riak.get("member", str(m))
         if doc is None:
             raise StoreError(f"member {m} not found")
@@ -526,7 +260,7 @@ class RiakAsyncConnection:
     def __init__(self, riak: AsyncRiak) -> None:
         self.riak = riak
 
-    async def _member(self, m: int) -> tuple[dict, str | None]:
+    async def _member(self, m: int) -> tuple[dict[str, Any], str | None]:
         doc, vclock = await self.riak.get("member", str(m))
         if doc is None:
             raise StoreError(f"member {m} not found")

@@ -6,16 +6,14 @@ BG's picture of the fragment and the store disagree, which the run must show.
 Schema changes and loads take a file lock beside the database, one process at a time.
 """
 
-import fcntl
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, ClassVar
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
+from bgbench.drivers import sqlite as lite
 from bgbench.errors import StoreError, UserError
 from bgbench.workloads.bg.config import BGDatabaseConfig
 from bgbench.workloads.bg.generator import CONFIRMED, PENDING, Fragment
@@ -27,22 +25,8 @@ from bgbench.workloads.bg.store import (
     Profile,
     ResourceRow,
 )
+from bgbench.workloads.bg.stores.options import SQLiteOptions
 from bgbench.workloads.loading import ROWS_PER_BEAT, beating
-
-LOCK_POLL_S = 0.05  # how often a process waiting for the write lock tries again
-
-
-def _no_beat() -> None:
-    pass
-
-
-class SQLiteOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    path: str = Field("bgbench-data/bg.sqlite", description="database file, shared by agents")
-    busy_timeout_ms: Annotated[int, Field(ge=0)] = 30_000
-    synchronous: str = Field("NORMAL", pattern="^(OFF|NORMAL|FULL|EXTRA)$")
-    cache_size_kb: Annotated[int, Field(ge=128)] = 65_536
 
 
 def schema_sql(attrcount: int) -> str:
@@ -85,60 +69,11 @@ class SQLiteBinding:
         self.attrcount: int | None = None
 
     def _open(self) -> sqlite3.Connection:
-        # The file's own directory is made (the default is relative); a deeper missing
-        # path is more likely a typo than a wish.
-        self.path.parent.mkdir(exist_ok=True)
-        conn = sqlite3.connect(
-            self.path, isolation_level=None, timeout=self.options.busy_timeout_ms / 1000
-        )
-        conn.execute(f"PRAGMA busy_timeout={self.options.busy_timeout_ms}")
-        conn.execute(f"PRAGMA synchronous={self.options.synchronous}")
-        conn.execute(f"PRAGMA cache_size=-{self.options.cache_size_kb}")
-        return conn
+        return lite.open_database(self.options, f"synchronous={self.options.synchronous}")
 
     def _first_open(self) -> sqlite3.Connection:
         """The first contact: a path that cannot hold a database is the user's to fix."""
-        conn = None
-        try:
-            conn = self._open()
-            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-            return conn
-        except NotADirectoryError:
-            raise self._bad_path(f"{self.path.parent} is not a directory") from None
-        except FileExistsError:  # mkdir where a file is
-            raise self._bad_path(f"{self.path.parent} is not a directory") from None
-        except OSError as exc:
-            what = f"{exc.strerror}: {exc.filename}" if exc.filename else str(exc)
-            raise self._bad_path(what) from None
-        except sqlite3.DatabaseError as exc:
-            if conn is not None:
-                conn.close()
-            if getattr(exc, "sqlite_errorname", "").startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
-                raise  # another process holds it: not the path's fault
-            raise self._bad_path(str(exc)) from None
-
-    def _bad_path(self, reason: str) -> UserError:
-        return UserError(
-            f"store.options.path: cannot use {self.path} as a SQLite database ({reason}): "
-            "point it at a database file, or a new one, in an existing writable directory"
-        )
-
-    @contextmanager
-    def _exclusive(self, waiting: Callable[[], None] = _no_beat) -> Iterator[None]:
-        """One process at a time. SQLite has one writer, and a statement that reads before it
-        writes (a journal-mode switch, PRAGMA optimize) fails at once, busy timeout or not,
-        when another connection wrote meanwhile. `waiting` is called while another process
-        holds the lock (a load waiting its turn is alive, not hung)."""
-        lock = self.path.with_name(self.path.name + ".lock")
-        with open(lock, "a") as f:
-            while True:  # released when the file closes, or the process dies
-                try:
-                    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    waiting()
-                    time.sleep(LOCK_POLL_S)
-            yield
+        return lite.first_open(self.options, f"synchronous={self.options.synchronous}")
 
     def _check_columns(self, conn: sqlite3.Connection, db: BGDatabaseConfig) -> None:
         columns = [row[1] for row in conn.execute("PRAGMA table_info(users)")]
@@ -171,7 +106,7 @@ class SQLiteBinding:
         self.attrcount = db.attrcount
 
     def _make_schema(self, conn: sqlite3.Connection, db: BGDatabaseConfig) -> None:
-        with self._exclusive():
+        with lite.exclusive(self.path):
             conn.execute("PRAGMA journal_mode=WAL")
             conn.executescript(schema_sql(db.attrcount))
 
@@ -183,7 +118,7 @@ class SQLiteBinding:
         users = [(m, *fragment.attributes(m), pic, thumb) for m in members]
         now = time.time_ns()
         comments = [(rid, mid, who, now, text) for rid, mid, who, text in fragment.comments()]
-        with self._exclusive(fragment.progress):
+        with lite.exclusive(self.path, fragment.progress):
             conn = self._open()
             try:
                 conn.execute("BEGIN IMMEDIATE")
@@ -260,7 +195,7 @@ class SQLiteBinding:
         return SQLiteConnection(self._open(), self.attrcount)
 
     def describe(self) -> str:
-        return f"SQLite {sqlite3.sqlite_version} (file {self.path})"
+        return lite.describe(self.options)
 
     def counters(self) -> dict[str, int]:
         return {}
@@ -286,7 +221,7 @@ class SQLiteConnection:
             f"ON u.userid = f.inviterid WHERE f.inviteeid = ? AND f.status = {PENDING}"
         )
 
-    def _member_rows(self, rows: list[tuple]) -> list[MemberRow]:
+    def _member_rows(self, rows: list[tuple[Any, ...]]) -> list[MemberRow]:
         n = self.n
         return [MemberRow(r[0], list(r[1 : n + 1]), r[n + 1]) for r in rows]
 
@@ -316,7 +251,7 @@ class SQLiteConnection:
     def view_friend_requests(self, member: int) -> list[MemberRow]:
         return self._member_rows(self.conn.execute(self._requests_sql, (member,)).fetchall())
 
-    def _change(self, sql: str, args: tuple, what: str) -> None:
+    def _change(self, sql: str, args: tuple[Any, ...], what: str) -> None:
         if self.conn.execute(sql, args).rowcount != 1:
             raise StoreError(f"{what}: no matching row")
 

@@ -44,37 +44,21 @@ and read-back use the blocking session.
 import asyncio
 import time
 from collections.abc import Callable, Iterable
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Any, ClassVar
 
-from cassandra import ConsistencyLevel, DriverException
-from cassandra.cluster import (
-    EXEC_PROFILE_DEFAULT,
-    Cluster,
-    ExecutionProfile,
-    NoHostAvailable,
-    Session,
-)
+from cassandra.cluster import Session
 from cassandra.concurrent import execute_concurrent
-from cassandra.policies import (
-    DCAwareRoundRobinPolicy,
-    RoundRobinPolicy,
-    TokenAwarePolicy,
-    WhiteListRoundRobinPolicy,
-)
-from cassandra.query import BatchStatement, BatchType, PreparedStatement, tuple_factory
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from cassandra.policies import RoundRobinPolicy
+from cassandra.query import BatchStatement, BatchType, PreparedStatement
+from pydantic import BaseModel
 
+from bgbench.drivers.cassandra import DRIVER_ERRORS, Cassandra, DriverCallbacks, level
 from bgbench.errors import StoreError
 from bgbench.workloads.ehr.config import EHRDatabaseConfig
 from bgbench.workloads.ehr.store import Concurrency, FragmentRows, LabResult
-from bgbench.workloads.futures import DriverCallbacks
+from bgbench.workloads.ehr.stores.options import CassandraEHROptions
 from bgbench.workloads.loading import beating
 
-Level = Literal["ONE", "TWO", "THREE", "QUORUM", "LOCAL_QUORUM", "EACH_QUORUM", "ALL", "LOCAL_ONE"]
-PRESETS: dict[str, tuple[Level, Level]] = {  # (read, write)
-    "strong": ("LOCAL_QUORUM", "EACH_QUORUM"),
-    "eventual": ("ONE", "ONE"),
-}
 Call = tuple[Any, tuple[Any, ...]]  # a statement and its arguments, for execute_concurrent
 LOAD_BATCH = 64  # statements per loading batch: below the server's batch size limits
 LOAD_ATTEMPTS = 4
@@ -90,98 +74,13 @@ TABLES = (
 )
 
 
-class CassandraEHROptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    hosts: list[str] = Field(["127.0.0.1"], description="contact points, or one comma list")
-    port: Annotated[int, Field(ge=1, le=65535)] = 9042
-    keyspace: str = Field("bgbench_ehr", pattern=r"^[A-Za-z][A-Za-z0-9_]{0,47}$")
-    replication_factor: Annotated[int, Field(ge=1)] = 1
-    datacenters: dict[str, Annotated[int, Field(ge=1)]] | None = Field(
-        None, description="replicas per data centre (NetworkTopologyStrategy), as a map or "
-        "dc1:1,dc2:1; replaces replication_factor",
-    )  # fmt: skip
-    consistency: Literal["strong", "eventual"] = Field(
-        "strong", description="strong (EACH_QUORUM / LOCAL_QUORUM) or eventual (ONE / ONE)"
-    )
-    coordinators: Literal["local_dc", "every_dc"] = Field(
-        "local_dc", description="local_dc: nodes of the first contact point's data centre "
-        "coordinate (the paper's clients); every_dc: every node, round robin",
-    )  # fmt: skip
-    read_consistency: Level | None = Field(None, description="default: the preset's")
-    write_consistency: Level | None = Field(None, description="default: the preset's")
-    load_concurrency: Annotated[int, Field(ge=1, le=2048)] = 128
-    timeout_s: Annotated[float, Field(gt=0)] = 10.0
-
-    @field_validator("hosts", mode="before")
-    @classmethod
-    def _split(cls, value: object) -> object:
-        return (
-            [h.strip() for h in value.split(",") if h.strip()] if isinstance(value, str) else value
-        )
-
-    @field_validator("keyspace")
-    @classmethod
-    def _fold(cls, value: str) -> str:
-        return value.lower()  # as CQL folds an unquoted name
-
-    @field_validator("datacenters", mode="before")
-    @classmethod
-    def _pairs(cls, value: object) -> object:
-        """Also "dc1:1,dc2:1,dc3:1", as one -p value."""
-        if not isinstance(value, str):
-            return value
-        pairs = [p.partition(":") for p in value.split(",") if p.strip()]
-        if any(not sep or not n.strip().isdigit() for _, sep, n in pairs):
-            raise ValueError(f"{value!r}: write replicas per data centre as dc1:1,dc2:1")
-        return {dc.strip(): int(n) for dc, _, n in pairs}
-
-    @field_validator("datacenters")
-    @classmethod
-    def _names(cls, value: dict[str, int] | None) -> dict[str, int] | None:
-        if value is not None:
-            if not value:
-                raise ValueError("name at least one data centre, or leave datacenters out")
-            for name in value:
-                if not name.replace("_", "").replace("-", "").isalnum():
-                    raise ValueError(f"data centre name {name!r}: letters, digits, - and _ only")
-        return value
-
-    @model_validator(mode="after")
-    def _levels(self) -> "CassandraEHROptions":
-        if self.levels()[0] == "EACH_QUORUM":
-            raise ValueError("EACH_QUORUM is for writes only: use QUORUM or LOCAL_QUORUM for reads")
-        return self
-
-    def levels(self) -> tuple[Level, Level]:
-        """The read and write consistency levels: the preset's, each overridden when set."""
-        read, write = PRESETS[self.consistency]
-        return self.read_consistency or read, self.write_consistency or write
-
-    def replication(self) -> dict[str, str]:
-        """The keyspace's replication map, as system_schema.keyspaces holds it."""
-        if self.datacenters is None:
-            return {
-                "class": "org.apache.cassandra.locator.SimpleStrategy",
-                "replication_factor": str(self.replication_factor),
-            }
-        return {
-            "class": "org.apache.cassandra.locator.NetworkTopologyStrategy",
-            **{dc: str(n) for dc, n in self.datacenters.items()},
-        }
-
-
-def _level(name: str) -> int:
-    return int(getattr(ConsistencyLevel, name))
-
-
 class Statements:
     """Every statement, prepared once per load process, with its consistency level."""
 
     def __init__(self, session: Session, options: CassandraEHROptions) -> None:
         ks = options.keyspace
         read_name, write_name = options.levels()
-        read, self.write_level = _level(read_name), _level(write_name)
+        read, self.write_level = level(read_name), level(write_name)
 
         def prep(cql: str, level: int) -> PreparedStatement:
             statement = session.prepare(cql.format(ks=ks))
@@ -231,80 +130,40 @@ class CassandraEHRBinding:
 
     def __init__(self, options: CassandraEHROptions) -> None:
         self.options = options
-        self.cluster = self._cluster(
-            TokenAwarePolicy(DCAwareRoundRobinPolicy())
-            if options.coordinators == "local_dc"
-            else RoundRobinPolicy()
-        )
-        self._session: Session | None = None
+        # local_dc: the first contact point's data centre coordinates (the paper's clients)
+        policy = None if options.coordinators == "local_dc" else RoundRobinPolicy()
+        self.cassandra = Cassandra(options, options.levels()[0], policy)
+        self.cluster = self.cassandra.cluster
         self.statements: Statements | None = None
 
-    def _cluster(self, policy: object) -> Cluster:
-        # Plain tuples: the default named_tuple_factory builds a class for every answer.
-        profile = ExecutionProfile(
-            load_balancing_policy=policy,
-            consistency_level=_level(self.options.levels()[0]),
-            request_timeout=self.options.timeout_s,
-            row_factory=tuple_factory,
-        )
-        return Cluster(
-            self.options.hosts, port=self.options.port, protocol_version=5,
-            execution_profiles={EXEC_PROFILE_DEFAULT: profile},
-            connect_timeout=self.options.timeout_s,
-            control_connection_timeout=self.options.timeout_s,
-        )  # fmt: skip
-
     def _where(self) -> str:
-        return f"{','.join(self.options.hosts)}:{self.options.port}"
+        return self.cassandra.where()
 
     @property
     def session(self) -> Session:
-        if self._session is None:
-            try:
-                self._session = self.cluster.connect()
-            except (DriverException, NoHostAvailable) as exc:
-                raise StoreError(f"cannot reach Cassandra at {self._where()}: {exc}") from None
-        return self._session
+        return self.cassandra.session
 
     # -- schema and load -------------------------------------------------------------------
     def create_schema(self, db: EHRDatabaseConfig) -> None:
         """Patients beyond `db.patients` left by a larger database stay: a result's key is
         unique within its patient's partition only, and no READ or WRITE reaches them."""
-        # DDL goes to the first contact point only: Cassandra 5.0 can create one table twice
-        # with different ids when two coordinators race.
-        ddl = self._cluster(WhiteListRoundRobinPolicy(self.options.hosts[:1]))
-        ks, want = self.options.keyspace, self.options.replication()
-        replication = ", ".join(f"'{k}': '{v}'" for k, v in want.items())
+        ks = self.options.keyspace
         try:
-            session = ddl.connect()
-            session.execute(
-                f"CREATE KEYSPACE IF NOT EXISTS {ks} WITH replication = {{{replication}}}"
-            )
+            self.cassandra.ensure_keyspace(self.options.replication())
             for table in TABLES:
-                session.execute(table.format(ks=ks))
-            have = dict(
-                session.execute(
-                    "SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = %s",
-                    (ks,),
-                ).one()[0]
-            )
-        except (DriverException, NoHostAvailable) as exc:
+                self.cassandra.ddl.execute(table.format(ks=ks))
+        except DRIVER_ERRORS as exc:
             raise StoreError(
                 f"cannot create the EHR schema in Cassandra at {self._where()}: {exc}"
             ) from None
         finally:
-            ddl.shutdown()
-        if have != want:
-            raise StoreError(
-                f"keyspace {ks} has replication {have}, the options ask for {want}: "
-                "drop it or name another keyspace"
-            )
+            self.cassandra.close_ddl()
         self.use_schema(db)
 
     def use_schema(self, db: EHRDatabaseConfig) -> None:
         try:
             self.statements = Statements(self.session, self.options)
-        except (DriverException, NoHostAvailable) as exc:
+        except DRIVER_ERRORS as exc:
             raise StoreError(
                 f"cannot prepare the EHR statements in Cassandra at {self._where()}: {exc}"
             ) from None
@@ -404,8 +263,7 @@ class CassandraEHRBinding:
         pass  # nothing is bound to a loop but the futures of calls, done by now
 
     def describe(self) -> str:
-        version = self.session.execute("SELECT release_version FROM system.local").one()[0]
-        nodes = len(self.cluster.metadata.all_hosts())
+        version, nodes = self.cassandra.release_version(), self.cassandra.nodes()
         o = self.options
         read, write = o.levels()
         if o.datacenters is None:
@@ -413,16 +271,13 @@ class CassandraEHRBinding:
         else:
             replicas = "RF " + ", ".join(f"{dc} {n}" for dc, n in o.datacenters.items())
         spread = ", every node coordinates" * (o.coordinators == "every_dc")
-        return (
-            f"Cassandra {version} ({nodes} node{'s' * (nodes != 1)}, {replicas}, "
-            f"reads {read}, writes {write}{spread})"
-        )
+        return f"Cassandra {version} ({nodes}, {replicas}, reads {read}, writes {write}{spread})"
 
     def counters(self) -> dict[str, int]:
         return {}
 
     def close(self) -> None:
-        self.cluster.shutdown()
+        self.cassandra.shutdown()
 
 
 class CassandraEHRConnection(DriverCallbacks):

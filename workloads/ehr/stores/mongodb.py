@@ -27,79 +27,29 @@ schema, loading, read-back and describe use the blocking MongoClient. Results na
 server (`server_name`): MongoDB-wire servers such as SecantusDB report a MongoDB version.
 """
 
-import asyncio
 from collections.abc import Callable
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 import pymongo
-from pydantic import BaseModel, ConfigDict, Field
-from pymongo import AsyncMongoClient, WriteConcern
+from pydantic import BaseModel
 from pymongo.asynchronous.collection import AsyncCollection
-from pymongo.errors import PyMongoError
 
+from bgbench.drivers import mongodb as mongo
+from bgbench.drivers.mongodb import PerLoop, PyMongoError
 from bgbench.errors import StoreError
-from bgbench.workloads.bg.stores.mongodb import READ_PREFERENCES
 from bgbench.workloads.ehr.config import EHRDatabaseConfig
 from bgbench.workloads.ehr.store import Concurrency, FragmentRows, LabResult
-from bgbench.workloads.mongouri import MongoURI, brief, where
+from bgbench.workloads.ehr.stores.options import MongoEHROptions
 
-ReadPreferenceName = Literal[
-    "primary", "primaryPreferred", "secondary", "secondaryPreferred", "nearest"
-]
-PRESETS: dict[str, tuple[str | int, bool, ReadPreferenceName]] = {
-    "strong": (1, False, "primaryPreferred"),
-    "majority": ("majority", True, "primary"),
-    "eventual": (1, False, "nearest"),
-}
 Document = dict[str, Any]
 IDS_PER_BEAT = 1000
 NEWEST_FIRST = {"effective_ms": -1, "_id": -1}
 RECENT_INDEX = [("patient", 1), ("effective_ms", -1), ("_id", -1)]
 
 
-class MongoEHROptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    uri: MongoURI = "mongodb://127.0.0.1:27017"
-    database: str = "bgbench_ehr"
-    server_name: str = Field(
-        "MongoDB", description="what the server is (SecantusDB, FerretDB 1.24, MongoDB 7.0...)"
-    )
-    consistency: Literal["strong", "majority", "eventual"] = Field(
-        "strong", description="strong (the paper's Table 1), majority, or eventual"
-    )
-    write_concern: str | int | None = Field(
-        None, description='w: 0, 1, 2, ... or "majority" (default: the preset\'s)'
-    )
-    journal: bool | None = Field(None, description="j (default: the preset's)")
-    read_preference: ReadPreferenceName | None = Field(None, description="default: the preset's")
-    timeout_ms: Annotated[int, Field(ge=100)] = 10_000
-    pool_max: Annotated[int, Field(ge=1)] = 512
-
-    def settings(self) -> tuple[str | int, bool, ReadPreferenceName]:
-        """w, j and the read preference: the preset's, each overridden when set."""
-        w, j, read = PRESETS[self.consistency]
-        return (
-            w if self.write_concern is None else self.write_concern,
-            j if self.journal is None else self.journal,
-            read if self.read_preference is None else self.read_preference,
-        )
-
-
-def _client_options(o: MongoEHROptions) -> dict[str, Any]:
-    return {
-        "serverSelectionTimeoutMS": o.timeout_ms,
-        "socketTimeoutMS": o.timeout_ms,
-        "maxPoolSize": o.pool_max,
-    }
-
-
 def _database_options(o: MongoEHROptions) -> dict[str, Any]:
     w, j, read = o.settings()
-    return {
-        "write_concern": WriteConcern(w=w, j=j or None),
-        "read_preference": READ_PREFERENCES[read],
-    }
+    return mongo.concern(w, j, read)
 
 
 def recent_pipeline(patient: int, k: int) -> list[dict[str, Any]]:
@@ -133,9 +83,7 @@ class _LoopDatabase:
     __slots__ = ("client", "results")
 
     def __init__(self, options: MongoEHROptions) -> None:
-        self.client: AsyncMongoClient[Document] = AsyncMongoClient(
-            options.uri, **_client_options(options)
-        )
+        self.client = mongo.async_client(options)
         db = self.client.get_database(options.database, **_database_options(options))
         self.results: AsyncCollection[Document] = db.results
 
@@ -151,17 +99,14 @@ class MongoEHRBinding:
 
     def __init__(self, options: MongoEHROptions) -> None:
         self.options = options
-        self.client: pymongo.MongoClient[Document] = pymongo.MongoClient(
-            options.uri, **_client_options(options)
-        )
+        self.client: pymongo.MongoClient[Document] = mongo.client(options)
         self.db = self.client.get_database(options.database, **_database_options(options))
         self.ready = False
         # AsyncMongoClient binds itself to the loop it first runs on: one per loop.
-        self.loop_dbs: dict[asyncio.AbstractEventLoop, _LoopDatabase] = {}
+        self.loop_dbs = PerLoop(lambda: _LoopDatabase(options))
 
     def _unreachable(self, exc: PyMongoError) -> StoreError:
-        o = self.options
-        return StoreError(f"cannot reach {o.server_name} at {where(o.uri)}: {brief(exc)}")
+        return mongo.unreachable(self.options, exc)
 
     # -- schema and load -------------------------------------------------------------------
     def create_schema(self, db: EHRDatabaseConfig) -> None:
@@ -221,19 +166,15 @@ class MongoEHRBinding:
     async def connect_async(self) -> "MongoEHRConnection":
         if not self.ready:
             raise StoreError("create_schema or use_schema must run before connect")
-        loop = asyncio.get_running_loop()
-        db = self.loop_dbs.get(loop)
-        if db is None:
-            db = self.loop_dbs[loop] = _LoopDatabase(self.options)
-        return MongoEHRConnection(db.results)
+        return MongoEHRConnection(self.loop_dbs.get_or_make().results)
 
     async def aclose(self) -> None:
-        db = self.loop_dbs.pop(asyncio.get_running_loop(), None)
+        db = self.loop_dbs.pop()
         if db is not None:
             await db.client.close()
 
     def describe(self) -> str:
-        version = self.client.admin.command("buildinfo").get("version", "?")
+        version = mongo.server_version(self.client)
         w, j, read = self.options.settings()
         return (
             f"{self.options.server_name} (reports MongoDB {version}; {self.options.consistency}: "

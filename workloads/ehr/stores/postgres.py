@@ -19,20 +19,16 @@ old ones (BG's binding says why not asyncpg's COPY).
 """
 
 from collections.abc import Callable
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import asyncpg  # type: ignore[import-untyped]
 import psycopg
 
-from bgbench.errors import StoreError, UserError
-from bgbench.workloads.bg.stores.postgres import (
-    PostgresOptions,
-    asyncpg_dsn,
-    server_of,
-)
+from bgbench.drivers import postgres as pg
+from bgbench.drivers.postgres_options import PostgresOptions, server_of
+from bgbench.errors import StoreError
 from bgbench.workloads.ehr.config import EHRDatabaseConfig
 from bgbench.workloads.ehr.store import Concurrency, FragmentRows, LabResult
-from bgbench.workloads.pgpools import LoopPools, first_line
 
 IDS_PER_BEAT = 10_000
 ADVISORY_LOCK = 7014  # two coordinators creating the schema of one database at once
@@ -68,32 +64,15 @@ class PostgresEHRBinding:
 
     def __init__(self, options: PostgresOptions) -> None:
         self.options = options
-        self._adsn = asyncpg_dsn(options.dsn)
         self._ready = False
         # One asyncpg pool per event loop (a pool is bound to its loop); the first task of a
         # loop to ask makes it, the others await the same future.
-        self._loop_pools = LoopPools(
-            self._adsn, server_of(options.dsn), options.pool_max, options.connect_timeout_s,
-            {"default_transaction_isolation": options.isolation},
-        )  # fmt: skip
+        self._loop_pools = pg.loop_pools(options)
 
-    def _connect(self, first_contact: bool = False) -> psycopg.Connection:
+    def _connect(self, first_contact: bool = False) -> psycopg.Connection[Any]:
         """On first contact (preparing), a server that cannot be reached is the user's to fix;
         later it is a fault of the store."""
-        try:
-            return psycopg.connect(
-                self.options.dsn,
-                autocommit=True,
-                connect_timeout=max(1, round(self.options.connect_timeout_s)),  # whole seconds
-            )
-        except psycopg.OperationalError as exc:
-            where = server_of(self.options.dsn)
-            if first_contact:
-                raise UserError(
-                    f"store.options.dsn: cannot reach PostgreSQL at {where} ({first_line(exc)}): "
-                    "correct the dsn, or start the server"
-                ) from None
-            raise StoreError(f"cannot reach PostgreSQL at {where}: {first_line(exc)}") from None
+        return pg.connect(self.options, first_contact)
 
     # -- schema and load -------------------------------------------------------------------
     def create_schema(self, db: EHRDatabaseConfig) -> None:
@@ -172,10 +151,7 @@ class PostgresEHRBinding:
         await self._loop_pools.aclose()
 
     def describe(self) -> str:
-        with self._connect() as conn:
-            row = conn.execute("SHOW server_version").fetchone()
-        version = row[0] if row else "?"
-        return f"PostgreSQL {version} ({self.options.isolation})"
+        return pg.describe(self.options)
 
     def counters(self) -> dict[str, int]:
         return {}

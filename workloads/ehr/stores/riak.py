@@ -25,23 +25,18 @@ Socialites are tasks on the load process's event loop, over one httpx.AsyncClien
 loop; loading, schema and read-back use the blocking client.
 """
 
-import asyncio
 import itertools
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
-from pydantic import Field
-
+from bgbench.drivers.riak import AsyncRiak, PerLoop, Riak
+from bgbench.drivers.riak_options import RiakOptions
 from bgbench.errors import StoreError
-from bgbench.workloads.bg.stores.riak import AsyncRiak, Riak, RiakOptions
 from bgbench.workloads.ehr.config import EHRDatabaseConfig
 from bgbench.workloads.ehr.store import Concurrency, FragmentRows, LabResult, Patient
+from bgbench.workloads.ehr.stores.options import RiakEHROptions
 
 BUCKET = "patients"
-
-
-class RiakEHROptions(RiakOptions):
-    bucket_prefix: str = Field("ehr_", pattern=r"^[A-Za-z0-9_-]{0,40}$")
 
 
 def patients_with_results(
@@ -96,15 +91,6 @@ def _with(doc: dict[str, Any] | None, row: LabResult) -> dict[str, Any]:
     return doc
 
 
-class AsyncPatients(AsyncRiak):
-    """BG's loop client (its pool, GET and PUT) for the patients bucket."""
-
-    def __init__(self, options: RiakEHROptions) -> None:
-        super().__init__(options)
-        base = f"/types/{options.bucket_type}/buckets/{options.bucket_prefix}"
-        self.keys = {BUCKET: f"{base}{BUCKET}/keys/"}
-
-
 class RiakEHRBinding:
     name: ClassVar[str] = "riak"
     concurrency: ClassVar[Concurrency] = "asyncio"
@@ -119,14 +105,13 @@ class RiakEHRBinding:
         self.riak = Riak(options)
         self.ready = False
         # an httpx.AsyncClient's connections belong to the loop they were opened on
-        self.loop_riaks: dict[asyncio.AbstractEventLoop, AsyncPatients] = {}
+        self.loop_riaks = PerLoop(lambda: AsyncRiak(options, (BUCKET,)))
 
     # -- schema and load -------------------------------------------------------------------
     def create_schema(self, db: EHRDatabaseConfig) -> None:
         """Patients beyond `db.patients` left by a larger database stay: their results' keys
         are checked within their own documents, which no READ or WRITE reaches."""
-        self.riak.ping()
-        self.riak.set_props(BUCKET, {"n_val": self.options.n_val, "allow_mult": False})
+        self.riak.make_buckets((BUCKET,))
         self.ready = True
 
     def use_schema(self, db: EHRDatabaseConfig) -> None:
@@ -159,22 +144,15 @@ class RiakEHRBinding:
     async def connect_async(self) -> "RiakEHRConnection":
         if not self.ready:
             raise StoreError("create_schema or use_schema must run before connect")
-        loop = asyncio.get_running_loop()
-        riak = self.loop_riaks.get(loop)
-        if riak is None:
-            riak = self.loop_riaks[loop] = AsyncPatients(self.options)
-        return RiakEHRConnection(riak)
+        return RiakEHRConnection(self.loop_riaks.get_or_make())
 
     async def aclose(self) -> None:
-        riak = self.loop_riaks.pop(asyncio.get_running_loop(), None)
+        riak = self.loop_riaks.pop()
         if riak is not None:
             await riak.aclose()
 
     def describe(self) -> str:
-        o = self.options
-        quorum = {**o.read_params(), **o.write_params()}
-        settings = ", ".join(f"{k}={v}" for k, v in quorum.items())
-        return f"{o.server_name} at {o.url} (n_val {o.n_val}, {o.consistency}: {settings})"
+        return self.options.describe()
 
     def counters(self) -> dict[str, int]:
         return {}
@@ -189,7 +167,7 @@ class RiakEHRConnection:
 
     __slots__ = ("riak",)
 
-    def __init__(self, riak: AsyncPatients) -> None:
+    def __init__(self, riak: AsyncRiak) -> None:
         self.riak = riak
 
     async def recent_results(self, patient: int, k: int) -> tuple[list[LabResult], int]:

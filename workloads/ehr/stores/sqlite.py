@@ -8,21 +8,18 @@ count come from one snapshot. Schema changes and loads take a file lock beside t
 database, one process at a time (SQLite has one writer).
 """
 
-import fcntl
 import sqlite3
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, ClassVar
+from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
-from bgbench.errors import UserError
+from bgbench.drivers import sqlite as lite
 from bgbench.workloads.ehr.config import EHRDatabaseConfig
 from bgbench.workloads.ehr.store import Concurrency, FragmentRows, LabResult
+from bgbench.workloads.ehr.stores.options import SQLiteOptions
 
-LOCK_POLL_S = 0.05  # how often a process waiting for the write lock tries again
 IDS_PER_BEAT = 10_000
 
 SCHEMA = """
@@ -43,19 +40,6 @@ RECENT_SQL = (
     "FROM results WHERE patient = ?1 ORDER BY effective_ms DESC, id DESC LIMIT ?2"
 )
 INSERT_SQL = "INSERT INTO results VALUES (?, ?, ?, ?, ?, ?)"
-
-
-def _no_beat() -> None:
-    pass
-
-
-class SQLiteOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    path: str = Field("bgbench-data/ehr.sqlite", description="database file, shared by agents")
-    busy_timeout_ms: Annotated[int, Field(ge=0)] = 30_000
-    synchronous: str = Field("NORMAL", pattern="^(OFF|NORMAL|FULL|EXTRA)$")
-    cache_size_kb: Annotated[int, Field(ge=128)] = 65_536
 
 
 class SQLiteConnection:
@@ -92,63 +76,16 @@ class SQLiteBinding:
         self.path = Path(options.path)
 
     def _open(self) -> sqlite3.Connection:
-        # The file's own directory is made (the default is relative); a deeper missing
-        # path is more likely a typo than a wish.
-        self.path.parent.mkdir(exist_ok=True)
-        o = self.options
-        conn = sqlite3.connect(self.path, isolation_level=None, timeout=o.busy_timeout_ms / 1000)
-        conn.execute(f"PRAGMA busy_timeout={o.busy_timeout_ms}")
-        conn.execute(f"PRAGMA synchronous={o.synchronous}")
-        conn.execute(f"PRAGMA cache_size=-{o.cache_size_kb}")
-        return conn
+        return lite.open_database(self.options, f"synchronous={self.options.synchronous}")
 
     def _first_open(self) -> sqlite3.Connection:
         """The first contact: a path that cannot hold a database is the user's to fix."""
-        conn = None
-        try:
-            conn = self._open()
-            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-            return conn
-        except (NotADirectoryError, FileExistsError):  # FileExistsError: mkdir where a file is
-            raise self._bad_path(f"{self.path.parent} is not a directory") from None
-        except OSError as exc:
-            what = f"{exc.strerror}: {exc.filename}" if exc.filename else str(exc)
-            raise self._bad_path(what) from None
-        except sqlite3.DatabaseError as exc:
-            if conn is not None:
-                conn.close()
-            if getattr(exc, "sqlite_errorname", "").startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
-                raise  # another process holds it: not the path's fault
-            raise self._bad_path(str(exc)) from None
+        return lite.first_open(self.options, f"synchronous={self.options.synchronous}")
 
-    def _bad_path(self, reason: str) -> UserError:
-        return UserError(
-            f"store.options.path: cannot use {self.path} as a SQLite database ({reason}): "
-            "point it at a database file, or a new one, in an existing writable directory"
-        )
-
-    @contextmanager
-    def _exclusive(self, waiting: Callable[[], None] = _no_beat) -> Iterator[None]:
-        """One process at a time: SQLite has one writer, and a statement that reads before
-        it writes (a journal-mode switch, PRAGMA optimize) fails at once, busy timeout or
-        not, when another connection wrote meanwhile. `waiting` is called while another
-        process holds the lock (a load waiting its turn is alive, not hung)."""
-        lock = self.path.with_name(self.path.name + ".lock")
-        with open(lock, "a") as f:
-            while True:  # released when the file closes, or the process dies
-                try:
-                    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    waiting()
-                    time.sleep(LOCK_POLL_S)
-            yield
-
-    # -- schema and load -------------------------------------------------------------------
     def create_schema(self, db: EHRDatabaseConfig) -> None:
         conn = self._first_open()
         try:
-            with self._exclusive():
+            with lite.exclusive(self.path):
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.executescript(SCHEMA)
                 # Patients beyond this database's (a larger one loaded here before) would
@@ -174,7 +111,7 @@ class SQLiteBinding:
             self.create_schema(db)
 
     def load_fragment(self, fragment: FragmentRows, progress: Callable[[], None]) -> None:
-        with self._exclusive(progress):
+        with lite.exclusive(self.path, progress):
             conn = self._open()
             try:
                 conn.execute("BEGIN IMMEDIATE")
@@ -238,7 +175,7 @@ class SQLiteBinding:
         pass
 
     def describe(self) -> str:
-        return f"SQLite {sqlite3.sqlite_version} (file {self.path})"
+        return lite.describe(self.options)
 
     def counters(self) -> dict[str, int]:
         return {}

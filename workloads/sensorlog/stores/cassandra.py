@@ -54,178 +54,42 @@ binding does.
 
 import asyncio
 import itertools
-import re
 import time
 from collections.abc import Callable, Iterable
-from functools import cached_property
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Any, ClassVar
 
-from cassandra import ConsistencyLevel, DriverException, ReadFailure, ReadTimeout
-from cassandra.cluster import (
-    EXEC_PROFILE_DEFAULT,
-    Cluster,
-    ExecutionProfile,
-    NoHostAvailable,
-    ResultSet,
-    Session,
-)
+from cassandra import ReadFailure, ReadTimeout
+from cassandra.cluster import NoHostAvailable, ResultSet, Session
 from cassandra.concurrent import execute_concurrent, execute_concurrent_with_args
-from cassandra.policies import DCAwareRoundRobinPolicy, TokenAwarePolicy, WhiteListRoundRobinPolicy
 from cassandra.pool import Host
-from cassandra.query import (
-    BatchStatement,
-    BatchType,
-    PreparedStatement,
-    TraceUnavailable,
-    tuple_factory,
-)
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from cassandra.query import BatchStatement, BatchType, PreparedStatement, TraceUnavailable
+from pydantic import BaseModel
 
+from bgbench.drivers.cassandra import DRIVER_ERRORS, Cassandra, level_name
 from bgbench.errors import StoreError
-from bgbench.workloads.futures import DriverCallbacks
 from bgbench.workloads.loading import beating
 from bgbench.workloads.sensorlog.config import SensorLogDatabaseConfig
 from bgbench.workloads.sensorlog.generator import Rows
 from bgbench.workloads.sensorlog.store import Concurrency, FragmentLog, Query, Reading
+from bgbench.workloads.sensorlog.stores.cassandra_queries import (
+    INDEX,
+    INDEX_NAME,
+    LEVEL_NAMES,
+    LEVELS,
+    PLAN_ROWS,
+    TABLE,
+    Call,
+    CassandraSensorConnection,
+    Statements,
+    summarise_trace,
+)
+from bgbench.workloads.sensorlog.stores.options import CassandraSensorOptions
 
-LEVELS = {"strong": ConsistencyLevel.QUORUM, "weak": ConsistencyLevel.ONE}
 LOAD_ATTEMPTS = 4
 INDEX_POLL_S = 0.1
 TRACE_WAIT_S = 30.0
-PLAN_ROWS = 100
 RING = (-(2**63), 2**63 - 1)  # Murmur3's tokens: (RING[0], RING[1]] holds every key's
 SPLIT_CONCURRENCY = 4  # token-range counts of one split Q3 in flight
-# Q2's page: each page is a request of its own under the server's read timeout, which a
-# 5,000-row SAI page (the driver's default) can outlive on a busy node.
-PAGE_ROWS = 1000
-Call = tuple[Any, tuple[Any, ...]]  # a statement and its arguments, for execute_concurrent
-
-TABLE = (
-    "CREATE TABLE IF NOT EXISTS {ks}.measures (m int, s int, bt bigint, et bigint, mv double, "
-    "PRIMARY KEY ((m, s), bt))"
-)
-INDEX = "CREATE INDEX IF NOT EXISTS measures_mv ON {ks}.measures (mv) USING 'sai'"
-INDEX_NAME = "measures_mv"
-COLUMNS = "m, s, bt, et, mv"
-
-
-class CassandraSensorOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    hosts: list[str] = Field(["127.0.0.1"], description="contact points, or one comma list")
-    port: Annotated[int, Field(ge=1, le=65535)] = 9042
-    keyspace: str = Field("bgbench_sensorlog", pattern=r"^[A-Za-z][A-Za-z0-9_]{0,47}$")
-    replication_factor: Annotated[int, Field(ge=1)] = 1
-    consistency: Literal["strong", "weak"] = Field(
-        "weak", description="strong: QUORUM reads and writes; weak: ONE (the commit log mode "
-        "is the server's)",
-    )  # fmt: skip
-    load_concurrency: Annotated[int, Field(ge=1, le=2048)] = 64
-    load_batch: Annotated[
-        int, Field(ge=1, le=1000, description="rows per unlogged batch (one partition)")
-    ] = 256
-    fetch_size: Annotated[int, Field(ge=1, description="rows per page of Q2")] = PAGE_ROWS
-    timeout_s: Annotated[float, Field(gt=0, description="per request")] = 30.0
-    query_timeout_s: Annotated[
-        float, Field(gt=0, description="per request of the studies' Q2 and Q3")
-    ] = 600.0
-    q3_splits: Annotated[
-        int,
-        Field(
-            ge=1,
-            le=4096,
-            description="the studies' Q3 as this many token-range counts, "
-            "summed (1: one count(*)); for counts the server's read timeout cuts short",
-        ),
-    ] = 1
-    index_timeout_s: Annotated[
-        float, Field(gt=0, description="how long an index build may take")
-    ] = 3600.0
-
-    @field_validator("hosts", mode="before")
-    @classmethod
-    def _split(cls, value: object) -> object:
-        if isinstance(value, str):
-            return [h.strip() for h in value.split(",") if h.strip()]
-        return value
-
-    @field_validator("hosts")
-    @classmethod
-    def _some(cls, value: list[str]) -> list[str]:
-        if not value:
-            raise ValueError("name at least one contact point")
-        return value
-
-    @field_validator("keyspace")
-    @classmethod
-    def _fold(cls, value: str) -> str:
-        return value.lower()  # as CQL folds an unquoted name
-
-
-class Statements:
-    """Every statement at the binding's consistency level, prepared on first use (the
-    queries on mv cannot be prepared before measures_mv exists)."""
-
-    def __init__(self, session: Session, options: CassandraSensorOptions) -> None:
-        self.session = session
-        self.keyspace = options.keyspace
-        self.level = LEVELS[options.consistency]
-        self.fetch_size = options.fetch_size
-
-    def _prep(self, cql: str) -> PreparedStatement:
-        statement = self.session.prepare(cql.format(ks=self.keyspace))
-        statement.consistency_level = self.level
-        return statement
-
-    @cached_property
-    def insert(self) -> PreparedStatement:
-        return self._prep(f"INSERT INTO {{ks}}.measures ({COLUMNS}) VALUES (?, ?, ?, ?, ?)")
-
-    @cached_property
-    def wipe(self) -> PreparedStatement:
-        return self._prep("DELETE FROM {ks}.measures USING TIMESTAMP ? WHERE m = ? AND s = ?")
-
-    @cached_property
-    def q1(self) -> PreparedStatement:
-        return self._prep(f"SELECT {COLUMNS} FROM {{ks}}.measures WHERE m = ? AND s = ? AND bt = ?")
-
-    @cached_property
-    def q2(self) -> PreparedStatement:
-        statement = self._prep(f"SELECT {COLUMNS} FROM {{ks}}.measures WHERE mv > ?")
-        statement.fetch_size = self.fetch_size
-        return statement
-
-    @cached_property
-    def scan(self) -> PreparedStatement:
-        return self._prep("SELECT mv FROM {ks}.measures WHERE mv > ?")
-
-    @cached_property
-    def q3(self) -> PreparedStatement:
-        return self._prep("SELECT count(*) FROM {ks}.measures WHERE mv > ?")
-
-    @cached_property
-    def q3_range(self) -> PreparedStatement:
-        return self._prep(
-            "SELECT count(*) FROM {ks}.measures WHERE token(m, s) > ? AND token(m, s) <= ? "
-            "AND mv > ?"
-        )
-
-    @cached_property
-    def count_above(self) -> PreparedStatement:
-        return self._prep(
-            "SELECT count(*) FROM {ks}.measures WHERE mv > ? AND m >= ? AND m < ? ALLOW FILTERING"
-        )
-
-    @cached_property
-    def series(self) -> PreparedStatement:
-        return self._prep(
-            "SELECT DISTINCT m, s FROM {ks}.measures WHERE m >= ? AND m < ? ALLOW FILTERING"
-        )
-
-    def prepare_all(self) -> None:
-        """Every statement now (the rating's schema is complete): socialites never prepare."""
-        for name in ("insert", "wipe", "q1", "count_above", "series"):
-            getattr(self, name)
 
 
 class CassandraSensorBinding:
@@ -244,49 +108,22 @@ class CassandraSensorBinding:
 
     def __init__(self, options: CassandraSensorOptions) -> None:
         self.options = options
-        self.cluster = self._cluster(TokenAwarePolicy(DCAwareRoundRobinPolicy()))
-        self._session: Session | None = None
-        self._ddl_cluster: Cluster | None = None
-        self._ddl: Session | None = None
+        self.cassandra = Cassandra(options, LEVEL_NAMES[options.consistency])
+        self.cluster = self.cassandra.cluster
         self.statements: Statements | None = None
 
-    def _cluster(self, policy: object) -> Cluster:
-        profile = ExecutionProfile(
-            load_balancing_policy=policy,
-            consistency_level=LEVELS[self.options.consistency],
-            request_timeout=self.options.timeout_s,
-            row_factory=tuple_factory,
-        )
-        return Cluster(
-            self.options.hosts, port=self.options.port, protocol_version=5,
-            execution_profiles={EXEC_PROFILE_DEFAULT: profile},
-            connect_timeout=self.options.timeout_s,
-            control_connection_timeout=self.options.timeout_s,
-        )  # fmt: skip
-
     def _where(self) -> str:
-        return f"{','.join(self.options.hosts)}:{self.options.port}"
+        return self.cassandra.where()
 
     @property
     def session(self) -> Session:
-        if self._session is None:
-            try:
-                self._session = self.cluster.connect()
-            except (DriverException, NoHostAvailable) as exc:
-                raise StoreError(f"cannot reach Cassandra at {self._where()}: {exc}") from None
-        return self._session
+        return self.cassandra.session
 
     @property
     def ddl(self) -> Session:
         """A session on the first contact point only: Cassandra 5.0 can create one table
         twice with different ids when two coordinators race."""
-        if self._ddl is None:
-            self._ddl_cluster = self._cluster(WhiteListRoundRobinPolicy(self.options.hosts[:1]))
-            try:
-                self._ddl = self._ddl_cluster.connect()
-            except (DriverException, NoHostAvailable) as exc:
-                raise StoreError(f"cannot reach Cassandra at {self._where()}: {exc}") from None
-        return self._ddl
+        return self.cassandra.ddl
 
     def _ready(self) -> Statements:
         if self.statements is None:
@@ -298,7 +135,7 @@ class CassandraSensorBinding:
         try:
             statement: PreparedStatement = getattr(self._ready(), name)
             return statement
-        except (DriverException, NoHostAvailable) as exc:
+        except DRIVER_ERRORS as exc:
             raise StoreError(
                 f"cannot prepare {what} in Cassandra at {self._where()} (is the schema "
                 f"there?): {exc}"
@@ -307,7 +144,7 @@ class CassandraSensorBinding:
     def _run(self, what: str, statement: Any, args: tuple[Any, ...] = (), **kw: Any) -> ResultSet:
         try:
             return self.session.execute(statement, args, **kw)
-        except (DriverException, NoHostAvailable) as exc:
+        except DRIVER_ERRORS as exc:
             raise self._fault(what, exc) from None
 
     def _fault(self, what: str, exc: Exception) -> StoreError:
@@ -319,26 +156,14 @@ class CassandraSensorBinding:
     # -- schema ----------------------------------------------------------------------
     def _define(self, drop: bool, index: bool) -> None:
         ks = self.options.keyspace
-        want = str(self.options.replication_factor)
         try:
-            self.ddl.execute(
-                f"CREATE KEYSPACE IF NOT EXISTS {ks} WITH replication = "
-                f"{{'class': 'SimpleStrategy', 'replication_factor': {want}}}"
-            )
-            have = self.ddl.execute(
-                "SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = %s", (ks,)
-            ).one()[0]
-            if have.get("replication_factor") != want:
-                raise StoreError(
-                    f"keyspace {ks} has replication {dict(have)}, the options ask for "
-                    f"replication_factor {want}: drop it or name another keyspace"
-                )
+            self.cassandra.ensure_keyspace(self.options.replication())
             if drop:
                 self.ddl.execute(f"DROP TABLE IF EXISTS {ks}.measures")
             self.ddl.execute(TABLE.format(ks=ks))
             if index:
                 self.ddl.execute(INDEX.format(ks=ks))
-        except (DriverException, NoHostAvailable) as exc:
+        except DRIVER_ERRORS as exc:
             raise StoreError(
                 f"cannot define the sensor-log schema in Cassandra at {self._where()}: {exc}"
             ) from None
@@ -442,7 +267,7 @@ class CassandraSensorBinding:
         while rs.has_more_pages:
             try:
                 rs.fetch_next_page()
-            except (DriverException, NoHostAvailable) as exc:
+            except DRIVER_ERRORS as exc:
                 raise self._fault("Q2", exc) from None
             n += len(rs.current_rows)
         return n
@@ -495,7 +320,7 @@ class CassandraSensorBinding:
                     break
                 time.sleep(INDEX_POLL_S)
                 trace.populate(max_wait=TRACE_WAIT_S)
-        except (DriverException, NoHostAvailable, TraceUnavailable) as exc:
+        except (*DRIVER_ERRORS, TraceUnavailable) as exc:
             raise StoreError(f"reading the trace of {query} from Cassandra: {exc}") from None
         return summarise_trace([e.description for e in trace.events]) + note
 
@@ -507,7 +332,7 @@ class CassandraSensorBinding:
     def use_schema(self, db: SensorLogDatabaseConfig) -> None:
         try:
             self._ready().prepare_all()
-        except (DriverException, NoHostAvailable) as exc:
+        except DRIVER_ERRORS as exc:
             raise StoreError(
                 f"cannot prepare the sensor-log statements in Cassandra at {self._where()} "
                 f"(is the schema there?): {exc}"
@@ -547,7 +372,7 @@ class CassandraSensorBinding:
     def describe(self) -> str:
         o = self.options
         version = self._run("reading the version", "SELECT release_version FROM system.local")
-        nodes = len(self.cluster.metadata.all_hosts())
+        nodes = self.cassandra.nodes()
         level = LEVELS[o.consistency]
         commitlog = self._commitlog()
         wanted = "batch" if o.consistency == "strong" else "periodic"
@@ -555,9 +380,9 @@ class CassandraSensorBinding:
         if not commitlog.startswith(wanted):
             warning = f"; NOT the {wanted} commit log {o.consistency} asks of the server"
         return (
-            f"Cassandra {version.one()[0]} ({nodes} node{'s' * (nodes != 1)}, "
+            f"Cassandra {version.one()[0]} ({nodes}, "
             f"RF {o.replication_factor}, {o.consistency}: reads and writes "
-            f"{ConsistencyLevel.value_to_name[level]}, commit log {commitlog}{warning})"
+            f"{level_name(level)}, commit log {commitlog}{warning})"
         )
 
     def _commitlog(self) -> str:
@@ -583,77 +408,4 @@ class CassandraSensorBinding:
         return {}
 
     def close(self) -> None:
-        if self._ddl_cluster is not None:
-            self._ddl_cluster.shutdown()
-        self.cluster.shutdown()
-
-
-def _number(pattern: str, text: str) -> int | None:
-    found = re.search(pattern, text)
-    return int(found.group(1)) if found else None
-
-
-def summarise_trace(events: list[str]) -> str:
-    """A query trace in one short line: the index scanned, the token ranges asked, the
-    SSTable indexes searched, the rows the index post-filtered and the rows read (summed
-    over replicas); for a key lookup, the partition read and the sstables merged."""
-    steps: list[str] = []
-    live = tombstones = filtered = partitions = sstables = 0
-    single = indexed = False
-    for e in events:
-        if "Scanning with " in e:
-            steps.append("SAI " + e.rsplit("Scanning with ", 1)[1].rstrip("."))
-        elif (n := _number(r"Submitting range requests on (\d+) ranges", e)) is not None:
-            steps.append(f"{n} ranges")
-        elif e.startswith("Executing single-partition query"):
-            single = True
-        elif (n := _number(r"Read (\d+) live rows", e)) is not None:
-            live += n
-            tombstones += _number(r"and (\d+) tombstone", e) or 0
-        elif (n := _number(r"post-filtered (\d+) rows", e)) is not None:
-            indexed = True
-            filtered += n
-            partitions += _number(r"rows in (\d+) partitions", e) or 0
-            sstables = max(sstables, _number(r"(\d+) SSTable ind", e) or 0)
-        elif (n := _number(r"Merged data from memtables and (\d+) sstables", e)) is not None:
-            sstables = max(sstables, n)
-    if indexed:
-        steps.append(f"{sstables} SSTable index{'es' * (sstables != 1)}")
-        steps.append(f"{filtered} rows in {partitions} partitions post-filtered")
-    elif single and not steps:
-        steps += ["single-partition read", f"memtable + {sstables} sstable{'s' * (sstables != 1)}"]
-    read = f"{live} row{'s' * (live != 1)} read"
-    steps.append(f"{read}, {tombstones} tombstones" if tombstones else read)
-    return "; ".join(steps)
-
-
-class CassandraSensorConnection(DriverCallbacks):
-    """A socialite task's view of the shared session (DriverCallbacks hands each answer
-    from the driver's I/O thread over to the task's loop)."""
-
-    __slots__ = ("execute", "st")
-
-    def __init__(
-        self, session: Session, statements: Statements, loop: asyncio.AbstractEventLoop
-    ) -> None:
-        super().__init__(loop)
-        self.execute = session.execute_async
-        self.st = statements
-
-    def _call(self, statement: PreparedStatement, args: tuple[Any, ...]) -> asyncio.Future[Any]:
-        return self._answer(self.execute(statement, args))
-
-    async def insert(self, row: Reading) -> None:
-        await self._call(self.st.insert, tuple(row))
-
-    async def newest(self, m: int, s: int, bt: int) -> bool:
-        return bool(await self._call(self.st.q1, (m, s, bt)))
-
-    async def count_above(self, x: float, m_lo: int, m_hi: int) -> int:
-        rows = await self._call(self.st.count_above, (x, m_lo, m_hi))
-        if not rows:  # None: a retry policy ignored an error
-            raise StoreError(f"count of machines [{m_lo}, {m_hi}) above {x}: no answer")
-        return int(rows[0][0])
-
-    async def close(self) -> None:
-        pass
+        self.cassandra.shutdown()

@@ -44,17 +44,16 @@ Results name the server (`server_name`): MongoDB-wire servers such as SecantusDB
 a MongoDB version of their own.
 """
 
-import asyncio
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as Pending
 from contextlib import contextmanager
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 import pymongo
-from pydantic import BaseModel, ConfigDict, Field
-from pymongo import AsyncMongoClient, WriteConcern
+from pydantic import BaseModel
+from pymongo import WriteConcern
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.collection import Collection
 from pymongo.errors import (
@@ -64,12 +63,14 @@ from pymongo.errors import (
     ServerSelectionTimeoutError,
 )
 
+from bgbench.drivers import mongodb as mongo
+from bgbench.drivers.mongodb import PerLoop, brief, where
 from bgbench.errors import StoreError
 from bgbench.workloads.loading import ROWS_PER_BEAT
-from bgbench.workloads.mongouri import MongoURI, brief, where
 from bgbench.workloads.sensorlog.config import SensorLogDatabaseConfig
 from bgbench.workloads.sensorlog.generator import Rows
 from bgbench.workloads.sensorlog.store import Concurrency, FragmentLog, Query, Reading
+from bgbench.workloads.sensorlog.stores.options import MongoSensorOptions
 
 Document = dict[str, Any]
 COLLECTION = "measures"
@@ -88,31 +89,6 @@ CONSISTENCY_SETTINGS = {
     "weak": "unacknowledged writes: w=0, a load ends on an acknowledged count (Mongo); "
     "rating inserts w=1, j=false",
 }
-
-
-class MongoSensorOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    uri: MongoURI = "mongodb://127.0.0.1:27017"
-    database: str = "bgbench_sensorlog"
-    server_name: str = Field(
-        "MongoDB", description="what the server is (SecantusDB, FerretDB 1.24, MongoDB 7.0...)"
-    )
-    consistency: Literal["strong", "weak"] = Field(
-        "weak", description="strong: w=1, j=true; weak: w=0 (the paper's Table 1)"
-    )
-    timeout_ms: Annotated[
-        int, Field(ge=100, description="server selection; socket timeout of the rating")
-    ] = 10_000
-    load_timeout_s: Annotated[
-        float,
-        Field(
-            gt=0,
-            description="socket timeout of the studies and loading (an index build, a chunk "
-            "of inserts, a weak load's final count), and how long that count may fall short",
-        ),
-    ] = 600.0
-    pool_max: Annotated[int, Field(ge=1)] = 512
 
 
 def _document(m: int, s: int, bt: int, et: int, mv: float) -> Document:
@@ -217,9 +193,8 @@ class MongoSensorBinding:
         self.strong = options.consistency == "strong"
         # One connection: the acknowledged count that ends a weak load travels behind
         # the unacknowledged inserts on the same socket, so the server runs it after them.
-        self.client: pymongo.MongoClient[Document] = pymongo.MongoClient(
-            options.uri,
-            serverSelectionTimeoutMS=options.timeout_ms,
+        self.client: pymongo.MongoClient[Document] = mongo.client(
+            options,
             # long: a weak load's count answers only after every insert queued ahead of it
             socketTimeoutMS=options.load_timeout_s * 1000,
             maxPoolSize=1,
@@ -235,9 +210,14 @@ class MongoSensorBinding:
         )
         self.ready = False
         # AsyncMongoClient binds itself to the loop it first runs on: one per loop.
-        self.loop_clients: dict[
-            asyncio.AbstractEventLoop, tuple[AsyncMongoClient[Document], AsyncCollection[Document]]
-        ] = {}
+        self.loop_clients = PerLoop(self._loop_client)
+
+    def _loop_client(self) -> tuple[Any, AsyncCollection[Document]]:
+        client = mongo.async_client(self.options)
+        # Acknowledged under both settings: a returned insert must be a committed one.
+        concern = WriteConcern(w=1, j=True if self.strong else None)
+        db = client.get_database(self.options.database, write_concern=concern)
+        return client, db[COLLECTION]
 
     @contextmanager
     def _errors(self, what: str) -> Iterator[None]:
@@ -356,30 +336,17 @@ class MongoSensorBinding:
     async def connect_async(self) -> "MongoSensorConnection":
         if not self.ready:
             raise StoreError("create_schema or use_schema must run before connect")
-        loop = asyncio.get_running_loop()
-        if loop not in self.loop_clients:
-            o = self.options
-            client: AsyncMongoClient[Document] = AsyncMongoClient(
-                o.uri,
-                serverSelectionTimeoutMS=o.timeout_ms,
-                socketTimeoutMS=o.timeout_ms,
-                maxPoolSize=o.pool_max,
-            )
-            # Acknowledged under both settings: a returned insert must be a committed one.
-            concern = WriteConcern(w=1, j=True if self.strong else None)
-            db = client.get_database(o.database, write_concern=concern)
-            self.loop_clients[loop] = (client, db[COLLECTION])
-        return MongoSensorConnection(self.loop_clients[loop][1])
+        return MongoSensorConnection(self.loop_clients.get_or_make()[1])
 
     async def aclose(self) -> None:
-        entry = self.loop_clients.pop(asyncio.get_running_loop(), None)
+        entry = self.loop_clients.pop()
         if entry is not None:
             await entry[0].close()
 
     def describe(self) -> str:
         o = self.options
         with self._errors("report its version"):
-            version = self.client.admin.command("buildinfo").get("version", "?")
+            version = mongo.server_version(self.client)
         return (
             f"{o.server_name} (reports MongoDB {version}; {o.consistency}: "
             f"{self.consistency_settings[o.consistency]})"

@@ -44,20 +44,20 @@ generic plan for `mv > $1 AND m >= $2 AND m < $3` would scan the fragment's whol
 """
 
 import re
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
-from typing import ClassVar, Literal
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
+from typing import Any, ClassVar
 
 import asyncpg  # type: ignore[import-untyped]
 import psycopg
-from pydantic import Field
 
+from bgbench.drivers import postgres as pg
+from bgbench.drivers.postgres_options import server_of
 from bgbench.errors import StoreError
-from bgbench.workloads.bg.stores.postgres import PostgresOptions, asyncpg_dsn, server_of
-from bgbench.workloads.pgpools import LoopPools, first_line
 from bgbench.workloads.sensorlog.config import SensorLogDatabaseConfig
 from bgbench.workloads.sensorlog.generator import Rows
 from bgbench.workloads.sensorlog.store import Concurrency, FragmentLog, Query, Reading
+from bgbench.workloads.sensorlog.stores.options import PostgresSensorOptions
 
 ADVISORY_LOCK = 7031  # two coordinators creating the schema of one database at once
 COLUMNS = (
@@ -77,26 +77,9 @@ NEWEST = "SELECT EXISTS (SELECT 1 FROM measures WHERE m = $1 AND s = $2 AND bt =
 COUNT_ABOVE = "SELECT count(*) FROM measures WHERE mv > $1 AND m >= $2 AND m < $3"
 INSERT = "INSERT INTO measures (m, s, bt, et, mv) VALUES ($1, $2, $3, $4, $5)"
 
-Isolation = Literal["read committed", "repeatable read", "serializable"]
-LEVEL: dict[str, Isolation] = {"strong": "serializable", "weak": "read committed"}
 SYNCHRONOUS_COMMIT = {"strong": "on", "weak": "off"}
 PLAN_CHARS = 110  # beyond this a plan loses its conditions, then its row estimates
 COST = re.compile(r"\s*\(cost=[\d.]+ rows=(\d+) width=\d+\)")
-
-
-class PostgresSensorOptions(PostgresOptions):
-    consistency: Literal["strong", "weak"] = Field(
-        "weak",
-        description="strong: logged table, serializable, synchronous_commit on; "
-        "weak: unlogged table, read committed, synchronous_commit off",
-    )
-    isolation: Isolation | None = Field(  # type: ignore[assignment]
-        None, description="default: serializable when strong, read committed when weak"
-    )
-
-    @property
-    def level(self) -> Isolation:
-        return self.isolation or LEVEL[self.consistency]
 
 
 def csv_text(rows: Rows) -> str:
@@ -134,37 +117,23 @@ class PostgresSensorBinding:
     def __init__(self, options: PostgresSensorOptions) -> None:
         self.options = options
         self.weak = options.consistency == "weak"
-        self._adsn = asyncpg_dsn(options.dsn)
         self._study: psycopg.Connection | None = None
         self._ready = False
         # One asyncpg pool per event loop (a pool is bound to its loop); the first task of a
         # loop to ask makes it, the others await the same future.
-        self._loop_pools = LoopPools(
-            self._adsn, server_of(options.dsn), options.pool_max, options.connect_timeout_s,
-            {
-                "default_transaction_isolation": options.level,
-                "synchronous_commit": SYNCHRONOUS_COMMIT[options.consistency],
-                "plan_cache_mode": "force_custom_plan",
-            },
-        )  # fmt: skip
+        self._loop_pools = pg.loop_pools(
+            options,
+            default_transaction_isolation=options.level,
+            synchronous_commit=SYNCHRONOUS_COMMIT[options.consistency],
+            plan_cache_mode="force_custom_plan",
+        )
 
     @property
     def where(self) -> str:
         return server_of(self.options.dsn)
 
-    def _connect(self, **kwargs: object) -> psycopg.Connection:
-        try:
-            conn = psycopg.connect(
-                self.options.dsn,
-                autocommit=True,
-                connect_timeout=max(1, round(self.options.connect_timeout_s)),  # whole seconds
-                **kwargs,  # type: ignore[arg-type]
-            )
-        except psycopg.OperationalError as exc:
-            raise StoreError(
-                f"cannot reach PostgreSQL at {self.where} ({first_line(exc)}): correct "
-                "store.options.dsn, or start the server"
-            ) from None
+    def _connect(self, **kwargs: Any) -> psycopg.Connection[Any]:
+        conn = pg.connect(self.options, **kwargs)
         try:
             with self._errors("session settings"):  # constants: no parameters needed
                 conn.execute(
@@ -175,12 +144,8 @@ class PostgresSensorBinding:
             raise
         return conn
 
-    @contextmanager
-    def _errors(self, what: str) -> Iterator[None]:
-        try:
-            yield
-        except psycopg.Error as exc:
-            raise StoreError(f"PostgreSQL at {self.where}, {what}: {first_line(exc)}") from None
+    def _errors(self, what: str) -> AbstractContextManager[None]:
+        return pg.errors(self.options, what)
 
     def _table(self, if_not_exists: bool) -> str:
         kind = "UNLOGGED TABLE" if self.weak else "TABLE"

@@ -20,20 +20,19 @@ The rating shares one database file between load processes (journal_mode=WAL the
 readers beside the writer), one connection per socialite thread, autocommit.
 """
 
-import fcntl
 import sqlite3
-import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, ClassVar, Literal
+from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
-from bgbench.errors import UserError
+from bgbench.drivers import sqlite as lite
 from bgbench.workloads.sensorlog.config import SensorLogDatabaseConfig
 from bgbench.workloads.sensorlog.generator import Rows
 from bgbench.workloads.sensorlog.store import Concurrency, FragmentLog, Query, Reading
+from bgbench.workloads.sensorlog.stores.options import SQLiteSensorOptions
 
 TABLE = (
     "CREATE TABLE IF NOT EXISTS measures (m INTEGER NOT NULL, s INTEGER NOT NULL, "
@@ -48,26 +47,10 @@ Q1 = "SELECT m, s, bt, et, mv FROM measures WHERE m = ? AND s = ? AND bt = ?"
 Q2 = "SELECT m, s, bt, et, mv FROM measures WHERE mv > ?"
 Q3 = "SELECT count(*) FROM measures WHERE mv > ?"
 Q3_RANGE = "SELECT count(*) FROM measures INDEXED BY measures_mv WHERE mv > ? AND m >= ? AND m < ?"
-LOCK_POLL_S = 0.05
 PRAGMAS = {
     "strong": ("PRAGMA journal_mode=DELETE", "PRAGMA synchronous=FULL"),
     "weak": ("PRAGMA journal_mode=OFF", "PRAGMA synchronous=OFF"),
 }
-
-
-def _no_beat() -> None:
-    pass
-
-
-class SQLiteSensorOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    path: str = Field("bgbench-data/sensorlog.sqlite", description="database file")
-    consistency: Literal["strong", "weak"] = Field(
-        "weak", description="strong: synchronous FULL, rollback journal; weak: OFF, no journal"
-    )
-    busy_timeout_ms: Annotated[int, Field(ge=0)] = 30_000
-    cache_size_kb: Annotated[int, Field(ge=128)] = 65_536
 
 
 class SQLiteSensorConnection:
@@ -105,22 +88,8 @@ class SQLiteSensorBinding:
         self._study: sqlite3.Connection | None = None
 
     def _open(self) -> sqlite3.Connection:
-        o = self.options
-        try:
-            self.path.parent.mkdir(exist_ok=True)
-            conn = sqlite3.connect(
-                self.path, isolation_level=None, timeout=o.busy_timeout_ms / 1000,
-                check_same_thread=False,
-            )  # fmt: skip
-            conn.execute(f"PRAGMA busy_timeout={o.busy_timeout_ms}")
-            conn.execute(f"PRAGMA cache_size=-{o.cache_size_kb}")
-            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        except (OSError, sqlite3.DatabaseError) as exc:
-            raise UserError(
-                f"invalid config: store.options.path: {self.path} cannot hold a SQLite "
-                f"database ({exc}): give a file in a writable directory"
-            ) from None
-        return conn
+        """A path that cannot hold a database is the user's to fix."""
+        return lite.first_open(self.options, check_same_thread=False)
 
     # -- studies ---------------------------------------------------------------------
     @property
@@ -174,19 +143,12 @@ class SQLiteSensorBinding:
 
     # -- the rating ------------------------------------------------------------------
     @contextmanager
-    def _writer(self, waiting: Callable[[], None] = _no_beat) -> Iterator[sqlite3.Connection]:
+    def _writer(self, waiting: Callable[[], None] | None = None) -> Iterator[sqlite3.Connection]:
         """One process at a time changes the schema or loads (SQLite has one writer);
         `waiting` is called while another holds the lock (alive, not hung)."""
         conn = self._open()
         try:
-            with open(self.path.with_name(self.path.name + ".lock"), "a") as lock:
-                while True:  # released when the file closes, or the process dies
-                    try:
-                        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                        break
-                    except BlockingIOError:
-                        waiting()
-                        time.sleep(LOCK_POLL_S)
+            with lite.exclusive(self.path, *([waiting] if waiting else [])):
                 yield conn
         finally:
             conn.close()

@@ -1,0 +1,205 @@
+"""PostgreSQL: blocking connections and pools on psycopg 3, asynchronous ones on asyncpg.
+
+Every workload's PostgreSQL binding connects through here. Blocking connections
+(schema, loading, read-back, describe, studies) are psycopg's, in autocommit;
+socialites on an event loop hold asyncpg connections of a pool per loop (`LoopPools`).
+A server that cannot be reached at first contact (preparing) is the user's to fix; later
+it is a fault of the store.
+"""
+
+import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import asyncpg  # type: ignore[import-untyped]
+import psycopg
+from psycopg_pool import ConnectionPool
+
+from bgbench.drivers import first_line
+from bgbench.drivers.postgres_options import (
+    PostgresOptions,
+    asyncpg_dsn,
+    server_of,
+)
+from bgbench.errors import StoreError, UserError
+
+__all__ = [
+    "ISOLATION",
+    "LoopPools",
+    "PostgresOptions",
+    "asyncpg_dsn",
+    "blocking_pool",
+    "connect",
+    "describe",
+    "errors",
+    "first_line",
+    "loop_pools",
+    "server_of",
+    "server_version",
+]
+
+ISOLATION = {
+    "read committed": psycopg.IsolationLevel.READ_COMMITTED,
+    "repeatable read": psycopg.IsolationLevel.REPEATABLE_READ,
+    "serializable": psycopg.IsolationLevel.SERIALIZABLE,
+}
+
+
+def connect(
+    options: PostgresOptions, first_contact: bool = False, **kwargs: Any
+) -> psycopg.Connection[Any]:
+    """A blocking autocommit connection; `kwargs` go to psycopg.connect."""
+    try:
+        return psycopg.connect(
+            options.dsn,
+            autocommit=True,
+            connect_timeout=max(1, round(options.connect_timeout_s)),  # whole seconds
+            **kwargs,
+        )
+    except psycopg.OperationalError as exc:
+        where = server_of(options.dsn)
+        if first_contact:
+            raise UserError(
+                f"store.options.dsn: cannot reach PostgreSQL at {where} ({first_line(exc)}): "
+                "correct the dsn, or start the server"
+            ) from None
+        raise StoreError(f"cannot reach PostgreSQL at {where}: {first_line(exc)}") from None
+
+
+@contextmanager
+def errors(options: PostgresOptions, what: str) -> Iterator[None]:
+    """A psycopg error inside as the store's fault, naming the server and what was done."""
+    try:
+        yield
+    except psycopg.Error as exc:
+        where = server_of(options.dsn)
+        raise StoreError(f"PostgreSQL at {where}, {what}: {first_line(exc)}") from None
+
+
+def blocking_pool(options: PostgresOptions) -> ConnectionPool[Any]:
+    """A psycopg pool of autocommit connections at the options' isolation level, with $n
+    parameters as asyncpg's (RawCursor), for bindings that also block."""
+    level = ISOLATION[options.isolation]
+
+    def configure(conn: psycopg.Connection[Any]) -> None:
+        conn.isolation_level = level
+
+    return ConnectionPool(
+        options.dsn,
+        min_size=1,
+        max_size=options.pool_max,
+        kwargs={"autocommit": True, "prepare_threshold": 0, "cursor_factory": psycopg.RawCursor},
+        configure=configure,
+        timeout=options.connect_timeout_s,
+        open=True,
+    )
+
+
+def server_version(conn: psycopg.Connection[Any]) -> str:
+    row = conn.execute("SHOW server_version").fetchone()
+    return str(row[0]) if row else "?"
+
+
+def describe(options: PostgresOptions) -> str:
+    """`PostgreSQL <version> (<isolation>)`: never the dsn (it may hold a password)."""
+    with connect(options) as conn:
+        version = server_version(conn)
+    return f"PostgreSQL {version} ({options.isolation})"
+
+
+class LoopPools:
+    """One asyncpg pool per event loop, for every workload's PostgreSQL binding.
+
+    An asyncpg connection belongs to the loop that made it, and a load process runs one loop
+    (tests run several): a binding keeps a pool per loop, made by the first socialite that
+    asks on that loop while the others wait for it. Statements stay prepared for the
+    connection's life (max_cached_statement_lifetime=0): the hot ones are few.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        where: str,
+        max_size: int,
+        timeout_s: float,
+        server_settings: dict[str, str],
+    ) -> None:
+        self.dsn = dsn
+        self.where = where  # host:port/db, for errors
+        self.max_size = max_size
+        self.timeout_s = timeout_s
+        self.server_settings = server_settings
+        self._pools: dict[asyncio.AbstractEventLoop, asyncio.Future[Any]] = {}
+
+    async def acquire(self) -> tuple[Any, Any]:
+        """A connection of the running loop's pool, and the pool it goes back to."""
+        pool = await self.pool()
+        try:
+            con = await pool.acquire(timeout=self.timeout_s)
+        except TimeoutError:
+            raise StoreError(
+                f"no PostgreSQL connection within {self.timeout_s:g} s: the pool's "
+                f"{self.max_size} (pool_max) are all taken, or {self.where} does not answer"
+            ) from None
+        except Exception as exc:
+            raise StoreError(
+                f"no PostgreSQL connection to {self.where}: {first_line(exc)}"
+            ) from None
+        return con, pool
+
+    async def pool(self) -> Any:
+        loop = asyncio.get_running_loop()
+        made = self._pools.get(loop)
+        if made is not None:
+            return await made
+        made = self._pools[loop] = loop.create_future()
+        try:
+            pool = await asyncpg.create_pool(
+                self.dsn,
+                min_size=0,
+                max_size=self.max_size,
+                timeout=self.timeout_s,
+                max_cached_statement_lifetime=0,
+                server_settings=self.server_settings,
+            )
+        except Exception as exc:
+            del self._pools[loop]
+            error = StoreError(f"no PostgreSQL pool at {self.where}: {first_line(exc)}")
+            made.set_exception(error)  # for the tasks that wait on it, if any
+            made.exception()  # retrieved: asyncio logs nothing when none waits
+            raise error from None
+        except BaseException:
+            del self._pools[loop]
+            made.cancel()
+            raise
+        made.set_result(pool)
+        return pool
+
+    async def aclose(self) -> None:
+        """Close the running loop's pool; if its server stopped answering, drop it."""
+        made = self._pools.pop(asyncio.get_running_loop(), None)
+        if made is None or not made.done() or made.cancelled() or made.exception():
+            return
+        pool = made.result()
+        try:
+            await asyncio.wait_for(pool.close(), self.timeout_s)
+        except Exception:
+            pool.terminate()
+
+    def clear(self) -> None:
+        """Forget every loop's pool (each is closed by aclose() on its own loop)."""
+        self._pools.clear()
+
+
+def loop_pools(options: PostgresOptions, **server_settings: str) -> LoopPools:
+    """The per-loop asyncpg pools of these options. Every connection's transactions run at
+    the options' isolation, sent as the session's default when it starts; `server_settings`
+    add to (or replace) the settings sent."""
+    return LoopPools(
+        asyncpg_dsn(options.dsn),
+        server_of(options.dsn),
+        options.pool_max,
+        options.connect_timeout_s,
+        {"default_transaction_isolation": options.isolation, **server_settings},
+    )
