@@ -29,7 +29,7 @@ ALLOWED = {"bgbench.sdk", "bgbench.drivers"}  # all the example may import of bg
 # Broken bindings. "sqlite-boasting" answers that it moved the money also when it refused
 # to: the workload logs the transfer, the store never made it. "postgres-forgetful"
 # acknowledges a new limit and keeps the old one.
-BROKEN = '''
+BROKEN = """
 from bgbench_bank.stores import PostgresBinding, SQLConnection, SQLiteBinding
 
 
@@ -48,15 +48,17 @@ class BoastingSQLite(SQLiteBinding):
     name = "sqlite-boasting"
 
     def connect(self):
-        return Boasting(self.open(), self.parameter)
+        conn = super().connect()
+        return Boasting(conn.conn, conn.parameter)
 
 
 class ForgetfulPostgres(PostgresBinding):
     name = "postgres-forgetful"
 
     def connect(self):
-        return Forgetful(self.open(), self.parameter)
-'''
+        conn = super().connect()
+        return Forgetful(conn.conn, conn.parameter)
+"""
 BROKEN_ENTRY_POINTS = {
     "bgbench.bank_stores": {
         "sqlite-boasting": "bank_broken:BoastingSQLite",
@@ -66,9 +68,7 @@ BROKEN_ENTRY_POINTS = {
 
 
 def example_sources() -> list[Path]:
-    return sorted(
-        p for p in EXAMPLE.rglob("*.py") if not {"build", "__pycache__"} & set(p.parts)
-    )
+    return sorted(p for p in EXAMPLE.rglob("*.py") if not {"build", "__pycache__"} & set(p.parts))
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +100,7 @@ def bgbench(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]
 def bank_run(env: dict[str, str], tmp: Path, store: str, *options: str) -> dict:
     proc = bgbench(
         env, "run", "--workload", "bank", "--store", store, "--agents", "2", "--threads", "4",
-        "--duration", "3", "--users", "400", "--results", str(tmp / "results"), "--json",
+        "--duration", "3", "--users", "40", "--results", str(tmp / "results"), "--json",
         *options,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
@@ -176,3 +176,14 @@ def test_validation_catches_a_store_that_boasts_of_refused_transfers(bank_env, t
 def test_validation_catches_a_store_that_forgets_limits(bank_env, tmp_path, request):
     r = bank_run(bank_env, tmp_path, "postgres-forgetful", *postgres_options(request))
     assert r["by_item"]["transfer limit"]["unpredictable"] > 0
+
+
+def test_too_few_groups_for_the_threads_is_one_clear_line(bank_env, tmp_path):
+    proc = bgbench(
+        bank_env, "run", "--workload", "bank", "--store", "sqlite", "--agents", "2",
+        "--threads", "2", "--users", "1", "--results", str(tmp_path / "results"),
+        *sqlite_options(tmp_path),
+    )  # fmt: skip
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "raise bank.groups" in lines[0], proc.stderr

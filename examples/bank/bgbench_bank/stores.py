@@ -1,8 +1,7 @@
 """The bank's SQLite and PostgreSQL bindings: one table, the same SQL on both.
 
-A transfer is one UPDATE of both accounts that applies only while the sender's balance
-and limit cover the amount: the store alone decides, atomically, and answers whether it
-moved the money. Socialites are threads, each with its own connection in autocommit.
+A transfer is one UPDATE of both accounts, applied only while the sender's balance and
+limit cover the amount: the store decides, atomically. Socialites are threads.
 """
 
 import sqlite3
@@ -11,16 +10,14 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import psycopg
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from bgbench import sdk
 
 SCHEMA = "CREATE TABLE IF NOT EXISTS accounts (id BIGINT PRIMARY KEY, balance BIGINT, lim BIGINT)"
-VIEW = "SELECT balance, lim FROM accounts WHERE id = ?"
 TRANSFER = (
-    "UPDATE accounts SET balance = balance + CASE WHEN id = ? THEN -? ELSE ? END "
-    "WHERE id IN (?, ?) AND EXISTS "
-    "(SELECT 1 FROM accounts WHERE id = ? AND balance >= ? AND lim >= ?)"
+    "UPDATE accounts SET balance = balance + CASE WHEN id = ? THEN -? ELSE ? END WHERE id IN"
+    " (?, ?) AND EXISTS (SELECT 1 FROM accounts WHERE id = ? AND balance >= ? AND lim >= ?)"
 )
 
 
@@ -34,8 +31,8 @@ class SQLConnection:
         return self.conn.execute(sql.replace("?", self.parameter), args)
 
     def view(self, account: int) -> tuple[int, int]:
-        balance, limit = self.execute(VIEW, account).fetchone()
-        return int(balance), int(limit)
+        row = self.execute("SELECT balance, lim FROM accounts WHERE id = ?", account).fetchone()
+        return int(row[0]), int(row[1])
 
     def deposit(self, account: int, amount: int) -> None:
         self.execute("UPDATE accounts SET balance = balance + ? WHERE id = ?", amount, account)
@@ -56,13 +53,9 @@ class SQLBinding:
 
     concurrency: ClassVar[sdk.Concurrency] = "threads"
     suspends: ClassVar[bool] = True
-    parameter: ClassVar[str] = "?"
-
-    def open(self) -> Any:
-        raise NotImplementedError
 
     def connect(self) -> SQLConnection:
-        return SQLConnection(self.open(), self.parameter)
+        raise NotImplementedError
 
     async def connect_async(self) -> SQLConnection:
         raise NotImplementedError("the bank's SQL bindings run socialites as threads")
@@ -81,8 +74,8 @@ class SQLBinding:
             conn.execute(SCHEMA)
 
     def load(self, lo: int, hi: int, balance: int, limit: int, progress: sdk.Progress) -> None:
-        insert = "INSERT INTO accounts VALUES (?, ?, ?)".replace("?", self.parameter)
         with closing(self.connect()) as conn:
+            insert = "INSERT INTO accounts VALUES (?, ?, ?)".replace("?", conn.parameter)
             conn.execute("BEGIN")
             conn.execute("DELETE FROM accounts WHERE id >= ? AND id < ?", lo, hi)
             for start in range(lo, hi, 1000):
@@ -92,8 +85,7 @@ class SQLBinding:
             conn.execute("COMMIT")
 
 
-class SQLiteOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class SQLiteOptions(BaseModel, extra="forbid"):
     path: str = Field("bgbench-data/bank.sqlite", description="database file, shared")
 
 
@@ -106,18 +98,17 @@ class SQLiteBinding(SQLBinding):
     def __init__(self, options: SQLiteOptions) -> None:
         self.path = Path(options.path)
 
-    def open(self) -> sqlite3.Connection:
+    def connect(self) -> SQLConnection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self.path, isolation_level=None, timeout=30)
         conn.execute("PRAGMA journal_mode=WAL")
-        return conn
+        return SQLConnection(conn, "?")
 
     def describe(self) -> str:
         return f"SQLite {sqlite3.sqlite_version} (bank accounts in {self.path})"
 
 
-class PostgresOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class PostgresOptions(BaseModel, extra="forbid"):
     dsn: str = Field("dbname=bgbench", description="libpq connection string (URL or key=value)")
 
 
@@ -126,13 +117,12 @@ class PostgresBinding(SQLBinding):
     embedded: ClassVar[bool] = False
     Options: ClassVar[type[BaseModel]] = PostgresOptions
     file_options: ClassVar[tuple[str, ...]] = ()
-    parameter: ClassVar[str] = "%s"
 
     def __init__(self, options: PostgresOptions) -> None:
         self.dsn = options.dsn
 
-    def open(self) -> psycopg.Connection[Any]:
-        return psycopg.connect(self.dsn, autocommit=True)
+    def connect(self) -> SQLConnection:
+        return SQLConnection(psycopg.connect(self.dsn, autocommit=True), "%s")
 
     def describe(self) -> str:
         with psycopg.connect(self.dsn) as conn:
