@@ -161,10 +161,25 @@ def test_a_run_on_sqlite_validates_clean_and_again_from_its_logs(bank_env, tmp_p
     assert again["reads"] == r["reads"] and again["unpredictable_reads"] == 0
 
 
-def test_a_run_on_postgres_validates_clean(bank_env, tmp_path, request):
-    r = bank_run(bank_env, tmp_path, "postgres", *postgres_options(request))
-    assert "PostgreSQL" in r["store"]
-    assert_clean(r)
+def test_a_rating_on_postgres_carries_its_picture_and_validates_clean(bank_env, tmp_path, request):
+    """Every experiment of a rating after the first starts from the picture the fragments
+    carried over (rating.state carry): their reads validate against it."""
+    proc = bgbench(
+        bank_env, "rate", "--workload", "bank", "--store", "postgres", "--agents", "2",
+        "--delta-search", "1", "--delta", "1", "--max-threads", "16", "--users", "50",
+        "--results", str(tmp_path / "results"), "--json", "-p", "rating.final_runs=2",
+        *postgres_options(request),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["experiments_run_now"] >= 3
+    proc = bgbench(bank_env, "validate", str(tmp_path / "results"), "--json")
+    assert proc.returncode == 0, proc.stderr
+    v = json.loads(proc.stdout)
+    assert v["experiments_validated"] >= 3 and v["reads"] > 0 and v["unpredictable_reads"] == 0
+    assert {item: n["unpredictable"] for item, n in v["by_item"].items()} == {
+        "account balance": 0,
+        "transfer limit": 0,
+    }
 
 
 def test_validation_catches_a_store_that_boasts_of_refused_transfers(bank_env, tmp_path):
