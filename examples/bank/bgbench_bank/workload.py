@@ -88,12 +88,12 @@ class BankPlayer:
         def seen(row: tuple[int, int]) -> Iterable[sdk.Item]:
             return (BALANCE, account, row[0]), (TRANSFER_LIMIT, account, row[1])
 
-        return await ctx.read(VB, ctx.conn.view(account), seen)
+        return await ctx.read(VB, ctx.timer.conn.view(account), seen)
 
     async def deposit(self, ctx: Context, account: int) -> bool:
         amount = ctx.rng.randint(1, self.most)
         change = ((BALANCE, account, amount),)
-        ok = await ctx.write(DEP, ctx.conn.deposit(account, amount), change)
+        ok = await ctx.write(DEP, ctx.timer.conn.deposit(account, amount), change)
         self.fragment.settle(ok, change)
         return ok
 
@@ -103,7 +103,7 @@ class BankPlayer:
         size, amount = self.fragment.config.group_size, ctx.rng.randint(1, self.most)
         target = account - account % size + (account + ctx.rng.randrange(1, size)) % size
         moved = ((BALANCE, account, -amount), (BALANCE, target, amount))
-        call = ctx.conn.transfer(account, target, amount)
+        call = ctx.timer.conn.transfer(account, target, amount)
         applied = await ctx.write_from_answer(XFER, call, lambda ok: moved if ok else (), moved)
         self.fragment.settle(applied is not None, moved if applied else ())
         return applied
@@ -111,7 +111,7 @@ class BankPlayer:
     async def set_limit(self, ctx: Context, account: int) -> bool:
         limit = ctx.rng.randint(0, self.most)
         new = ((TRANSFER_LIMIT, account, limit),)
-        ok = await ctx.write_absolute(LIMIT, ctx.conn.set_limit(account, limit), new)
+        ok = await ctx.write_absolute(LIMIT, ctx.timer.conn.set_limit(account, limit), new)
         self.fragment.settle(ok, (), new)
         return ok
 
