@@ -14,7 +14,7 @@ from time import monotonic_ns
 from typing import Any
 
 from bgbench.errors import UserError
-from bgbench.sdk import Fragment, Player, StoreBinding, Think, Timer, UnitContext
+from bgbench.sdk import Fragment, Player, StoreBinding, Think, UnitContext
 from bgbench.worker.contracts import ErrorSummary
 from bgbench.worker.measurement import Recorder
 from bgbench.worker.tally import ActionTally

@@ -15,7 +15,9 @@ Tests and tools use an asynchronous binding from blocking code through a `LoopBr
 """
 
 import asyncio
-from collections.abc import Callable, Coroutine
+import functools
+import inspect
+from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -32,37 +34,44 @@ def run_blocking(coro: Coroutine[Any, Any, T]) -> T:
     raise RuntimeError("a unit over a blocking connection suspended")
 
 
-def _method_names(protocol: type) -> list[str]:
-    return [
-        name
-        for name in dir(protocol)
-        if not name.startswith("_") and callable(getattr(protocol, name, None))
-    ]
+def _methods(protocol: type) -> list[tuple[str, list[str]]]:
+    """The protocol's public methods and their parameters' names (self excluded)."""
+    methods = []
+    for name in dir(protocol):
+        method = getattr(protocol, name, None)
+        if name.startswith("_") or not callable(method):
+            continue
+        params = list(inspect.signature(method).parameters.values())[1:]
+        if any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params):
+            raise TypeError(f"{protocol.__name__}.{name}: only positional parameters are supported")
+        methods.append((name, [p.name for p in params]))
+    return methods
 
 
-def _forward(method: Callable[..., T]) -> Callable[..., Coroutine[Any, Any, T]]:
-    async def call(*args: Any) -> T:
-        return method(*args)
-
-    return call
-
-
-class _Blocking:
-    """A blocking connection seen through an asynchronous protocol (see `blocking`)."""
-
-    def __init__(self, conn: object, names: list[str]) -> None:
-        self.blocking_conn = conn
-        for name in names:
-            setattr(self, name, _forward(getattr(conn, name)))
+@functools.cache
+def _adapter(protocol: type) -> type:
+    """A class whose methods are the protocol's, each an `async def` that calls the wrapped
+    blocking connection's method of the same name and returns: written out as a hand-made
+    adapter would be (no *args, no lookup by name), since it is on the per-action path."""
+    lines = []
+    for name, params in _methods(protocol):
+        args = ", ".join(params)
+        lines += [f"async def {name}(self, {args}):", f"    return self.c.{name}({args})"]
+    namespace: dict[str, Any] = {}
+    exec("\n".join(lines), namespace)  # identifiers from the protocol's own methods only
+    namespace.pop("__builtins__", None)
+    return type(f"Blocking{protocol.__name__}", (), {"__slots__": ("c",), **namespace})
 
 
 def blocking(conn: object, protocol: type) -> Any:
     """`conn` (a blocking connection) through `protocol` (its asynchronous twin: the same
-    methods as `async def`): each method runs the blocking call and returns without
-    suspending, so the engine's thread drives the unit with no event loop. Made once per
-    socialite runner; annotate what receives it with the protocol (mypy cannot take a
-    Protocol class as a type[...] argument)."""
-    return _Blocking(conn, _method_names(protocol))
+    methods, positional parameters only, as `async def`): each method runs the blocking call
+    and returns without suspending, so the engine's thread drives the unit with no event
+    loop. Annotate what receives it with the protocol (mypy takes no Protocol class as a
+    type[...] argument)."""
+    adapter = _adapter(protocol)()
+    adapter.c = conn
+    return adapter
 
 
 def connection_for(binding: Any, conn: Any, protocol: type) -> Any:

@@ -6,14 +6,14 @@ import sqlite3
 import threading
 import time
 
+from bgbench.sdk import blocking, run_blocking
 from bgbench.validation.logformat import LogWriter
 from bgbench.worker import runner as runner_module
-from bgbench.worker.blocking import run_blocking
 from bgbench.worker.engine import FragmentEngine, RunSpec
 from bgbench.worker.measurement import Recorder
 from bgbench.workloads.bg.config import BGConfig
 from bgbench.workloads.bg.generator import Fragment, FragmentPlan
-from bgbench.workloads.bg.store import Blocking
+from bgbench.workloads.bg.store import AsyncBGConnection
 from bgbench.workloads.bg.timed import TimedConnection
 from bgbench.workloads.bg.workload import WORKLOAD
 from bgbench.workloads.registry import make_binding
@@ -93,7 +93,7 @@ def test_a_recorder_says_when_its_thread_is_inside_a_store_call(tmp_path):
         return real(requester, member)
 
     conn.view_profile = watched
-    timed = TimedConnection(Blocking(conn), recorder, 0)
+    timed = TimedConnection(blocking(conn, AsyncBGConnection), recorder, 0)
     member = int(fragment.members[0])
     before = time.monotonic_ns()
     assert run_blocking(timed.view_profile(member, member, 0, 0)) is not None
