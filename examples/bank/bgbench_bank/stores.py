@@ -21,9 +21,7 @@ TRANSFER = (
 )
 
 
-class SQLConnection:
-    """One socialite's blocking connection; statements are written with `?` parameters."""
-
+class SQLConnection:  # one socialite's blocking connection; SQL is written with ? parameters
     def __init__(self, conn: Any, parameter: str) -> None:
         self.conn, self.parameter = conn, parameter
 
@@ -48,9 +46,7 @@ class SQLConnection:
         self.conn.close()
 
 
-class SQLBinding:
-    """What both bindings share: socialites as threads, the schema, loading."""
-
+class SQLBinding:  # what both bindings share: socialites as threads, the schema, loading
     concurrency: ClassVar[sdk.Concurrency] = "threads"
     suspends: ClassVar[bool] = True
 

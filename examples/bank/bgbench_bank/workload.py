@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Literal, Protocol
 
 import numpy as np
-from pydantic import BaseModel, Field, PositiveFloat
+from pydantic import BaseModel, Field, PositiveFloat, field_validator
 
 from bgbench import sdk
 
@@ -30,13 +30,20 @@ MIXES: dict[str, dict[Unit, float]] = {
 class BankConfig(BaseModel, extra="forbid", allow_inf_nan=False):
     groups: int = Field(100, ge=1, le=1_000_000, description="entity groups in the database")
     group_size: int = Field(10, ge=2, le=1000, description="accounts per entity group")
-    balance: int = Field(100, ge=0, le=10**12, description="each account's balance at load")
-    max_amount: int = Field(150, ge=1, le=10**12, description="largest amount or limit")
-    mix: Literal["banking", "readonly", "sessions"] | dict[Unit, PositiveFloat] = Field(
-        "banking", min_length=1, description="banking, readonly, sessions, or weights of units"
+    balance: int = Field(100, ge=0, le=10**9, description="each account's balance at load")
+    max_amount: int = Field(150, ge=1, le=10**9, description="largest amount or limit")
+    mix: dict[Unit, PositiveFloat] = Field(
+        MIXES["banking"], min_length=1, description="banking, readonly, sessions, or weights"
     )
     thinktime: float = Field(0, ge=0, le=86_400_000, description="ms between PAY's steps")
     interarrivaltime: float = Field(0, ge=0, le=86_400_000)
+
+    @field_validator("mix", mode="before")
+    @classmethod
+    def _named(cls, mix: object) -> object:  # a mix's name stands for its weights
+        if isinstance(mix, str) and mix not in MIXES:
+            raise ValueError(f"use {', '.join(MIXES)} or weights of VB, DEP, XFER, LIMIT, PAY")
+        return MIXES[mix] if isinstance(mix, str) else mix
 
 
 class BankConnection(Protocol):  # a connection as the units see it (sdk.connection_for)
@@ -94,12 +101,10 @@ class BankPlayer:
         amount = ctx.rng.randint(1, self.most)
         change = ((BALANCE, account, amount),)
         ok = await ctx.write(DEP, ctx.timer.conn.deposit(account, amount), change)
-        self.fragment.settle(ok, change)
-        return ok
+        return self.fragment.settle(ok, change)
 
     async def transfer(self, ctx: Context, account: int) -> bool | None:
-        """True when the store moved the money, False when it refused, None when it failed:
-        the change logged is the store's answer (none when refused)."""
+        """True: the store moved the money; False: it refused (nothing logged); None: it failed."""
         size, amount = self.fragment.config.group_size, ctx.rng.randint(1, self.most)
         target = account - account % size + (account + ctx.rng.randrange(1, size)) % size
         moved = ((BALANCE, account, -amount), (BALANCE, target, amount))
@@ -112,8 +117,7 @@ class BankPlayer:
         limit = ctx.rng.randint(0, self.most)
         new = ((TRANSFER_LIMIT, account, limit),)
         ok = await ctx.write_absolute(LIMIT, ctx.timer.conn.set_limit(account, limit), new)
-        self.fragment.settle(ok, (), new)
-        return ok
+        return self.fragment.settle(ok, (), new)
 
     async def pay(self, ctx: Context, account: int) -> bool:
         """The session: view the balance, transfer, view it again."""
@@ -135,14 +139,15 @@ class BankFragment:
         self.balances = np.full(self.size, config.balance, dtype=np.int64)
         self.limits = np.full(self.size, config.max_amount, dtype=np.int64)
 
-    def settle(self, ok: bool, deltas: Iterable[sdk.Item], values: Iterable[sdk.Item] = ()) -> None:
-        """Bring a write into the picture; one of unknown outcome makes it uncertain."""
+    def settle(self, ok: bool, deltas: Iterable[sdk.Item], values: Iterable[sdk.Item] = ()) -> bool:
+        """Bring a write into the picture (one of unknown outcome makes it uncertain); `ok`."""
         with self.lock:
             self.uncertain |= not ok
             for _, account, delta in deltas if ok else ():
                 self.balances[account - self.lo] += delta
             for _, account, value in values if ok else ():
                 self.limits[account - self.lo] = value
+        return ok
 
     def load(self, create_schema: bool, progress: sdk.Progress) -> dict[str, float]:
         start = time.perf_counter()
@@ -188,8 +193,7 @@ class BankWorkload:
         self.items = {BALANCE: "account balance", TRANSFER_LIMIT: "transfer limit"}
 
     def mix(self, config: BankConfig) -> dict[str, float]:
-        weights = MIXES[config.mix] if isinstance(config.mix, str) else config.mix
-        return {unit: w / sum(weights.values()) for unit, w in weights.items()}
+        return {unit: w / sum(config.mix.values()) for unit, w in config.mix.items()}
 
     def interarrival_ms(self, config: BankConfig) -> float:
         return config.interarrivaltime
