@@ -23,7 +23,7 @@ from bgbench.sdk.blocking import (
     run_blocking,
 )
 from bgbench.sdk.recording import ACTION_FIELDS, ERROR, OK, RECORD_FIELDS, Recorder
-from bgbench.sdk.studies import Record, Say, Study, StudyTable, WithStudies
+from bgbench.sdk.studies import AnyStudy, Record, Say, Study, StudyTable, WithStudies
 from bgbench.sdk.timing import Item, Think, Timer, UnitContext
 from bgbench.sdk.workload import (
     AnyWorkload,
@@ -47,6 +47,7 @@ __all__ = [
     "RECORD_FIELDS",
     "WRITE",
     "WRITE_ABS",
+    "AnyStudy",
     "AnyWorkload",
     "Concurrency",
     "Fragment",

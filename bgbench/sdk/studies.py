@@ -4,9 +4,11 @@ against one store binding."""
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
+
+ConfigT = TypeVar("ConfigT", bound=BaseModel, contravariant=True)
 
 
 @dataclass
@@ -24,7 +26,7 @@ Record = Callable[[str, dict[str, Any]], None]  # (table name, row), recorded at
 Say = Callable[[str], None]  # a line of progress for the user
 
 
-class Study(Protocol):
+class Study(Protocol[ConfigT]):
     """A measurement a workload's paper made that is not a rating. It records each
     measurement as it is made (nothing is lost to a fault) and returns the tables."""
 
@@ -32,14 +34,17 @@ class Study(Protocol):
     description: str
 
     def run(
-        self, config: BaseModel, store: str, options: Mapping[str, Any], record: Record, say: Say
+        self, config: ConfigT, store: str, options: Mapping[str, Any], record: Record, say: Say
     ) -> list[StudyTable]:
         """Measure, calling `record` with every raw measurement as it is made; the tables
         to show (summaries first). A store that fails raises SystemFault (StoreError)."""
         ...
 
 
+AnyStudy = Study[Any]  # what the coordinator holds
+
+
 class WithStudies(Protocol):
     """A workload that has studies (optional: a workload without has none)."""
 
-    studies: Mapping[str, Study]
+    studies: Mapping[str, Study[Any]]

@@ -18,7 +18,8 @@ from rich.console import Console
 from bgbench.coordinator.configuration.config import Settings
 from bgbench.coordinator.storage.results import ResultsStore
 from bgbench.errors import BGBenchError, UserError
-from bgbench.sdk import Study, StudyTable
+from bgbench.sdk import AnyStudy as Study
+from bgbench.sdk import StudyTable
 from bgbench.workloads import registry
 
 OBJECTIVE_PREFIX = "study:"
