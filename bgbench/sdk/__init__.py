@@ -27,7 +27,7 @@ from bgbench.sdk.blocking import (
     run_blocking,
 )
 from bgbench.sdk.recording import ACTION_FIELDS, ERROR, OK, RECORD_FIELDS, Recorder
-from bgbench.sdk.stores import StoreSpec
+from bgbench.sdk.stores import BlockingBinding, StoreSpec
 from bgbench.sdk.studies import AnyStudy, Record, Say, Study, StudyTable, WithStudies
 from bgbench.sdk.timing import Item, Think, Timer, UnitContext
 from bgbench.sdk.workload import (
@@ -54,6 +54,7 @@ __all__ = [
     "WRITE_ABS",
     "AnyStudy",
     "AnyWorkload",
+    "BlockingBinding",
     "Concurrency",
     "Fragment",
     "InitialValues",

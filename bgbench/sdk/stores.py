@@ -13,7 +13,7 @@ only a load process imports `spec.binding` ("module:Class") to run it.
 
 import importlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
@@ -42,3 +42,26 @@ class StoreSpec:
         module, _, attr = self.binding.partition(":")
         cls: type[Any] = getattr(importlib.import_module(module), attr)
         return cls
+
+
+class BlockingBinding:
+    """Defaults for a binding whose driver only blocks: socialites are threads, each closes
+    its own connection, nothing is shared to close, no counters. A subclass gives `name`,
+    `Options`, `connect` and `describe` (and `embedded`, `file_options` when they apply)."""
+
+    concurrency: ClassVar[Concurrency] = "threads"
+    suspends: ClassVar[bool] = True
+    embedded: ClassVar[bool] = False
+    file_options: ClassVar[tuple[str, ...]] = ()
+
+    async def connect_async(self) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} runs socialites as threads")
+
+    async def aclose(self) -> None:
+        """Nothing shared to close."""
+
+    def counters(self) -> dict[str, int]:
+        return {}
+
+    def close(self) -> None:
+        """Each socialite closed its own connection."""

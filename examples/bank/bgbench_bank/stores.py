@@ -1,18 +1,19 @@
 """The bank's SQLite and PostgreSQL bindings: one table, the same SQL on both.
 
 A transfer is one UPDATE of both accounts, applied only while the sender's balance and
-limit cover the amount: the store decides, atomically. Socialites are threads.
+limit cover the amount: the store decides, atomically. Socialites are threads. The
+connections come from bgbench.drivers (busy timeouts, connect timeouts, errors).
 """
 
-import sqlite3
 from contextlib import closing
-from pathlib import Path
 from typing import Any, ClassVar
 
-import psycopg
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from bgbench import sdk
+from bgbench.drivers import postgres, sqlite
+from bgbench.drivers.postgres_options import PostgresOptions
+from bgbench_bank import specs
 
 SCHEMA = "CREATE TABLE IF NOT EXISTS accounts (id BIGINT PRIMARY KEY, balance BIGINT, lim BIGINT)"
 TRANSFER = (
@@ -46,24 +47,9 @@ class SQLConnection:  # one socialite's blocking connection; SQL is written with
         self.conn.close()
 
 
-class SQLBinding:  # what both bindings share: socialites as threads, the schema, loading
-    concurrency: ClassVar[sdk.Concurrency] = "threads"
-    suspends: ClassVar[bool] = True
-
+class SQLBinding(sdk.BlockingBinding):  # both bindings: the schema, loading
     def connect(self) -> SQLConnection:
         raise NotImplementedError
-
-    async def connect_async(self) -> SQLConnection:
-        raise NotImplementedError("the bank's SQL bindings run socialites as threads")
-
-    async def aclose(self) -> None:
-        """No pools to close."""
-
-    def counters(self) -> dict[str, int]:
-        return {}
-
-    def close(self) -> None:
-        """Each socialite closed its own connection."""
 
     def create_schema(self) -> None:
         with closing(self.connect()) as conn:
@@ -81,46 +67,31 @@ class SQLBinding:  # what both bindings share: socialites as threads, the schema
             conn.execute("COMMIT")
 
 
-class SQLiteOptions(BaseModel, extra="forbid"):
-    path: str = Field("bgbench-data/bank.sqlite", description="database file, shared")
-
-
 class SQLiteBinding(SQLBinding):
     name: ClassVar[str] = "sqlite"
     embedded: ClassVar[bool] = True
-    Options: ClassVar[type[BaseModel]] = SQLiteOptions
+    Options: ClassVar[type[BaseModel]] = specs.BankSQLiteOptions
     file_options: ClassVar[tuple[str, ...]] = ("path",)
 
-    def __init__(self, options: SQLiteOptions) -> None:
-        self.path = Path(options.path)
+    def __init__(self, options: specs.BankSQLiteOptions) -> None:
+        self.options = options
 
     def connect(self) -> SQLConnection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, isolation_level=None, timeout=30)
-        conn.execute("PRAGMA journal_mode=WAL")
-        return SQLConnection(conn, "?")
+        return SQLConnection(sqlite.open_database(self.options, "journal_mode=WAL"), "?")
 
     def describe(self) -> str:
-        return f"SQLite {sqlite3.sqlite_version} (bank accounts in {self.path})"
-
-
-class PostgresOptions(BaseModel, extra="forbid"):
-    dsn: str = Field("dbname=bgbench", description="libpq connection string (URL or key=value)")
+        return sqlite.describe(self.options)
 
 
 class PostgresBinding(SQLBinding):
     name: ClassVar[str] = "postgres"
-    embedded: ClassVar[bool] = False
     Options: ClassVar[type[BaseModel]] = PostgresOptions
-    file_options: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, options: PostgresOptions) -> None:
-        self.dsn = options.dsn
+        self.options = options
 
     def connect(self) -> SQLConnection:
-        return SQLConnection(psycopg.connect(self.dsn, autocommit=True), "%s")
+        return SQLConnection(postgres.connect(self.options), "%s")
 
     def describe(self) -> str:
-        with psycopg.connect(self.dsn) as conn:
-            info = conn.info
-            return f"PostgreSQL {info.server_version} at {info.host}:{info.port}/{info.dbname}"
+        return postgres.describe(self.options)
