@@ -436,9 +436,10 @@ def stores(workload: WorkloadFlag = None) -> None:
 )
 def agent(ctx: typer.Context) -> None:
     """Run a worker agent: bgbench agent --help for its options."""
-    from bgbench.worker.agent import cli as agent_cli  # the CLI's one door into worker/
+    # Listed here for --help; bgbench/__main__.py sends `bgbench agent` to the worker directly.
+    from bgbench.__main__ import run_agent
 
-    agent_cli(list(ctx.args))
+    raise typer.Exit(run_agent(list(ctx.args)))
 
 
 def recorded_settings(record: dict[str, Any]) -> Settings:
