@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 from bgbench.coordinator.campaign.document import Located
 from bgbench.coordinator.campaign.servers import check_kinds
 from bgbench.coordinator.configuration.config import Settings
-from bgbench.coordinator.execution import preflight
 from bgbench.coordinator.execution.checkconfig import check_settings
+from bgbench.coordinator.execution.target_kinds import target_kind
 from bgbench.errors import UserError
 
 if TYPE_CHECKING:  # the language calls this module: no import back at run time
@@ -26,7 +26,7 @@ def job_problem(settings: Settings, study: str, servers: list[ServerSpec], merge
     copy = settings.model_copy(deep=True)  # checking makes its layout concrete
     try:
         if study:
-            preflight.check_store(copy)
+            target_kind(copy).check_store(copy)
         else:
             check_settings(copy)
     except UserError as exc:

@@ -26,7 +26,7 @@ from bgbench.coordinator.execution.offline import (
     validate_directory,
     write_per_read,
 )
-from bgbench.coordinator.execution.preflight import MODEL_STORE
+from bgbench.coordinator.execution.target_kinds import simulated_store_names, target_kind
 from bgbench.coordinator.interfaces.cli_campaign import campaign_app
 from bgbench.coordinator.interfaces.cli_deck import deck
 from bgbench.coordinator.interfaces.cli_live import EventsOption, MetricsPortOption, live_sink
@@ -265,7 +265,7 @@ def study(
     record every measurement, print its tables."""
     flags = _common_flags(workload, store, None, None, None, None, None, users, results)
     settings = _settings(config, param, flags)
-    if settings.store.name == MODEL_STORE:
+    if not target_kind(settings).measures_a_store:
         raise UserError("a study measures a real store: choose one with --store (bgbench stores)")
     results_dir = results_path(settings.results_dir)
     record = run_study(settings, name, new_rating_id(), results_dir, err)
@@ -422,12 +422,13 @@ def stores(workload: WorkloadFlag = None) -> None:
     """List the store bindings installed: one line per workload, or one line per store of
     --workload (and the model store, which simulates any)."""
     if workload is not None:
-        for name in [*preflight.store_names(workload), MODEL_STORE]:
+        for name in [*preflight.store_names(workload), *simulated_store_names()]:
             out.print(name)
         return
     for name in registry.workload_names():
         out.print(f"{name}: {' '.join(preflight.store_names(name))}")
-    out.print(f"{MODEL_STORE} (simulated, any workload)")
+    for name in simulated_store_names():
+        out.print(f"{name} (simulated, any workload)")
 
 
 @app.command(
