@@ -1,6 +1,7 @@
 """The `bgbench` command line."""
 
 import json
+import os
 import signal
 import sys
 from pathlib import Path
@@ -10,7 +11,6 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
-from bgbench.__main__ import INTERRUPTED, exit_interrupted
 from bgbench.coordinator.configuration.config import (
     SCALE_OVERRIDE,
     Settings,
@@ -35,6 +35,7 @@ from bgbench.coordinator.rating import api
 from bgbench.coordinator.rating.api import new_rating_id, results_path, resumed_settings
 from bgbench.coordinator.rating.study import run_study
 from bgbench.coordinator.rating.sweep import write_csv
+from bgbench.coordinator.records.faults import EXIT_INTERRUPTED as INTERRUPTED
 from bgbench.coordinator.records.faults import ending
 from bgbench.coordinator.reports.report import (
     render,
@@ -437,10 +438,9 @@ def stores(workload: WorkloadFlag = None) -> None:
 )
 def agent(ctx: typer.Context) -> None:
     """Run a worker agent: bgbench agent --help for its options."""
-    # Listed here for --help; bgbench/__main__.py sends `bgbench agent` to the worker directly.
-    from bgbench.__main__ import run_agent
-
-    raise typer.Exit(run_agent(list(ctx.args)))
+    # Listed here for --help: bgbench/__main__.py sends `bgbench agent` to the worker before
+    # this module is imported; called here, the process becomes that command.
+    os.execv(sys.executable, [sys.executable, "-m", "bgbench", "agent", *ctx.args])
 
 
 def recorded_settings(record: dict[str, Any]) -> Settings:
@@ -458,10 +458,11 @@ def main() -> None:
     """The command line (the entry is bgbench/__main__.py, which handles an interrupt
     while this module is imported; here it becomes a KeyboardInterrupt, that stops what
     the command started, and on the way out the process ends at once again)."""
+    on_interrupt = signal.getsignal(signal.SIGINT) or signal.SIG_DFL  # __main__.py: exit at once
     try:
         code = _run_app()
     finally:
-        signal.signal(signal.SIGINT, exit_interrupted)  # nothing left to stop
+        signal.signal(signal.SIGINT, on_interrupt)  # nothing left to stop
     sys.exit(code)
 
 

@@ -18,7 +18,6 @@ from bgbench.coordinator.configuration.config import RatingConfig, SLAConfig
 from bgbench.coordinator.execution.experiment import ExperimentResult
 from bgbench.coordinator.records.stats import pooled_interval, proportion_interval
 from bgbench.coordinator.search.memo import Outcome
-from bgbench.coordinator.storage.results import reasons_of
 
 SOFT = ("latency:", "staleness:")  # reasons an interval can leave uncertain
 UNSTABLE = "unstable:"  # a run that never settled: run again, rated on the runs that did
@@ -77,6 +76,15 @@ class RunFigures:
 
 def _hard(reasons: list[str]) -> bool:
     return any(not r.startswith((*SOFT, UNSTABLE)) for r in reasons)
+
+
+def reasons_of(result: ExperimentResult) -> str:
+    if result.fault:
+        return f"infrastructure: {result.fault}"
+    out = []
+    for a in result.agents:
+        out += [f"{a.address}: {r}" for r in a.reasons]
+    return "; ".join(out)
 
 
 def outcome_of(runs: list[RunFigures], sla: SLAConfig, rating: RatingConfig) -> Outcome:
