@@ -20,6 +20,20 @@ def _servers_module():
 
 servers = _servers_module()
 
+TESTS = Path(__file__).resolve().parent
+LAYERS = ("unit", "integration", "e2e")  # each the name of its directory under tests/
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test with its directory's layer (tests/unit -> unit, ...), unless it names
+    its layer itself (a test under tests/unit that starts a real server is integration)."""
+    for item in items:
+        if any(item.get_closest_marker(layer) for layer in LAYERS):
+            continue
+        directory = item.path.relative_to(TESTS).parts[0]
+        if directory in LAYERS:
+            item.add_marker(directory)
+
 
 def _running(kind: str, tmp_path_factory):
     directory = tmp_path_factory.mktemp(kind)

@@ -1,4 +1,4 @@
-"""Exact check of reads against delta writes (DESIGN.md "Unpredictable data").
+"""Exact check of reads against delta writes (docs/architecture.md, "Unpredictable data").
 
 For a read r of item x over [r.s, r.e]: F are the writes of x that ended before
 r.s, O the writes of x that overlap r. A subset S of O is a possible prefix iff no

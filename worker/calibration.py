@@ -13,10 +13,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from bgbench.sdk import Timer, UnitContext, run_blocking
 from bgbench.validation.logformat import LogWriter
-from bgbench.worker.blocking import run_blocking
 from bgbench.worker.measurement import Recorder
-from bgbench.worker.timing import Timer
 
 CALIBRATION_S = 0.5
 SLICE_ACTIONS = 500
@@ -25,6 +24,10 @@ MEMBERS = 2000
 
 async def _no_op(member: int) -> int:
     return member
+
+
+async def _no_think(_seconds: float) -> bool:
+    return True
 
 
 def _seen(member: int) -> tuple[tuple[int, int, int], ...]:
@@ -36,8 +39,8 @@ def single_process_rate(seconds: float = CALIBRATION_S) -> float:
     with tempfile.TemporaryDirectory() as tmp:
         log = LogWriter(Path(tmp) / "calibration.bglog")
         recorder = Recorder(log)
-        timer = Timer(None, recorder, 0)
         rng = random.Random(1)
+        ctx = UnitContext(Timer(None, recorder, 0), rng, _no_think)
         busy: dict[int, object] = {}
         # The best of short slices: a slice another process interrupted says nothing about
         # this host's speed, so the fastest slice is the steadiest estimate on a busy machine.
@@ -50,7 +53,8 @@ def single_process_rate(seconds: float = CALIBRATION_S) -> float:
                 if busy.setdefault(m, claim) is not claim:
                     continue
                 sid += 1
-                read = timer.read(0, sid, time.monotonic_ns(), _no_op(m), _seen)
+                ctx.sid, ctx.intended = sid, time.monotonic_ns()
+                read = ctx.read(0, _no_op(m), _seen)
                 run_blocking(read)
                 busy.pop(m, None)
             rate = max(rate, SLICE_ACTIONS / (time.perf_counter() - t0))

@@ -2,13 +2,16 @@
 
 Commands go down the pipe wrapped in a Request (numbered, so a late answer to a
 cancelled command is recognised); each gets one Answer carrying its result or an
-ErrorInfo. During a run, LatencyDelta messages carry the live histogram. Results hold
-what every workload shares as typed fields; what only one workload knows travels as
-its `workload_payload` (JSON the workload writes and reads back).
+ErrorInfo. During a run, LatencyDelta messages carry the live histogram; a run ends
+with its RunResult (bgbench/run_result). Results hold what every workload shares as
+typed fields; what only one workload knows travels as its `workload_payload` (JSON the
+workload writes and reads back).
 """
 
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from bgbench.run_result import RunResult
 
 PreparePhase = Literal["schema", "load", "all"]
 
@@ -95,49 +98,6 @@ class ReadyResult:
 
 
 @dataclass(frozen=True)
-class ActionSummary:
-    count: int  # performed, errors included
-    errors: int
-    response_hist: bytes  # HDR histogram (us) of end - intended start
-    service_hist: bytes  # HDR histogram (us) of end - actual start
-
-
-@dataclass(frozen=True)
-class ErrorSummary:
-    action: str
-    type: str
-    count: int
-    sample: str
-
-
-@dataclass(frozen=True)
-class RunSummary:
-    fragment: int
-    threads: int
-    elapsed: float
-    actions: int
-    sessions: int
-    errors: int
-    per_action: dict[str, ActionSummary]
-    per_unit: dict[str, int]  # units of the mix played (single actions and sessions by name)
-    error_counts: list[ErrorSummary]
-    cpu_seconds: float  # of the socialite loops, start to end of the run
-    cpu_seconds_total: float  # connecting and summaries included
-    saturated: bool
-    embedded: bool
-    log_records: int
-    store_counters: dict[str, int]
-    session_hist: bytes
-    client_delay_hist: bytes
-    loop_lag_max_ms: float
-    concurrency: str  # "asyncio" or "threads"
-    state_uncertain: bool
-    aborted: str
-    start_state: str
-    workload_payload: str = ""
-
-
-@dataclass(frozen=True)
 class ReadCounts:
     reads: int
     unpredictable: int
@@ -161,7 +121,7 @@ class ValidateSummary:
     workload_payload: str = ""
 
 
-Result = PrepareResult | ReadyResult | RunSummary | ValidateSummary | None
+Result = PrepareResult | ReadyResult | RunResult | ValidateSummary | None
 
 
 @dataclass(frozen=True)
@@ -181,15 +141,6 @@ class LatencyDelta:
 
     seq: int
     hist: bytes = field(repr=False)
-
-
-def sum_counts(parts: list[dict[str, int]]) -> dict[str, int]:
-    """Named counts of several fragments or agents added up (store counters, units played)."""
-    total: dict[str, int] = {}
-    for part in parts:
-        for name, n in part.items():
-            total[name] = total.get(name, 0) + n
-    return total
 
 
 # Indexes into a load process's shared counters. LAG_US is the worst client lag since

@@ -8,18 +8,16 @@ target rate), the loops take arrivals from one schedule (runner.py). For a store
 asynchronous driver the loops are tasks on one event loop (uvloop) per load process, so
 a waiting socialite costs a few hundred bytes and no thread switch; for a blocking store
 they are threads (runner.py has both). The engine knows no workload: it drives one
-through the Protocols of workloads/api.py.
+through the Protocols of bgbench.sdk.
 """
 
 import asyncio
 import contextlib
 import gc
 import json
-import math
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,53 +26,23 @@ from pydantic import BaseModel
 
 from bgbench.errors import UserError
 from bgbench.protos import START_READIED
+from bgbench.run_result import ActionStats, RunResult
+from bgbench.sdk import AnyWorkload, Fragment, Progress, StoreBinding
 from bgbench.validation.initial import load_initial, save_initial
 from bgbench.validation.logformat import LogWriter
 from bgbench.validation.runner import validate_logs
 from bgbench.worker import runner
-from bgbench.worker.contracts import (
-    ActionSummary,
-    PrepareResult,
-    ReadCounts,
-    ReadyResult,
-    RunSummary,
-    ValidateSummary,
-)
+from bgbench.worker.contracts import PrepareResult, ReadCounts, ReadyResult, ValidateSummary
 from bgbench.worker.measurement import histogram_of
-from bgbench.worker.runner import RunOutcome
+from bgbench.worker.plan import Plan, Publish, RunOutcome, cpu_seconds
+from bgbench.worker.plan import RunSpec as RunSpec
 from bgbench.worker.tally import ActionFile, ActionTally
 from bgbench.workloads import registry
-from bgbench.workloads.api import FragmentWorkload, Progress, StoreBinding, Workload
 
 SATURATED_CPU_SHARE = 0.9
 # An experiment whose actions waited this long (p99) between their intended start and
 # their store call measured the client, not the store: it fails as "client overloaded".
 CLIENT_DELAY_BOUND_MS = 100.0
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    experiment_id: str
-    threads: int
-    duration_s: float
-    operation_count: int
-    seed: int
-    log_dir: Path
-    start_state: str = "carry"  # carry | reload | readback
-    target_rate: float = 0.0  # open loop: this load process's arrivals/s; 0: closed loop
-    arrivals: str = "poisson"  # poisson | constant (open loop only)
-
-    def check_pacing(self) -> None:
-        """A target rate and arrival process the runners can follow, or a UserError."""
-        if not (math.isfinite(self.target_rate) and self.target_rate >= 0):
-            raise UserError(
-                f"target_rate: {self.target_rate!r} is not a finite rate >= 0 (actions/s; "
-                "0 or none for a closed loop)"
-            )
-        if self.arrivals not in runner.ARRIVALS:
-            raise UserError(
-                f"arrivals: {self.arrivals!r} is not one of {', '.join(runner.ARRIVALS)}"
-            )
 
 
 WORKLOAD_FILE = "workload.txt"  # beside the logs: the workload that wrote them
@@ -95,7 +63,7 @@ def _no_progress() -> None:
 class FragmentEngine:
     def __init__(
         self,
-        workload: Workload,
+        workload: AnyWorkload,
         config: BaseModel,
         store: str,
         store_options: dict[str, Any],
@@ -111,7 +79,7 @@ class FragmentEngine:
             else registry.make_binding(workload.name, store, store_options)
         )
         self.concurrency: str = getattr(self.binding, "concurrency", "threads")
-        self.fragment: FragmentWorkload = workload.fragment(config, capacities, index, self.binding)
+        self.fragment: Fragment = workload.fragment(config, capacities, index, self.binding)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loaded = False
         self._readied: str | None = None  # how the state was made exact by ready()
@@ -154,7 +122,7 @@ class FragmentEngine:
         finally:
             self.binding.close()
 
-    def run(self, spec: RunSpec, stop: threading.Event, publish: runner.Publish) -> RunSummary:
+    def run(self, spec: RunSpec, stop: threading.Event, publish: Publish) -> RunResult:
         spec.check_pacing()
         interarrival_ms = self.workload.interarrival_ms(self.config)
         if spec.target_rate and interarrival_ms:
@@ -183,7 +151,7 @@ class FragmentEngine:
         # Every action to disk in batches, folded into bounded aggregates on the way.
         spill = ActionFile(spec.log_dir / f"actions-f{self.fragment.index}.npy")
         tally = ActionTally(open_loop=spec.target_rate > 0, spill=spill)
-        plan = runner.Plan(
+        plan = Plan(
             fragment=self.fragment,
             binding=self.binding,
             spec=spec,
@@ -193,7 +161,7 @@ class FragmentEngine:
             interarrival_ms=interarrival_ms,
             tally=tally,
         )
-        cpu0 = runner.cpu_seconds()
+        cpu0 = cpu_seconds()
         # Everything made so far (modules, the fragment, the workload's picture) lives
         # through the run: frozen, the collector's full passes stop walking it (they held
         # the loop 20-40 ms).
@@ -209,7 +177,7 @@ class FragmentEngine:
             log.close()
             spill.close()
         tally.finish()
-        cpu_total = runner.cpu_seconds() - cpu0
+        cpu_total = cpu_seconds() - cpu0
         return self._summary(spec, outcome, tally, log.count, cpu_total, started_from)
 
     def ready(self, policy: str) -> ReadyResult:
@@ -238,11 +206,11 @@ class FragmentEngine:
         records: int,
         cpu_total: float,
         started: str,
-    ) -> RunSummary:
+    ) -> RunResult:
         cpu = outcome.cpu_seconds
         names = self.workload.actions
         per_action = {
-            names.get(code, str(code)): ActionSummary(
+            names.get(code, str(code)): ActionStats(
                 count=s.count,
                 errors=s.errors,
                 response_hist=s.response.encode(),
@@ -261,7 +229,7 @@ class FragmentEngine:
                 "load processes or agents"
             )
         elapsed = outcome.elapsed
-        return RunSummary(
+        return RunResult(
             fragment=self.fragment.index,
             threads=spec.threads,
             elapsed=elapsed,

@@ -20,6 +20,9 @@ import numpy as np
 from hdrh.histogram import HdrHistogram
 
 from bgbench.protos import HIST_HIGHEST_US, HIST_LOWEST_US, new_histogram
+from bgbench.sdk import recording
+from bgbench.sdk.recording import ERROR as ERROR
+from bgbench.sdk.recording import OK as OK
 from bgbench.validation.logformat import RECORD_DTYPE, LogWriter
 from bgbench.worker.tally import ACTION_DTYPE, ActionTally
 
@@ -30,8 +33,7 @@ FLUSH_EVERY = 1 << 13  # records (or actions) per batch: a flush holds its loop 
 # as many records) between flushes, each at least MIN_BATCH (a flush has a fixed cost).
 PENDING_AT_MOST = 1 << 17
 MIN_BATCH = 1 << 7
-OK = 0
-ERROR = 1
+assert (ACTION_FIELDS, RECORD_FIELDS) == (recording.ACTION_FIELDS, recording.RECORD_FIELDS)
 
 
 def histogram_of(latencies_ns: np.ndarray) -> HdrHistogram:
@@ -66,12 +68,12 @@ class ActionSink(Protocol):
 
 
 class Recorder:
-    """Where one runner's timed calls go. The timed wrapper appends to `acts` (ACTION_FIELDS
-    ints per action), `recs` (RECORD_FIELDS ints per log record) and `live` (response time
-    in ns, for the live view), then calls maybe_flush(). Full batches go to the log and
-    to `sink` (a bounded ActionTally unless given): nothing per action is kept here.
-    Recorders of threads share `lock`, which guards the log and the sink, and batch
-    `batch_for(threads)` each."""
+    """Where one runner's timed calls go (the SDK's `Recorder` protocol). The timed wrapper
+    appends to `acts` (ACTION_FIELDS ints per action), `recs` (RECORD_FIELDS ints per log
+    record) and `live` (response time in ns, for the live view), then calls maybe_flush().
+    Full batches go to the log and to `sink` (a bounded ActionTally unless given):
+    nothing per action is kept here. Recorders of threads share `lock`, which guards the
+    log and the sink, and batch `batch_for(threads)` each."""
 
     def __init__(
         self,

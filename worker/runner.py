@@ -1,9 +1,10 @@
 """The socialite loops of one run: tasks on an event loop, or threads for blocking stores.
 
-Both play the workload's asynchronous units through its player (workloads/api.py), timed
-by worker.timing. On the event loop one Recorder serves every task (one runs at a time); each
-thread has its own. Between units a task whose store never suspends yields to the loop
-once per time slice, so thousands of them share it fairly without a switch per action.
+Both play the workload's asynchronous units through its player (bgbench.sdk), each with
+the runner's one unit context, timed by sdk.Timer. On the event loop one Recorder serves
+every task (one runs at a time); each thread has its own. Between units a task whose
+store never suspends yields to the loop once per time slice, so thousands of them share
+it fairly without a switch per action.
 
 Pacing. Closed loop (the default): a socialite starts its next unit when the last one
 ends, after BG's inter-arrival time if there is one (slept from the unit's end, as BG's
@@ -21,164 +22,39 @@ store call is in its timings.
 
 import asyncio
 import bisect
-import random
-import resource
 import threading
 import time
-import zlib
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from time import monotonic_ns
-from typing import TYPE_CHECKING, Any
+from typing import Any, cast
 
+from bgbench.sdk import Player, Think, Timer, UnitContext, run_blocking
 from bgbench.validation.logformat import LogWriter
-from bgbench.worker.blocking import run_blocking
 from bgbench.worker.closing import CLOSE_BOUND_S, close_all
-from bgbench.worker.contracts import ErrorSummary
 from bgbench.worker.measurement import LiveLatencies, Recorder, batch_for
-from bgbench.worker.tally import ActionTally
-from bgbench.worker.timing import Timer
+from bgbench.worker.plan import (
+    ARRIVALS as ARRIVALS,
+)
+from bgbench.worker.plan import (
+    MAX_CONSECUTIVE_ERRORS,
+    Arrivals,
+    Flags,
+    Plan,
+    Publish,
+    RunOutcome,
+    cpu_seconds,
+    error_counts,
+    failing,
+    finish,
+)
+from bgbench.worker.plan import new_event_loop as new_event_loop
 
-if TYPE_CHECKING:
-    from bgbench.worker.engine import RunSpec
-    from bgbench.workloads.api import FragmentWorkload, Player, StoreBinding
-
-MAX_CONSECUTIVE_ERRORS = 100
 STOP_GRACE_S = 30.0
 PUBLISH_EVERY_S = 0.2
 LIVE_EVERY_S = 0.5  # live latency deltas: the coordinator takes intervals from them
 SLICE_NS = 50_000  # a task whose store never suspends yields after this much work
+NEVER_NS = 1 << 62  # a time slice that never ends: the task's store suspends on its own
 CONNECT_AT_ONCE = 64  # connections opened concurrently when tasks start
-ARRIVALS = ("poisson", "constant")
-_ARRIVALS_SEED = 0xA77  # the schedule's own stream beside the socialites' (which use t >= 0)
-_GAPS_AT_ONCE = 1024  # exponential gaps drawn per refill
-
-# (actions, errors, sessions, latency histogram delta or None, client lag in ms)
-Publish = Callable[[int, int, int, bytes | None, float], None]
-Think = Callable[[float], Awaitable[bool]]
-
-
-def cpu_seconds() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
-
-
-def new_event_loop() -> asyncio.AbstractEventLoop:
-    try:
-        import uvloop
-    except ImportError:  # pragma: no cover - uvloop is a dependency
-        return asyncio.new_event_loop()
-    return uvloop.new_event_loop()
-
-
-@dataclass
-class Plan:
-    """What every socialite loop of one run shares."""
-
-    fragment: "FragmentWorkload"
-    binding: "StoreBinding"
-    spec: "RunSpec"
-    units: list[str]
-    cumulative: list[float]
-    action_names: Mapping[int, str]
-    interarrival_ms: float
-    tally: ActionTally  # where every runner's action timings go
-
-    @property
-    def per_runner_ops(self) -> int:
-        s = self.spec
-        return -(-s.operation_count // s.threads) if s.operation_count and s.threads else 0
-
-    def seed(self, t: int) -> list[int]:
-        s = self.spec
-        return [s.seed, self.fragment.index, t, zlib.crc32(s.experiment_id.encode())]
-
-    def player(self, conn: Any, rec: Recorder, t: int, think: "Think") -> "Player":
-        return self.fragment.player(conn, rec, t, self.seed(t), think, self.units)
-
-    def arrivals(self) -> "Arrivals | None":
-        """The open-loop schedule its socialites share; None for a closed loop."""
-        s = self.spec
-        if s.target_rate <= 0:
-            return None
-        seed = [s.seed, self.fragment.index, _ARRIVALS_SEED, zlib.crc32(s.experiment_id.encode())]
-        return Arrivals(s.target_rate, s.arrivals, seed)
-
-
-class Arrivals:
-    """One load process's open-loop schedule: `rate` arrivals a second from the first
-    take, Poisson (exponential gaps) or constant, reproducible from `seed`. `take` is for
-    one event loop; threads share the schedule through `take_locked`."""
-
-    def __init__(self, rate: float, kind: str, seed: list[int]) -> None:
-        self.gap_ns = 1e9 / rate
-        self.poisson = kind != "constant"
-        self.rng = random.Random(repr(seed))  # a str seed is hashed (sha512): reproducible
-        self.next = 0.0  # the next arrival, monotonic ns; 0 before the first take
-        self.gaps: list[float] = []
-        self.lock = threading.Lock()
-
-    def take(self) -> int:
-        """The next arrival (monotonic ns), which may be past: a queue the store made."""
-        at = self.next
-        if not at:
-            at = float(monotonic_ns())
-        if self.poisson:
-            if not self.gaps:
-                expo, mean = self.rng.expovariate, self.gap_ns
-                self.gaps = [expo(1.0) * mean for _ in range(_GAPS_AT_ONCE)]
-            self.next = at + self.gaps.pop()
-        else:
-            self.next = at + self.gap_ns
-        return int(at)
-
-    def take_locked(self) -> int:
-        with self.lock:
-            return self.take()
-
-
-@dataclass
-class RunOutcome:
-    elapsed: float
-    sessions: int
-    error_counts: list[ErrorSummary]
-    aborted: str
-    runner_kind: str  # "tasks" or "threads", for messages
-    loop_lag_max_ms: float = 0.0
-    cpu_seconds: float = 0.0  # the load process's CPU from the start to the end of the run
-    unit_counts: list[int] = field(default_factory=list)  # per unit of the mix, played
-
-
-@dataclass
-class Flags:
-    stop: bool = False
-    aborted: list[str] = field(default_factory=list)
-
-
-def _error_counts(recorders: list[Recorder], names: Mapping[int, str]) -> list[ErrorSummary]:
-    errors: dict[tuple[int, str], int] = {}
-    samples: dict[tuple[int, str], str] = {}
-    for r in recorders:
-        for key, n in r.errors.items():
-            errors[key] = errors.get(key, 0) + n
-            samples.setdefault(key, r.error_samples[key])
-    return [
-        ErrorSummary(names.get(a, str(a)), t, n, samples[(a, t)])
-        for (a, t), n in sorted(errors.items())
-    ]
-
-
-def _finish(recorders: list[Recorder]) -> None:
-    for r in recorders:
-        r.finish()
-
-
-def _failing(timed: Timer, who: str) -> str:
-    key = next(reversed(timed.rec.error_samples))
-    return (
-        f"store failing: {MAX_CONSECUTIVE_ERRORS} errors in a row on {who}, "
-        f"last {key[1]}: {timed.rec.error_samples[key]}"
-    )
 
 
 # -- tasks on an event loop ----------------------------------------------------------------
@@ -204,16 +80,10 @@ def run_tasks(
     return loop.run_until_complete(_run_tasks(plan, log, stop, publish))
 
 
-async def _run_tasks(
-    plan: Plan, log: LogWriter, stop: threading.Event, publish: Publish
-) -> RunOutcome:
-    spec, binding = plan.spec, plan.binding
-    threads = spec.threads
-    rec = Recorder(log, sink=plan.tally)
-    flags = Flags()
-    sessions = [0] * threads
-    unit_counts = [0] * len(plan.units)
+async def _connect_tasks(plan: Plan, flags: Flags) -> list[Any] | None:
+    """A connection per task, CONNECT_AT_ONCE at a time; None (all closed) if one failed."""
     gate = asyncio.Semaphore(CONNECT_AT_ONCE)
+    binding = plan.binding
 
     async def connect(t: int) -> Any:
         async with gate:
@@ -224,14 +94,16 @@ async def _run_tasks(
                 flags.stop = True
                 return None
 
-    raw = await asyncio.gather(*(connect(t) for t in range(threads)))
-    if flags.stop:
-        for conn in raw:
-            if conn is not None:
-                await conn.close()
-        return RunOutcome(0.0, 0, [], flags.aborted[0], "tasks")
-    yields = not getattr(binding, "suspends", True)
+    raw = await asyncio.gather(*(connect(t) for t in range(plan.spec.threads)))
+    if not flags.stop:
+        return raw
+    for conn in raw:
+        if conn is not None:
+            await conn.close()
+    return None
 
+
+def _task_think(flags: Flags) -> Think:
     async def think(seconds: float) -> bool:
         if seconds > 0:
             due = monotonic_ns() + int(seconds * 1e9)
@@ -245,27 +117,76 @@ async def _run_tasks(
                 return False  # stopping: the loop ends at its next check
         return not flags.stop
 
-    players = [plan.player(raw[t], rec, t, think) for t in range(threads)]
-    conns = [p.timer for p in players]
+    return think
+
+
+async def _run_tasks(
+    plan: Plan, log: LogWriter, stop: threading.Event, publish: Publish
+) -> RunOutcome:
+    threads = plan.spec.threads
+    rec = Recorder(log, sink=plan.tally)
+    flags = Flags()
+    sessions = [0] * threads
+    unit_counts = [0] * len(plan.units)
+    raw = await _connect_tasks(plan, flags)
+    if raw is None:
+        return RunOutcome(0.0, 0, [], flags.aborted[0], "tasks")
+    slice_ns = NEVER_NS if getattr(plan.binding, "suspends", True) else SLICE_NS
+    think = _task_think(flags)
+    played = [plan.player(raw[t], rec, t, think) for t in range(threads)]
+    conns = [player.timer for player, _ in played]
     arrivals = plan.arrivals()
     tasks = [
         asyncio.ensure_future(
-            _socialite(plan, t, players[t], flags, sessions, unit_counts, yields, arrivals)
+            _socialite(plan, t, player, ctx, flags, sessions, unit_counts, slice_ns, arrivals)
         )
-        for t in range(threads)
+        for t, (player, ctx) in enumerate(played)
     ]
     live = LiveLatencies([rec])
-    lag_max_ms = 0.0
     cpu0 = cpu_seconds()
     t0 = time.monotonic()
-    deadline = t0 + spec.duration_s
+
+    def counts() -> tuple[int, int, int]:
+        return rec.action_count, sum(rec.errors.values()), sum(sessions)
+
+    lag_max_ms = await _watch_tasks(plan, tasks, conns, flags, stop, live, counts, publish)
+    elapsed = time.monotonic() - t0
+    cpu = cpu_seconds() - cpu0
+    publish(*counts(), live.cut(final=True), 0.0)
+    await close_all(conns, plan.fragment, CLOSE_BOUND_S if flags.aborted else None)
+    finish([rec])
+    return RunOutcome(
+        elapsed,
+        sum(sessions),
+        error_counts([rec], plan.action_names),
+        flags.aborted[0] if flags.aborted else "",
+        "tasks",
+        lag_max_ms,
+        cpu,
+        unit_counts,
+    )
+
+
+async def _watch_tasks(
+    plan: Plan,
+    tasks: list["asyncio.Task[None]"],
+    conns: list[Timer[Any]],
+    flags: Flags,
+    stop: threading.Event,
+    live: LiveLatencies,
+    counts: Callable[[], tuple[int, int, int]],
+    publish: Publish,
+) -> float:
+    """Watch the tasks until they end: stop them at the deadline (or when told), give up on
+    those still inside store calls after the grace, publish progress and live cuts on
+    time. The loop's largest lag (ms)."""
+    lag_max_ms = 0.0
+    t0 = time.monotonic()
+    deadline = t0 + plan.spec.duration_s
     next_cut = t0 + LIVE_EVERY_S
     stopped_at = 0
-    while True:
-        pending = [t for t in tasks if not t.done()]
+    while pending := [t for t in tasks if not t.done()]:
         now = time.monotonic()
-        if not pending:
-            break
         if now >= deadline or stop.is_set():
             flags.stop = True
         if flags.stop and not stopped_at:
@@ -293,42 +214,31 @@ async def _run_tasks(
         delta = None
         if time.monotonic() >= next_cut:
             delta, next_cut = live.cut(), next_cut + LIVE_EVERY_S
-        publish(rec.action_count, sum(rec.errors.values()), sum(sessions), delta, late)
-    elapsed = time.monotonic() - t0
-    cpu = cpu_seconds() - cpu0
-    publish(rec.action_count, sum(rec.errors.values()), sum(sessions), live.cut(final=True), 0.0)
-    await close_all(conns, plan.fragment, CLOSE_BOUND_S if flags.aborted else None)
-    _finish([rec])
-    return RunOutcome(
-        elapsed,
-        sum(sessions),
-        _error_counts([rec], plan.action_names),
-        flags.aborted[0] if flags.aborted else "",
-        "tasks",
-        lag_max_ms,
-        cpu,
-        unit_counts,
-    )
+        publish(*counts(), delta, late)
+    return lag_max_ms
 
 
 async def _socialite(
     plan: Plan,
     t: int,
-    player: "Player",
+    player: Player,
+    ctx: UnitContext[Any],
     flags: Flags,
     sessions: list[int],
     unit_counts: list[int],
-    yields: bool,
+    slice_ns: int,
     arrivals: Arrivals | None,
 ) -> None:
+    """One socialite task. `slice_ns`: how long it runs before yielding to the loop
+    (NEVER_NS when its store suspends on its own)."""
     timed, cumulative, units = player.timer, plan.cumulative, player.units
     acquire, release, rand = player.acquire, player.release, player.rng.random
     take = arrivals.take if arrivals is not None else None
     gap_ns = 0 if take is not None else int(plan.interarrival_ms * 1_000_000)
-    max_ops = plan.per_runner_ops
-    slice_end = monotonic_ns() + SLICE_NS
+    max_ops = plan.per_runner_ops or NEVER_NS
+    slice_end = monotonic_ns() + slice_ns
     sid = t << 40
-    think = player.think
+    think = ctx.think
     due = 0  # the next unit's intended start when a schedule set it; 0: as soon as free
     try:
         while not flags.stop:
@@ -338,27 +248,28 @@ async def _socialite(
                 if wait > 0:
                     if not await think(wait / 1e9):
                         break
-                    slice_end = monotonic_ns() + SLICE_NS
+                    slice_end = monotonic_ns() + slice_ns
             if due:
                 intended = due
-                if yields and monotonic_ns() >= slice_end:  # behind schedule: let others run
+                if monotonic_ns() >= slice_end:  # behind schedule: let others run
                     await YIELD
-                    slice_end = monotonic_ns() + SLICE_NS
+                    slice_end = monotonic_ns() + slice_ns
             else:
                 intended = monotonic_ns()
-                if yields and intended >= slice_end:
+                if intended >= slice_end:
                     await YIELD
                     intended = monotonic_ns()
-                    slice_end = intended + SLICE_NS
+                    slice_end = intended + slice_ns
             socialite = acquire()
             if socialite is None:  # every drawn socialite is busy: let their tasks run
                 await YIELD
                 continue  # an arrival taken waits for a free socialite
             before = timed.count
-            player.sid, player.intended = sid, intended
+            ctx.sid = sid
+            ctx.intended = intended
             u = bisect.bisect_left(cumulative, rand())
             try:
-                await units[u](socialite)
+                await units[u](ctx, socialite)
             finally:
                 release(socialite)
             due = 0
@@ -367,15 +278,15 @@ async def _socialite(
                 sessions[t] += 1
                 unit_counts[u] += 1
             if timed.consecutive_errors >= MAX_CONSECUTIVE_ERRORS:
-                flags.aborted.append(_failing(timed, f"task {t}"))
+                flags.aborted.append(failing(cast(Recorder, timed.rec), f"task {t}"))
                 flags.stop = True
-            if max_ops and timed.count >= max_ops:
+            if timed.count >= max_ops:
                 break
             if gap_ns:  # BG's inter-arrival time, from this unit's end to the next's start
                 due = monotonic_ns() + gap_ns  # a late wake-up counts as the client's delay
                 if not await think(gap_ns / 1e9):
                     break
-                slice_end = monotonic_ns() + SLICE_NS
+                slice_end = monotonic_ns() + slice_ns
     except asyncio.CancelledError:
         return  # woken from a think time at the stop
 
@@ -388,7 +299,7 @@ def run_threads(plan: Plan, log: LogWriter, stop: threading.Event, publish: Publ
     threads = spec.threads
     log_lock = threading.Lock()
     recorders = [Recorder(log, log_lock, plan.tally, batch_for(threads)) for _ in range(threads)]
-    timed: list[Timer | None] = [None] * threads
+    timed: list[Timer[Any] | None] = [None] * threads
     sessions = [0] * threads
     unit_counts = [[0] * len(plan.units) for _ in range(threads)]
     flags = Flags()
@@ -465,11 +376,11 @@ def run_threads(plan: Plan, log: LogWriter, stop: threading.Event, publish: Publ
     publish(*counts(), live.cut(final=True), 0.0)
     elapsed = time.monotonic() - t0
     cpu = cpu_seconds() - cpu0
-    _finish(recorders)
+    finish(recorders)
     return RunOutcome(
         elapsed,
         sum(sessions),
-        _error_counts(recorders, plan.action_names),
+        error_counts(recorders, plan.action_names),
         flags.aborted[0] if flags.aborted else "",
         "threads",
         lag_max_ms,
@@ -482,7 +393,7 @@ def _thread_main(
     plan: Plan,
     t: int,
     rec: Recorder,
-    timed_slots: list[Timer | None],
+    timed_slots: list[Timer[Any] | None],
     stop: threading.Event,
     go: threading.Event,
     flags: Flags,
@@ -491,7 +402,7 @@ def _thread_main(
     arrivals: Arrivals | None,
 ) -> None:
     binding = plan.binding
-    placeholder = Timer(None, rec, t)
+    placeholder: Timer[Any] = Timer(None, rec, t)
     placeholder.in_call = monotonic_ns()  # connecting waits on the store too
     timed_slots[t] = placeholder
     try:
@@ -506,13 +417,13 @@ def _thread_main(
     async def think(seconds: float) -> bool:
         return not (seconds > 0 and stop.wait(seconds)) and not stop.is_set()
 
-    player = plan.player(conn, rec, t, think)
+    player, ctx = plan.player(conn, rec, t, think)
     timed = player.timer
     timed_slots[t] = timed
     units, cumulative, rand = player.units, plan.cumulative, player.rng.random
     take = arrivals.take_locked if arrivals is not None else None  # no lock in a closed loop
     gap_ns = 0 if take is not None else int(plan.interarrival_ms * 1_000_000)
-    max_ops = plan.per_runner_ops
+    max_ops = plan.per_runner_ops or NEVER_NS
     go.wait()
     due = 0  # the next unit's intended start when a schedule set it; 0: as soon as free
     sid = t << 40
@@ -528,9 +439,10 @@ def _thread_main(
                 continue  # every drawn socialite is busy: draw again (an arrival waits)
             u = bisect.bisect_left(cumulative, rand())
             before = timed.count
-            player.sid, player.intended = sid, intended
+            ctx.sid = sid
+            ctx.intended = intended
             try:
-                run_blocking(units[u](socialite))  # type: ignore[arg-type]
+                run_blocking(units[u](ctx, socialite))  # type: ignore[arg-type]
             finally:
                 player.release(socialite)
             due = 0
@@ -539,10 +451,10 @@ def _thread_main(
                 sessions[t] += 1
                 unit_counts[u] += 1
             if timed.consecutive_errors >= MAX_CONSECUTIVE_ERRORS:
-                flags.aborted.append(_failing(timed, f"thread {t}"))
+                flags.aborted.append(failing(rec, f"thread {t}"))
                 flags.stop = True
                 stop.set()
-            if max_ops and timed.count >= max_ops:
+            if timed.count >= max_ops:
                 break
             if gap_ns:  # BG's inter-arrival time, from this unit's end to the next's start
                 due = monotonic_ns() + gap_ns  # a late wake-up counts as the client's delay
@@ -561,7 +473,7 @@ def _sleep_until(stop: threading.Event, due: int) -> bool:
     return not stop.is_set()
 
 
-def _not_stopping(alive: list[Timer | None], stopped_at: int, threads: int) -> str:
+def _not_stopping(alive: list[Timer[Any] | None], stopped_at: int, threads: int) -> str:
     """Why threads outlived the grace. Most of them inside store calls begun before the stop:
     the store stopped answering. Otherwise they are runnable but never got to run (the GIL
     shared by too many threads): the client is overloaded, not the store."""

@@ -76,17 +76,13 @@ class Buckets:
 
 
 @dataclass
-class ActionSummary:
+class ActionHistograms:
+    """One action kind's tally, before the run result encodes it (run_result.ActionStats)."""
+
     count: int = 0
     errors: int = 0
     response: HdrHistogram = field(default_factory=new_histogram)
     service: HdrHistogram = field(default_factory=new_histogram)
-
-    def merge(self, other: "ActionSummary") -> None:
-        self.count += other.count
-        self.errors += other.errors
-        self.response.add(other.response)
-        self.service.add(other.service)
 
 
 class ActionFile:
@@ -224,10 +220,10 @@ class ActionTally:
         self.sessions.add_ns(self._open[2])
         self._open = (np.empty(0, np.uint16), np.empty(0, np.int64), np.empty(0, np.int64))
 
-    def summaries(self) -> dict[int, ActionSummary]:
+    def summaries(self) -> dict[int, ActionHistograms]:
         """Per action code: counts and histograms of response and service time."""
         return {
-            code: ActionSummary(
+            code: ActionHistograms(
                 int(self.kind_counts[row]),
                 int(self.kind_errors[row]),
                 self.response.histogram(row),

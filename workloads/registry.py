@@ -20,7 +20,8 @@ from typing import Any, cast
 from pydantic import BaseModel
 
 from bgbench.errors import UserError
-from bgbench.workloads.api import StoreBinding, Workload
+from bgbench.sdk import AnyWorkload as Workload
+from bgbench.sdk import StoreBinding
 
 WORKLOAD_GROUP = "bgbench.workloads"
 DEFAULT_WORKLOAD = "bg"

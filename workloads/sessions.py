@@ -125,23 +125,34 @@ def check_session(name: str, definition: SessionDef, steps: Collection[str]) -> 
             f"{where}: start state {definition.start!r} is not one of its states: use one of "
             f"{', '.join(states)}"
         )
-    for state, body in states.items():
-        at = f"{where}, state {state!r}"
-        step = definition.step_of(state)
-        if step not in steps:
-            raise ValueError(f"{at}: unknown step {step!r}: use one of {', '.join(steps)}")
-        for target in body.next:
-            if target not in states and target not in ends:
-                raise ValueError(
-                    f"{at}: transition to unknown state {target!r}: define that state, or "
-                    f"use {END!r} to end the session"
-                )
-        total = sum(t.p for t in body.next.values())
-        if body.next and abs(total - 1.0) > TOLERANCE:
+    for state in states:
+        _check_state(f"{where}, state {state!r}", definition, state, steps)
+    _check_paths(where, definition)
+
+
+def _check_state(at: str, definition: SessionDef, state: str, steps: Collection[str]) -> None:
+    """One state's step and transitions."""
+    states, ends, body = definition.states, definition.ends, definition.states[state]
+    step = definition.step_of(state)
+    if step not in steps:
+        raise ValueError(f"{at}: unknown step {step!r}: use one of {', '.join(steps)}")
+    for target in body.next:
+        if target not in states and target not in ends:
             raise ValueError(
-                f"{at}: the probabilities of its transitions add up to {total:.12g}, not 1: "
-                "make them sum to 1"
+                f"{at}: transition to unknown state {target!r}: define that state, or "
+                f"use {END!r} to end the session"
             )
+    total = sum(t.p for t in body.next.values())
+    if body.next and abs(total - 1.0) > TOLERANCE:
+        raise ValueError(
+            f"{at}: the probabilities of its transitions add up to {total:.12g}, not 1: "
+            "make them sum to 1"
+        )
+
+
+def _check_paths(where: str, definition: SessionDef) -> None:
+    """Every state reachable from the start, and the end reachable from every state."""
+    states, ends = definition.states, definition.ends
     edges = {s: [t for t, tr in body.next.items() if tr.p > 0] for s, body in states.items()}
     start = definition.start_state
     seen = _closure([start], edges)

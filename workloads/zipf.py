@@ -1,4 +1,4 @@
-"""Zipfian weights and D-Zipfian fragments (DESIGN.md "Normative rules").
+"""Zipfian weights and D-Zipfian fragments (docs/architecture.md, "Normative rules").
 
 Member ids are global ranks minus one: member 0 is the most popular. A fragment is
 a set of members; its local distribution is the global weights restricted to it
@@ -18,14 +18,16 @@ def zipf_weights(n: int, theta: float) -> np.ndarray:
     if n < 1:
         raise ValueError("n must be >= 1")
     w = np.arange(1, n + 1, dtype=np.float64) ** -(1.0 - theta)
-    return w / w.sum()
+    weights: np.ndarray = w / w.sum()
+    return weights
 
 
 def capacity_shares(capacities: Sequence[float]) -> np.ndarray:
     c = np.asarray(capacities, dtype=np.float64)
     if c.ndim != 1 or len(c) == 0 or np.any(c <= 0) or not np.all(np.isfinite(c)):
         raise ValueError("capacity weights must be a non-empty list of positive numbers")
-    return c / c.sum()
+    shares: np.ndarray = c / c.sum()
+    return shares
 
 
 def assign_fragments(n: int, theta: float, capacities: Sequence[float]) -> np.ndarray:
@@ -66,7 +68,8 @@ def mixture(n: int, theta: float, owner: np.ndarray, request_shares: Sequence[fl
     p = zipf_weights(n, theta)
     shares = capacity_shares(request_shares)
     mass = np.bincount(owner, weights=p, minlength=len(shares))
-    return shares[owner] * p / mass[owner]
+    member_shares: np.ndarray = shares[owner] * p / mass[owner]
+    return member_shares
 
 
 def total_variation(p: np.ndarray, q: np.ndarray) -> float:
@@ -91,4 +94,5 @@ class LocalZipf:
 
     def draw(self, rng: np.random.Generator, count: int) -> np.ndarray:
         """Member ids."""
-        return self.members[self.draw_indexes(rng, count)]
+        members: np.ndarray = self.members[self.draw_indexes(rng, count)]
+        return members

@@ -91,8 +91,10 @@ def _children(node: Node) -> list[Node]:
     return []
 
 
-def value_problem(exc: ValueError | OverflowError) -> str:
+def value_problem(exc: ValueError | OverflowError | LookupError) -> str:
     """A parser's ValueError in words (Python's own names a function to raise the limit)."""
+    if isinstance(exc, LookupError):
+        return "a value its tag cannot read (empty or malformed)"
     if "integer string conversion" in str(exc):
         return f"a number of more than {sys.get_int_max_str_digits():,} digits"
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -100,12 +102,13 @@ def value_problem(exc: ValueError | OverflowError) -> str:
 
 def _checked(construct: Any) -> Any:
     """A constructor whose ValueError (an integer past Python's digit limit, a date that
-    does not exist) is a YAML error at the node, not a crash."""
+    does not exist) or lookup error (PyYAML indexes an empty `!!int`, `!!float` or `!!bool`
+    scalar) is a YAML error at the node, not a crash."""
 
     def construct_checked(loader: yaml.SafeLoader, node: Node) -> Any:
         try:
             return construct(loader, node)
-        except (ValueError, OverflowError) as exc:
+        except (ValueError, OverflowError, LookupError) as exc:
             raise ConstructorError(None, None, value_problem(exc), node.start_mark) from None
 
     return construct_checked
@@ -122,7 +125,12 @@ def _as_text(loader: yaml.SafeLoader, node: Node) -> Any:
     return loader.construct_scalar(node)  # type: ignore[arg-type]
 
 
-BoundedLoader.add_constructor("tag:yaml.org,2002:int", _checked(yaml.SafeLoader.construct_yaml_int))
+for _tag, _construct in (
+    ("int", yaml.SafeLoader.construct_yaml_int),
+    ("float", yaml.SafeLoader.construct_yaml_float),
+    ("bool", yaml.SafeLoader.construct_yaml_bool),
+):
+    BoundedLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _checked(_construct))
 BoundedLoader.add_constructor("tag:yaml.org,2002:timestamp", _as_text)  # a date stays text
 for _tag in ("binary", "set", "omap", "pairs"):  # not JSON: they would crash later
     BoundedLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _not_a_setting)

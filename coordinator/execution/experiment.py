@@ -5,7 +5,7 @@ import resource
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -16,19 +16,14 @@ from bgbench.coordinator.configuration.redaction import redact_text
 from bgbench.coordinator.execution.agent_checks import AgentFault
 from bgbench.coordinator.execution.agents import HEARTBEAT_TIMEOUT_S, AgentClient, Credentials
 from bgbench.coordinator.execution.run_watch import watch_run
-from bgbench.coordinator.execution.steady import (
-    Steadiness,
-    Tick,
-    analyse,
-    tick_of,
-    window_within_counts,
-)
+from bgbench.coordinator.execution.steady import Tick, analyse, tick_of, window_within_counts
 from bgbench.coordinator.records.faults import fault_time
-from bgbench.coordinator.records.metrics import LatencySummary, Verdict, decode, judge, share_within
+from bgbench.coordinator.records.metrics import Verdict, judge
 from bgbench.errors import BGBenchError, SystemFault, UserError
-from bgbench.protos import START_READIED, new_histogram
+from bgbench.protos import START_READIED
 from bgbench.protos import worker_pb2 as pb
-from bgbench.worker.contracts import sum_counts
+from bgbench.run_result import AgentOutcome, ExperimentResult, RunResult
+from bgbench.run_result.experiment import longest_phases
 from bgbench.workloads import registry
 
 EXAMPLES_PER_AGENT = 10  # unpredictable reads kept with a result, as the validator shows them
@@ -127,122 +122,6 @@ class Cluster:
             c.close()
 
 
-@dataclass
-class ReadFigures:
-    reads: int = 0
-    unpredictable: int = 0
-
-
-@dataclass
-class AgentOutcome:
-    address: str
-    threads: int
-    actions: int = 0
-    sessions: int = 0
-    errors: int = 0
-    elapsed_s: float = 0.0
-    cpu_percent: float = 0.0  # of one core, all load processes
-    load_processes: int = 0
-    saturated: bool = False
-    embedded_store: bool = False
-    within_percent: float = 100.0  # of actions within beta
-    session_within_percent: float = 100.0  # of sessions whose every action is within beta
-    reads: int = 0
-    unpredictable_reads: int = 0
-    sessions_read: int = 0
-    unpredictable_sessions: int = 0
-    log_records_written: int = 0
-    log_records_read: int = 0
-    validation_s: float = 0.0
-    never_valid: int = 0
-    lag_hist: str = ""  # HDR histogram (us) of the staleness lag of unpredictable reads
-    state_uncertain: bool = False
-    aborted: str = ""
-    passed: bool = False
-    reasons: list[str] = field(default_factory=list)
-    error_counts: list[dict[str, Any]] = field(default_factory=list)
-    log_dir: str = ""
-    start_state: str = ""
-    store_counters: dict[str, int] = field(default_factory=dict)  # the binding's own counts
-    response_hist: str = ""  # HDR histogram (us), base64: exact merging later
-    session_hist: str = ""
-    # The client watching itself: each action's delay between its intended start and its
-    # store call (p99), the worst client lag the progress stream saw, how socialites ran.
-    client_delay_p99_ms: float = 0.0
-    client_lag_max_ms: float = 0.0
-    concurrency: str = ""
-    client_cpu_us_per_action: float = 0.0
-    # Validation per tracked item kind and per action that read, by name.
-    by_item: dict[str, ReadFigures] = field(default_factory=dict)
-    by_action: dict[str, ReadFigures] = field(default_factory=dict)
-    per_unit: dict[str, int] = field(default_factory=dict)  # units of the mix played, by name
-    phase_seconds: dict[str, float] = field(default_factory=dict)  # named phases of the load
-    # What only the workload knows, one entry per fragment of the agent (JSON values).
-    run_payload: list[Any] = field(default_factory=list)
-    validation_payload: list[Any] = field(default_factory=list)
-
-    @property
-    def unpredictable_percent(self) -> float:
-        return 100.0 * self.unpredictable_reads / self.reads if self.reads else 0.0
-
-
-@dataclass
-class ActionFigures:
-    action: str
-    count: int
-    errors: int
-    response: LatencySummary
-    service: LatencySummary
-    within_percent: float
-
-
-@dataclass
-class ExperimentResult:
-    experiment_id: str
-    threads: int
-    duration_s: float
-    elapsed_s: float
-    store: str
-    actions: int
-    sessions: int
-    errors: int
-    actions_per_s: float
-    sessions_per_s: float
-    within_percent: float
-    unpredictable_percent: float
-    reads: int
-    unpredictable_reads: int
-    per_action: list[ActionFigures]
-    overall: LatencySummary
-    agents: list[AgentOutcome]
-    passed: bool
-    fault: str = ""  # an infrastructure failure: the experiment is not rated
-    lag: LatencySummary = field(default_factory=lambda: LatencySummary(0, 0, 0, 0, 0, 0))
-    never_valid: int = 0  # unpredictable reads of a value the item never held
-    coordinator_cpu_s: float = 0.0  # the coordinator's CPU while the agents ran
-    progress_events: int = 0  # progress messages received from all agents
-    # The load processes' CPU per action over all agents (their whole run: start, actions,
-    # summaries); the null store's figure is the framework's own cost.
-    client_cpu_us_per_action: float = 0.0
-    fault_at: float = 0.0  # when the infrastructure failure was found (Unix time)
-    # Over all agents: validation by item kind and by action, a few unpredictable reads
-    # (each with its agent), the binding's own counts, the units of the mix played, and
-    # the named phases of the load (the longest agent's).
-    by_item: dict[str, ReadFigures] = field(default_factory=dict)
-    by_action: dict[str, ReadFigures] = field(default_factory=dict)
-    examples: list[dict[str, Any]] = field(default_factory=list)
-    store_counters: dict[str, int] = field(default_factory=dict)
-    per_unit: dict[str, int] = field(default_factory=dict)
-    phase_seconds: dict[str, float] = field(default_factory=dict)
-    # The progress series and the steady part of it that the figures above rate (None:
-    # an experiment without a progress stream).
-    steady: Steadiness | None = None
-    target_rate: float = 0.0  # open loop: the arrival rate asked for, actions/s (0: closed)
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=2)
-
-
 ProgressCallback = Callable[[int, pb.Progress], None]
 
 
@@ -337,7 +216,7 @@ def run_experiment(
         [partial(c.validate, experiment_id) for c in cluster.clients], tolerate=True
     )
     ran = [r for r in results if r is not None]
-    result = _merge(
+    result = _experiment_result(
         experiment_id, threads, duration_s, cluster, outcomes, ran, validations, settings
     )
     result.coordinator_cpu_s, result.progress_events = coordinator_cpu, events[0]
@@ -400,21 +279,7 @@ def _share(total_ops: int, threads: int, all_threads: int) -> int:
     return -(-total_ops * threads // all_threads)
 
 
-def faulted(
-    experiment_id: str,
-    threads: int,
-    duration_s: float,
-    store: str,
-    outcomes: list[AgentOutcome],
-    fault: str,
-    at: float,
-) -> ExperimentResult:
-    """An experiment an infrastructure failure ended (or kept from starting)."""
-    empty = LatencySummary.of(new_histogram())
-    return ExperimentResult(
-        experiment_id, threads, duration_s, 0.0, store, 0, 0, 0, 0.0, 0.0,
-        0.0, 0.0, 0, 0, [], empty, outcomes, False, fault, fault_at=at,
-    )  # fmt: skip
+faulted = ExperimentResult.faulted
 
 
 def _faulted(
@@ -430,7 +295,7 @@ def _faulted(
     return faulted(experiment_id, threads, duration_s, store, outcomes, fault, at)
 
 
-def _merge(
+def _experiment_result(
     experiment_id: str,
     threads: int,
     duration_s: float,
@@ -440,65 +305,20 @@ def _merge(
     validations: list[pb.ValidateReply | BaseException],
     settings: Settings,
 ) -> ExperimentResult:
+    """Each agent's outcome from its run and validation, judged; then over all agents."""
     bound_us = settings.sla.beta_ms * 1000
-    pooled_resp: dict[str, Any] = {}
-    pooled_serv: dict[str, Any] = {}
-    counts: dict[str, list[int]] = {}
-    overall = new_histogram()
+    runs = [RunResult.from_proto(r) for r in results]
+    run_elapsed = max((r.elapsed for r in runs), default=0.0)
     faults: list[str] = []
-    # CPU over the experiment's wall time, not each agent's own: an agent whose threads all
-    # ended early (or that had none) must not report its few ms of work as a busy core.
-    run_elapsed = max((r.elapsed_seconds for r in results), default=0.0)
     examples: list[dict[str, Any]] = []
     phases = cluster.load_phases or [{} for _ in outcomes]
-    for out, res, val, load in zip(outcomes, results, validations, phases, strict=True):
-        agent_hist = new_histogram()
-        for stats in res.per_action:
-            resp, serv = decode(stats.response_hist), decode(stats.service_hist)
-            agent_hist.add(resp)
-            pooled_resp.setdefault(stats.action, new_histogram()).add(resp)
-            pooled_serv.setdefault(stats.action, new_histogram()).add(serv)
-            c = counts.setdefault(stats.action, [0, 0])
-            c[0] += stats.count
-            c[1] += stats.errors
-        overall.add(agent_hist)
-        out.actions, out.sessions, out.errors = res.actions, res.sessions, res.errors
-        out.elapsed_s = res.elapsed_seconds
-        out.cpu_percent = 100.0 * res.cpu_seconds / run_elapsed if run_elapsed else 0.0
-        out.load_processes = res.load_processes
-        out.saturated, out.embedded_store = res.engine_saturated, res.embedded_store
-        out.within_percent = share_within(agent_hist, bound_us)
-        session_hist = decode(res.session_hist)
-        out.session_within_percent = share_within(session_hist, bound_us)
-        out.response_hist = agent_hist.encode().decode()
-        out.session_hist = session_hist.encode().decode()
-        out.start_state = res.start_state
-        out.store_counters = dict(res.store_counters)
-        out.per_unit = dict(res.per_unit)
+    for out, run, val, load in zip(outcomes, runs, validations, phases, strict=True):
+        out.take_run(run, run_elapsed, bound_us)
         out.phase_seconds = dict(load)
-        out.run_payload = _payload(res.workload_payload)
-        out.log_records_written, out.log_dir = res.log_records, res.log_dir
-        out.state_uncertain, out.aborted = res.state_uncertain, res.aborted
-        delays = decode(res.client_delay_hist) if res.client_delay_hist else new_histogram()
-        out.client_delay_p99_ms = delays.get_value_at_percentile(99) / 1000
-        out.client_lag_max_ms = max(out.client_lag_max_ms, res.loop_lag_max_ms)
-        out.concurrency = res.concurrency
-        out.client_cpu_us_per_action = 1e6 * res.cpu_seconds / res.actions if res.actions else 0.0
-        out.error_counts = [
-            {"action": e.action, "type": e.type, "count": e.count, "sample": e.sample}
-            for e in res.error_counts
-        ]
         if isinstance(val, BaseException):
             faults.append(f"validation on {out.address} failed: {val}")
         else:
-            out.reads, out.unpredictable_reads = val.reads, val.unpredictable_reads
-            out.sessions_read, out.unpredictable_sessions = val.sessions, val.unpredictable_sessions
-            out.log_records_read, out.validation_s = val.log_records, val.seconds
-            out.never_valid, out.lag_hist = val.never_valid, decode(val.lag_hist).encode().decode()
-            out.by_item = _read_figures(val.by_item)
-            out.by_action = _read_figures(val.by_action)
-            out.validation_payload = _payload(val.workload_payload)
-            shown = json.loads(val.examples_json) if val.examples_json else []
+            shown = out.take_validation(val)
             examples += [{"agent": out.address, **e} for e in shown[:EXAMPLES_PER_AGENT]]
             if out.log_records_read != out.log_records_written:
                 faults.append(
@@ -509,91 +329,14 @@ def _merge(
         if out.aborted:
             faults.append(f"{out.address}: {out.aborted}")
         out.passed, out.reasons = verdict.passed, verdict.reasons
-    elapsed = max(o.elapsed_s for o in outcomes) or duration_s
-    actions = sum(o.actions for o in outcomes)
-    sessions = sum(o.sessions for o in outcomes)
-    reads = sum(o.reads for o in outcomes)
-    unpredictable = sum(o.unpredictable_reads for o in outcomes)
-    per_action = [
-        ActionFigures(
-            name,
-            counts[name][0],
-            counts[name][1],
-            LatencySummary.of(pooled_resp[name]),
-            LatencySummary.of(pooled_serv[name]),
-            share_within(pooled_resp[name], bound_us),
-        )
-        for name in sorted(counts, key=_action_order(settings))
-    ]
+    head = (experiment_id, threads, duration_s, cluster.store_description)
     fault = "; ".join(faults)
-    lags = new_histogram()
-    for o in outcomes:
-        if o.lag_hist:
-            lags.add(decode(o.lag_hist.encode()))
-    return ExperimentResult(
-        lag=LatencySummary.of(lags),
-        never_valid=sum(o.never_valid for o in outcomes),
-        experiment_id=experiment_id,
-        threads=threads,
-        duration_s=duration_s,
-        elapsed_s=elapsed,
-        store=cluster.store_description,
-        actions=actions,
-        sessions=sessions,
-        errors=sum(o.errors for o in outcomes),
-        actions_per_s=actions / elapsed,
-        sessions_per_s=sessions / elapsed,
-        within_percent=share_within(overall, bound_us),
-        unpredictable_percent=100.0 * unpredictable / reads if reads else 0.0,
-        reads=reads,
-        unpredictable_reads=unpredictable,
-        per_action=per_action,
-        overall=LatencySummary.of(overall),
-        agents=outcomes,
-        passed=not fault and all(o.passed for o in outcomes),
-        fault=fault,
-        client_cpu_us_per_action=(
-            1e6 * sum(r.cpu_seconds for r in results) / actions if actions else 0.0
-        ),
-        fault_at=time.time() if fault else 0.0,
-        by_item=_sum_figures([o.by_item for o in outcomes]),
-        by_action=_sum_figures([o.by_action for o in outcomes]),
-        examples=examples,
-        store_counters=sum_counts([o.store_counters for o in outcomes]),
-        per_unit=sum_counts([o.per_unit for o in outcomes]),
-        phase_seconds=longest_phases([o.phase_seconds for o in outcomes]),
+    result = ExperimentResult.of_agents(
+        head, outcomes, runs, _action_order(settings), bound_us, fault
     )
-
-
-def _read_figures(rows: Any) -> dict[str, ReadFigures]:
-    return {r.name: ReadFigures(r.reads, r.unpredictable) for r in rows}
-
-
-def _sum_figures(parts: list[dict[str, ReadFigures]]) -> dict[str, ReadFigures]:
-    total: dict[str, ReadFigures] = {}
-    for part in parts:
-        for name, f in part.items():
-            t = total.setdefault(name, ReadFigures())
-            t.reads += f.reads
-            t.unpredictable += f.unpredictable
-    return total
-
-
-def longest_phases(parts: list[dict[str, float]]) -> dict[str, float]:
-    """Per named phase, the longest: fragments and agents load side by side."""
-    out: dict[str, float] = {}
-    for part in parts:
-        for name, seconds in part.items():
-            out[name] = max(out.get(name, 0.0), seconds)
-    return out
-
-
-def _payload(text: str) -> list[Any]:
-    """The agent's JSON array of its fragments' workload payloads ([] when none)."""
-    if not text:
-        return []
-    value = json.loads(text)
-    return value if isinstance(value, list) else [value]
+    result.fault_at = time.time() if fault else 0.0
+    result.examples = examples
+    return result
 
 
 def _action_order(settings: Settings) -> Callable[[str], tuple[int, str]]:

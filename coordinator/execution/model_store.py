@@ -31,7 +31,7 @@ from rich.console import Console
 
 from bgbench.coordinator.configuration.config import ModelConfig, RatingConfig, Settings, SLAConfig
 from bgbench.coordinator.configuration.plan import split_threads
-from bgbench.coordinator.execution.experiment import AgentOutcome, ExperimentResult, rate_steady
+from bgbench.coordinator.execution.experiment import rate_steady
 from bgbench.coordinator.execution.steady import Tick
 from bgbench.coordinator.execution.target import (
     ExperimentTarget,
@@ -41,6 +41,7 @@ from bgbench.coordinator.execution.target import (
 )
 from bgbench.coordinator.records.events import EventSink
 from bgbench.coordinator.records.metrics import LatencySummary, judge
+from bgbench.run_result import AgentOutcome, ExperimentResult
 
 TICK_S = 0.25  # the model's progress interval (agents report at this period too)
 

@@ -11,8 +11,8 @@ import psutil
 from bgbench.coordinator.configuration.config import Settings
 from bgbench.coordinator.configuration.plan import AgentSlot, FragmentLayout, layout, split_threads
 from bgbench.errors import UserError
+from bgbench.sdk import AnyWorkload as Workload
 from bgbench.workloads import registry
-from bgbench.workloads.api import Workload
 
 
 def store_names(workload: str = registry.DEFAULT_WORKLOAD) -> list[str]:

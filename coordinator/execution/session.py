@@ -19,13 +19,7 @@ from bgbench.coordinator.execution.agents import (
     LocalAgents,
     spawn_local_agents,
 )
-from bgbench.coordinator.execution.experiment import (
-    Cluster,
-    ExperimentResult,
-    ProgressCallback,
-    longest_phases,
-    run_experiment,
-)
+from bgbench.coordinator.execution.experiment import Cluster, ProgressCallback, run_experiment
 from bgbench.coordinator.execution.sizing import resolve_local_layout
 from bgbench.coordinator.execution.target import (
     ExperimentTarget,
@@ -38,6 +32,8 @@ from bgbench.coordinator.records.faults import should_retry
 from bgbench.coordinator.reports.report import LiveProgress
 from bgbench.errors import BGBenchError, SystemFault
 from bgbench.protos import worker_pb2 as pb
+from bgbench.run_result import ExperimentResult
+from bgbench.run_result.experiment import longest_phases
 
 
 @dataclass

@@ -11,13 +11,13 @@ and is not rated. Intervals that end after the experiment's duration (the social
 finishing their last calls) are not part of the series.
 """
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
 from bgbench.coordinator.records.metrics import decode, share_within
 from bgbench.coordinator.records.stats import compare
+from bgbench.run_result import Steadiness
 
 MSER_BATCH = 5
 MIN_SAMPLES = 4  # below this the series is too short to test: rated whole
@@ -34,38 +34,6 @@ class Tick:
     actions: int  # cumulative
     ended: int = 0  # actions that ended since the last report (its histogram's count)
     within: int = 0  # of those, within beta
-
-
-@dataclass
-class Steadiness:
-    """The experiment's series and the part of it that is rated."""
-
-    interval_s: float = 0.0  # median spacing of the reports
-    throughput: list[float] = field(default_factory=list)  # actions/s per interval
-    # % within beta per interval (None: nothing ended in it; JSON has no NaN)
-    within: list[float | None] = field(default_factory=list)
-    cut: int = 0  # intervals cut as warm-up
-    warmup_s: float = 0.0
-    window_s: float = 0.0
-    stable: bool = True
-    tested: bool = True  # False: too short to test, rated whole
-    run_actions_per_s: float = 0.0  # the whole run's figures, warm-up included
-    run_within_percent: float = 100.0
-
-    @property
-    def window_throughput(self) -> list[float]:
-        return self.throughput[self.cut :]
-
-    @property
-    def window_within(self) -> list[float]:
-        return [w for w in self.within[self.cut :] if w is not None]
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Steadiness":
-        return cls(**data)
 
 
 def mser_cut(series: list[float] | np.ndarray, confidence: float = 0.95) -> tuple[int, bool]:

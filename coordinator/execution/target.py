@@ -15,8 +15,8 @@ from rich.console import Console
 
 from bgbench import __version__
 from bgbench.coordinator.configuration.config import Settings
-from bgbench.coordinator.execution.experiment import ExperimentResult
 from bgbench.coordinator.records.events import EventSink
+from bgbench.run_result import ExperimentResult
 from bgbench.workloads import registry
 
 FaultRecorder = Callable[[ExperimentResult], None]

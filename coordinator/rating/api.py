@@ -23,12 +23,7 @@ from rich.console import Console
 
 from bgbench.coordinator.configuration.config import Settings, describe_validation_error, set_path
 from bgbench.coordinator.configuration.redaction import REDACTED, redact_config, redacted_paths
-from bgbench.coordinator.execution.experiment import (
-    ExperimentResult,
-    faulted,
-    new_experiment_id,
-    save,
-)
+from bgbench.coordinator.execution.experiment import faulted, new_experiment_id, save
 from bgbench.coordinator.execution.target import ExperimentTarget
 from bgbench.coordinator.execution.target_kinds import target_kind
 from bgbench.coordinator.rating.ratings import Rating, RatingSummary
@@ -50,6 +45,7 @@ from bgbench.coordinator.reports.report import experiment_line
 from bgbench.coordinator.storage.results import ResultsStore
 from bgbench.coordinator.storage.store_file import StoreFault
 from bgbench.errors import BGBenchError, SystemFault, UserError
+from bgbench.run_result import ExperimentResult
 from bgbench.workloads import registry
 
 RUN_OBJECTIVE = "run"  # what a `bgbench run` is recorded as in the results store

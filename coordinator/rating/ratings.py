@@ -14,7 +14,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from bgbench.coordinator.configuration.config import Settings, final_duration, search_duration
-from bgbench.coordinator.execution.experiment import ExperimentResult
 from bgbench.coordinator.rating.sweep import (
     PHASE,
     Plan,
@@ -36,6 +35,7 @@ from bgbench.coordinator.search.socialites import socialites
 from bgbench.coordinator.storage.evidence import RunFigures, outcome_of, reasons_of
 from bgbench.coordinator.storage.results import ResultsStore
 from bgbench.errors import UserError
+from bgbench.run_result import ExperimentResult
 
 # (threads, duration, experiment id, open-loop rate or None) -> the experiment's result
 RunFn = Callable[[int, float, str, float | None], ExperimentResult]

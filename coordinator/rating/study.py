@@ -18,8 +18,9 @@ from rich.console import Console
 from bgbench.coordinator.configuration.config import Settings
 from bgbench.coordinator.storage.results import ResultsStore
 from bgbench.errors import BGBenchError, UserError
+from bgbench.sdk import AnyStudy as Study
+from bgbench.sdk import StudyTable
 from bgbench.workloads import registry
-from bgbench.workloads.api import Study, StudyTable
 
 OBJECTIVE_PREFIX = "study:"
 

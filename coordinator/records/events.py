@@ -17,12 +17,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, ClassVar, Protocol
 
-from bgbench.coordinator.execution.experiment import ExperimentResult
 from bgbench.coordinator.records.metrics import decode, percentile
 from bgbench.errors import UserError
 from bgbench.inputs import open_output
 from bgbench.protos import new_histogram
 from bgbench.protos import worker_pb2 as pb
+from bgbench.run_result import ExperimentResult
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +101,7 @@ class ExperimentEnded:
 
     @classmethod
     def of(cls, phase: str, r: ExperimentResult) -> "ExperimentEnded":
-        verdict = "fault" if r.fault else "pass" if r.passed else "fail"
+        verdict = {"fault": "fault", "passed": "pass", "failed": "fail"}[r.status]
         reasons = [r.fault] if r.fault else sorted({x for a in r.agents for x in a.reasons})
         return cls(
             experiment_id=r.experiment_id,

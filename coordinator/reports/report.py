@@ -11,13 +11,13 @@ from rich.table import Table
 from rich.text import Text
 
 from bgbench.coordinator.configuration.config import Settings
-from bgbench.coordinator.execution.experiment import ExperimentResult
 from bgbench.coordinator.rating.sweep import ALL_ACTIONS, SweepTable
 from bgbench.coordinator.records.metrics import decode, percentile
 from bgbench.protos import new_histogram
 from bgbench.protos import worker_pb2 as pb
+from bgbench.run_result import ExperimentResult
+from bgbench.sdk import StudyTable
 from bgbench.workloads import registry
-from bgbench.workloads.api import StudyTable
 
 if TYPE_CHECKING:
     from bgbench.coordinator.rating.ratings import RatingSummary

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bgbench.coordinator.configuration.config import RatingConfig, SLAConfig
-from bgbench.coordinator.execution.experiment import ExperimentResult
 from bgbench.coordinator.records.stats import pooled_interval, proportion_interval
 from bgbench.coordinator.search.memo import Outcome
+from bgbench.run_result import ExperimentResult
 
 SOFT = ("latency:", "staleness:")  # reasons an interval can leave uncertain
 UNSTABLE = "unstable:"  # a run that never settled: run again, rated on the runs that did
@@ -79,12 +79,7 @@ def _hard(reasons: list[str]) -> bool:
 
 
 def reasons_of(result: ExperimentResult) -> str:
-    if result.fault:
-        return f"infrastructure: {result.fault}"
-    out = []
-    for a in result.agents:
-        out += [f"{a.address}: {r}" for r in a.reasons]
-    return "; ".join(out)
+    return result.reasons()
 
 
 def outcome_of(runs: list[RunFigures], sla: SLAConfig, rating: RatingConfig) -> Outcome:

@@ -67,12 +67,10 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from hdrh.histogram import HdrHistogram
 
 from bgbench.coordinator.configuration.redaction import redact_config
 from bgbench.coordinator.configuration.redaction import redact_strings as redacted
 from bgbench.coordinator.rating.sweep import CSV_COLUMNS, SweepTable, csv_rows
-from bgbench.coordinator.records.metrics import LatencySummary, decode
 from bgbench.coordinator.records.stats import mean_interval
 from bgbench.coordinator.storage.frames_campaigns import CAMPAIGN_COLUMNS, campaign_row, jobs_frame
 from bgbench.coordinator.storage.results import DB_NAME, checked_row
@@ -80,7 +78,13 @@ from bgbench.coordinator.storage.store_file import checked as _checked
 from bgbench.coordinator.storage.store_file import json_object as _object
 from bgbench.coordinator.storage.store_file import read_only
 from bgbench.errors import BGBenchError, UserError
-from bgbench.protos import new_histogram
+from bgbench.run_result.rows import ACTION_COLUMNS as ACTION_COLUMNS
+from bgbench.run_result.rows import AGENT_COLUMNS as AGENT_COLUMNS
+from bgbench.run_result.rows import EXPERIMENT_COLUMNS as EXPERIMENT_COLUMNS
+from bgbench.run_result.rows import VALIDATION_COLUMNS as VALIDATION_COLUMNS
+from bgbench.run_result.rows import experiment_rows
+from bgbench.run_result.rows import lag_histogram as lag_histogram
+from bgbench.run_result.rows import response_histogram as response_histogram
 from bgbench.workloads import registry
 
 RATING_COLUMNS = (
@@ -90,29 +94,8 @@ RATING_COLUMNS = (
     "final_duration_s", "alpha", "beta_ms", "tau", "latency_scope", "experiments", "created",
     "updated", "message", "notes", "config", "hosts", "versions",
 )  # fmt: skip
-EXPERIMENT_COLUMNS = (
-    "rating_id", "seq", "experiment_id", "phase", "threads", "target_rate", "duration_s",
-    "elapsed_s", "status", "passed", "actions_per_s", "actions_per_s_low",
-    "actions_per_s_high", "within_percent", "unpredictable_percent", "actions", "errors",
-    "reads", "unpredictable_reads", "never_valid", "p50_ms", "p95_ms", "p99_ms", "max_ms",
-    "mean_ms", "lag_count", "lag_p50_ms", "lag_p95_ms", "lag_p99_ms", "lag_max_ms",
-    "warmup_s", "stable", "store_description", "reasons", "fault", "created",
-)  # fmt: skip
-AGENT_COLUMNS = (
-    "rating_id", "seq", "threads", "agent", "agent_threads", "throughput", "actions", "errors",
-    "within_percent", "session_within_percent", "reads", "unpredictable_reads",
-    "unpredictable_percent", "never_valid", "cpu_percent", "load_processes", "saturated",
-    "passed", "reasons", "p50_ms", "p95_ms", "p99_ms",
-)  # fmt: skip
-ACTION_COLUMNS = (
-    "rating_id", "seq", "threads", "action", "title", "count", "errors", "within_percent",
-    "p50_ms", "p95_ms", "p99_ms", "max_ms", "mean_ms", "service_p50_ms", "service_p95_ms",
-    "service_p99_ms",
-)  # fmt: skip
-VALIDATION_COLUMNS = ("rating_id", "seq", "threads", "kind", "name", "reads", "unpredictable")
 SWEEP_COLUMNS = ("rating_id", *CSV_COLUMNS)
 MEASUREMENT_COLUMNS = ("rating_id", "seq", "name")
-LAG_KEYS = ("p50_ms", "p95_ms", "p99_ms", "max_ms")
 
 
 @dataclass(frozen=True)
@@ -227,14 +210,9 @@ def _experiment_rows(
     """An experiment's row, and its rows of per_agent, per_action and validation."""
     result = _object(redacted(json.loads(e["result_json"])))  # older records held secrets
     rid = e["rating_id"]
-    key = {"rating_id": rid, "seq": e["seq"], "threads": e["threads"]}
-    agents = [_agent_row(key, a) for a in result.get("agents", [])]
-    actions = [_action_row(key, a, titles.get(rid, {})) for a in result["per_action"]]
-    valid = []
-    for kind in ("item", "action"):
-        for name, f in (result.get(f"by_{kind}") or {}).items():
-            valid.append({**key, "kind": kind, "name": name, **f})
-    return _experiment_row(e, result, confidence.get(rid)), agents, actions, valid
+    row = {**e, "reasons": redacted(e["reasons"])}
+    interval = _interval(result, confidence.get(rid))
+    return experiment_rows(row, result, interval, titles.get(rid, {}))
 
 
 def _parsed(text: str) -> dict[str, Any]:
@@ -319,37 +297,6 @@ def _rating_row(r: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def response_histogram(result: Mapping[str, Any]) -> HdrHistogram | None:
-    """The experiment's response times, its agents' HDR histograms merged (None: the
-    result has none, as the model store's)."""
-    encoded = [a["response_hist"] for a in result.get("agents", []) if a.get("response_hist")]
-    if not encoded:
-        return None
-    merged = new_histogram()
-    for text in encoded:
-        merged.add(decode(text.encode()))
-    return merged
-
-
-def lag_histogram(result: Mapping[str, Any]) -> HdrHistogram | None:
-    """The staleness lag (us) of the experiment's unpredictable reads, merged over agents."""
-    merged = new_histogram()
-    for a in result.get("agents", []):
-        if a.get("lag_hist"):
-            merged.add(decode(a["lag_hist"].encode()))
-    return merged if merged.get_total_count() else None
-
-
-def _latency(h: HdrHistogram | None, recorded: Mapping[str, Any] | None) -> dict[str, float]:
-    if h is not None:
-        s = LatencySummary.of(h)
-        return {"p50_ms": s.p50_ms, "p95_ms": s.p95_ms, "p99_ms": s.p99_ms,
-                "max_ms": s.max_ms, "mean_ms": s.mean_ms}  # fmt: skip
-    r = recorded or {}
-    keys = ("p50_ms", "p95_ms", "p99_ms", "max_ms", "mean_ms")
-    return {k: r[k] if r.get("count") else math.nan for k in keys}
-
-
 def _interval(result: Mapping[str, Any], confidence: float | None) -> tuple[float, float]:
     steady = result.get("steady") or {}
     if not confidence or not steady.get("tested"):
@@ -359,92 +306,6 @@ def _interval(result: Mapping[str, Any], confidence: float | None) -> tuple[floa
     if not (math.isfinite(i.low) and math.isfinite(i.high)):
         return math.nan, math.nan
     return i.low, i.high
-
-
-def _experiment_row(
-    e: Mapping[str, Any], result: Mapping[str, Any], confidence: float | None
-) -> dict[str, Any]:
-    low, high = _interval(result, confidence)
-    lag = result.get("lag") or {}
-    steady = result.get("steady") or {}
-    return {
-        "rating_id": e["rating_id"],
-        "seq": e["seq"],
-        "experiment_id": result.get("experiment_id", ""),
-        "phase": e["phase"],
-        "threads": e["threads"],
-        "target_rate": result.get("target_rate") or math.nan,
-        "duration_s": e["duration_s"],
-        "elapsed_s": result.get("elapsed_s"),
-        "status": e["status"],
-        "passed": e["status"] == "passed",
-        "actions_per_s": e["actions_per_s"],
-        "actions_per_s_low": low,
-        "actions_per_s_high": high,
-        "within_percent": e["within_percent"],
-        "unpredictable_percent": e["unpredictable_percent"],
-        "actions": result.get("actions"),
-        "errors": result.get("errors"),
-        "reads": result.get("reads"),
-        "unpredictable_reads": result.get("unpredictable_reads"),
-        "never_valid": result.get("never_valid", 0),
-        **_latency(response_histogram(result), result.get("overall")),
-        "lag_count": lag.get("count", 0),
-        **{f"lag_{k}": lag.get(k) if lag.get("count") else math.nan for k in LAG_KEYS},
-        "warmup_s": steady.get("warmup_s", 0.0),
-        "stable": steady.get("stable", True),
-        "store_description": result.get("store", ""),
-        "reasons": redacted(e["reasons"]),
-        "fault": result.get("fault", ""),
-        "created": e["created"],
-    }
-
-
-def _agent_row(key: Mapping[str, Any], a: Mapping[str, Any]) -> dict[str, Any]:
-    h = decode(a["response_hist"].encode()) if a.get("response_hist") else None
-    latency = _latency(h, None)
-    reads = a.get("reads", 0)
-    elapsed = a.get("elapsed_s") or 0.0
-    return {
-        **key,
-        "agent": a["address"],
-        "agent_threads": a["threads"],
-        "throughput": a["actions"] / elapsed if elapsed else math.nan,
-        "actions": a["actions"],
-        "errors": a["errors"],
-        "within_percent": a["within_percent"],
-        "session_within_percent": a.get("session_within_percent"),
-        "reads": reads,
-        "unpredictable_reads": a.get("unpredictable_reads", 0),
-        "unpredictable_percent": 100.0 * a.get("unpredictable_reads", 0) / reads if reads else 0.0,
-        "never_valid": a.get("never_valid", 0),
-        "cpu_percent": a.get("cpu_percent"),
-        "load_processes": a.get("load_processes"),
-        "saturated": a.get("saturated", False),
-        "passed": a.get("passed", False),
-        "reasons": "; ".join(a.get("reasons", [])),
-        "p50_ms": latency["p50_ms"],
-        "p95_ms": latency["p95_ms"],
-        "p99_ms": latency["p99_ms"],
-    }
-
-
-def _action_row(
-    key: Mapping[str, Any], a: Mapping[str, Any], titles: Mapping[str, str]
-) -> dict[str, Any]:
-    r, s = a["response"], a["service"]
-    return {
-        **key,
-        "action": a["action"],
-        "title": titles.get(a["action"], a["action"]),
-        "count": a["count"],
-        "errors": a["errors"],
-        "within_percent": a["within_percent"],
-        **{k: r[k] for k in ("p50_ms", "p95_ms", "p99_ms", "max_ms", "mean_ms")},
-        "service_p50_ms": s["p50_ms"],
-        "service_p95_ms": s["p95_ms"],
-        "service_p99_ms": s["p99_ms"],
-    }
 
 
 def _sweep_rows(r: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -13,13 +13,11 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
-from dataclasses import asdict
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from bgbench.coordinator.configuration.redaction import redact_config, redact_strings, redact_text
-from bgbench.coordinator.execution.experiment import ExperimentResult
 from bgbench.coordinator.storage.evidence import RunFigures, reasons_of
 from bgbench.coordinator.storage.store_file import (
     SCHEMA_VERSION,
@@ -30,6 +28,7 @@ from bgbench.coordinator.storage.store_file import (
     loads,
 )
 from bgbench.errors import UserError
+from bgbench.run_result import ExperimentResult
 from bgbench.workloads.registry import DEFAULT_WORKLOAD
 
 DB_NAME = "bgbench.sqlite"
@@ -341,7 +340,7 @@ class ResultsStore:
 
     # -- experiments -------------------------------------------------------------
     def add_experiment(self, rating_id: str, phase: str, result: ExperimentResult) -> None:
-        status = "fault" if result.fault else ("passed" if result.passed else "failed")
+        status = result.status
         with self._db() as db:
             seq = db.execute(
                 "SELECT coalesce(max(seq), 0) + 1 FROM experiments WHERE rating_id = ?",
@@ -357,7 +356,7 @@ class ResultsStore:
                 (
                     rating_id, seq, phase, result.threads, result.duration_s, status,
                     result.actions_per_s, result.within_percent, result.unpredictable_percent,
-                    redact_text(reasons_of(result)), json.dumps(redact_strings(asdict(result))),
+                    redact_text(reasons_of(result)), json.dumps(redact_strings(result.to_record())),
                     _now(), workload, section,
                 ),
             )  # fmt: skip

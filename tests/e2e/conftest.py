@@ -1,21 +1,16 @@
-"""A real SQLite rating through the CLI, made once for the report tests (report, compare,
-and the browser check)."""
+"""Fixtures of the end-to-end tests: a real SQLite rating through the CLI, made once for the
+report tests (report, compare, and the browser check); one real experiment's logs; a deck."""
 
 import json
 import shutil
-import subprocess
-import sys
+import signal
 from pathlib import Path
 
 import pytest
 
-BGBENCH = [sys.executable, "-m", "bgbench"]
-
-
-def bgbench(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*BGBENCH, *args], capture_output=True, text=True, timeout=timeout, check=False
-    )
+from tests.e2e.live_helpers import end
+from tests.e2e.test_deck import Deck
+from tests.helpers import bgbench
 
 
 @pytest.fixture(scope="session")
@@ -55,3 +50,13 @@ def experiment(real_run, tmp_path) -> Path:
     copy = tmp_path / real_run.name
     shutil.copytree(real_run, copy)
     return copy
+
+
+@pytest.fixture
+def deck(tmp_path):
+    """A deck on a free loopback port (ended by its PID after the test)."""
+    d = Deck(tmp_path)
+    try:
+        yield d.started()
+    finally:
+        end(d.proc, signal.SIGTERM)

@@ -6,33 +6,18 @@ import os
 import signal
 import socket
 import subprocess
-import sys
-import time
-from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import TypeVar
 
-BGBENCH = [sys.executable, "-m", "bgbench"]
-DEADLINE_S = 300.0  # generous: the machine is shared and busy
-T = TypeVar("T")
+from tests.helpers import BGBENCH, wait_until
+
+wait_for = partial(wait_until, poll_s=0.1)
 
 
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def wait_for(condition: Callable[[], T], what: str, deadline_s: float = DEADLINE_S) -> T:
-    """Poll `condition` until it returns something truthy; fail naming `what` at the deadline."""
-    end = time.monotonic() + deadline_s
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise AssertionError(f"gave up after {deadline_s:g} s waiting for {what}")
-        time.sleep(0.1)  # between polls, never as synchronisation
 
 
 def spawn(args: list[str], log: Path, cwd: Path, env: dict[str, str] | None = None):

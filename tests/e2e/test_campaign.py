@@ -9,14 +9,14 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from bgbench.coordinator.campaign import load_campaign
-
-BGBENCH = [sys.executable, "-m", "bgbench"]
+from tests import helpers
+from tests.helpers import BGBENCH
 
 SMALL = """
 campaign: two-stores-two-mixes
@@ -39,22 +39,10 @@ jobs:
 """
 
 
-def bgbench(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*BGBENCH, *args], capture_output=True, text=True, timeout=timeout, check=False
-    )
+bgbench = partial(helpers.bgbench, timeout=600)
 
 
-def wait_until(condition, what: str, timeout: float = 240.0, log: Path | None = None):
-    """Poll a condition (never a fixed delay); its first true value."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        shown = log.read_text()[-3000:] if log else ""
-        assert time.monotonic() < deadline, f"{what} did not happen in {timeout:.0f} s\n{shown}"
-        time.sleep(0.05)
+wait_until = partial(helpers.wait_until, timeout=240.0)
 
 
 def query(results: Path, sql: str, *args) -> list[sqlite3.Row]:
@@ -221,7 +209,9 @@ def test_a_killed_campaign_resumes_without_rerunning_a_finished_rating(
 
     # every server the campaign (and the killed coordinator) started is stopped
     assert pg_pids <= server_pids(results)
-    wait_until(lambda: not any(running(p) for p in server_pids(results)), "servers to stop", 60)
+    wait_until(
+        lambda: not any(running(p) for p in server_pids(results)), "servers to stop", timeout=60
+    )
 
 
 def test_a_failed_job_is_recorded_and_the_campaign_goes_on(tmp_path, stops_servers):

@@ -3,9 +3,8 @@ a study's recorded summary is its tables, not a rating's."""
 
 import json
 import subprocess
-import sys
 
-BGBENCH = [sys.executable, "-m", "bgbench"]
+from tests.helpers import BGBENCH
 
 
 def test_a_study_job_runs_and_shows(tmp_path):

@@ -1,19 +1,14 @@
 """`bgbench` end to end: real agent processes over gRPC on loopback, SQLite underneath."""
 
 import json
-import subprocess
-import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
 
-BGBENCH = [sys.executable, "-m", "bgbench"]
+from tests import helpers
 
-
-def bgbench(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*BGBENCH, *args], capture_output=True, text=True, timeout=timeout, check=False
-    )
+bgbench = partial(helpers.bgbench, timeout=180)
 
 
 @pytest.fixture(scope="module")

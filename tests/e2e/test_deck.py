@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.live_helpers import BGBENCH, end, free_port, spawn, wait_for
+from tests.e2e.live_helpers import end, free_port, spawn, wait_for
+from tests.helpers import BGBENCH
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -73,16 +74,6 @@ class Deck:
         assert self.proc.poll() is None, self.log.read_text()
         self.own = {"Origin": self.url, "X-BGBench-CSRF": csrf_token(get(self.url + "/")[1])}
         return self
-
-
-@pytest.fixture
-def deck(tmp_path):
-    """A deck on a free loopback port (ended by its PID after the test)."""
-    d = Deck(tmp_path)
-    try:
-        yield d.started()
-    finally:
-        end(d.proc, signal.SIGTERM)
 
 
 @contextlib.contextmanager
@@ -155,7 +146,7 @@ def test_a_rating_started_and_followed_in_the_browser(deck, browser, tmp_path):
     assert browser.find_elements(By.CSS_SELECTOR, "#agents-body tr")
     wait.until(lambda _: browser.find_element(By.ID, "job-status").text == "exited 0")
     browser.save_screenshot(str(tmp_path / "deck-rating.png"))
-    if os.environ.get("BGBENCH_DECK_SCREENSHOT"):  # the README's picture, on request
+    if os.environ.get("BGBENCH_DECK_SCREENSHOT"):  # docs/images/deck.png, on request
         shutil.copy(tmp_path / "deck-rating.png", ROOT / os.environ["BGBENCH_DECK_SCREENSHOT"])
     assert severe(browser) == []
 

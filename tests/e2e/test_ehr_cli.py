@@ -2,22 +2,16 @@
 SQLite underneath, the logs validated."""
 
 import json
-import subprocess
-import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from bgbench.coordinator.storage.results import ResultsStore
+from tests import helpers
 from tests.conftest import fresh_database
 
-BGBENCH = [sys.executable, "-m", "bgbench"]
-
-
-def bgbench(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*BGBENCH, *args], capture_output=True, text=True, timeout=timeout, check=False
-    )
+bgbench = partial(helpers.bgbench, timeout=240)
 
 
 @pytest.fixture(scope="module")

@@ -6,23 +6,18 @@ import json
 import os
 import signal
 import subprocess
-import sys
-import time
+from functools import partial
 from pathlib import Path
 
 import psutil
 import pytest
 
 from bgbench.coordinator.storage.results import ResultsStore
+from tests import helpers
 from tests.conftest import servers
+from tests.helpers import BGBENCH
 
-BGBENCH = [sys.executable, "-m", "bgbench"]
-
-
-def bgbench(*args: str, timeout: float = 180, cwd: Path | None = None):
-    return subprocess.run(
-        [*BGBENCH, *args], capture_output=True, text=True, timeout=timeout, cwd=cwd
-    )
+bgbench = partial(helpers.bgbench, timeout=180)
 
 
 def one_error_line(proc: subprocess.CompletedProcess, code: int = 2) -> str:
@@ -33,12 +28,7 @@ def one_error_line(proc: subprocess.CompletedProcess, code: int = 2) -> str:
     return lines[0]
 
 
-def wait_until(condition, what: str, timeout: float = 120) -> None:
-    """Poll a condition (never a fixed delay): the machine may be busy."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"{what} did not happen within {timeout:.0f} s"
-        time.sleep(0.05)
+wait_until = partial(helpers.wait_until, timeout=120)
 
 
 def sqlite_run(tmp: Path, *extra: str) -> list[str]:

@@ -12,7 +12,6 @@ import os
 import resource
 import struct
 import subprocess
-import sys
 import time
 import zlib
 from collections.abc import Callable, Iterator
@@ -25,8 +24,8 @@ import pytest
 from bgbench.protos import PROTOCOL_VERSION
 from bgbench.protos import worker_pb2 as pb
 from bgbench.protos import worker_pb2_grpc as pb_grpc
+from tests.helpers import BGBENCH
 
-BGBENCH = [sys.executable, "-m", "bgbench"]
 PROMPT_S = 120.0  # the run must end well within this, however much the agent claims
 SANE_RSS_KIB = 1 << 20  # 1 GiB: a coordinator that believed 4e9 load processes is far past it
 

@@ -133,7 +133,7 @@ def with_suppressed(action, *args) -> None:
 
 # -- a store that stops answering ---------------------------------------------------------
 
-STOP_GRACE_S = 30.0  # README: socialites still in store calls 30 s after the end: the store
+STOP_GRACE_S = 30.0  # docs/guide/hosts.md: store calls still running 30 s after the end: the store
 # What the bound allows beyond the grace: closing the run's connections (2 s) and a busy
 # machine's slack. One by one, each close waited out the driver's 10 s: 56 s in all.
 STORE_FOUND_WITHIN_S = STOP_GRACE_S + 2.0 + 6.0

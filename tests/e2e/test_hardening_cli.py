@@ -6,40 +6,25 @@ files are refused at once, and Ctrl-C at any moment from the start is exit 130."
 import contextlib
 import json
 import os
-import resource
 import signal
 import subprocess
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import psutil
 import pytest
 
 from bgbench.coordinator.storage.results import ResultsStore
-from tests.e2e.live_helpers import BGBENCH, wait_for
+from tests import helpers
+from tests.e2e.live_helpers import wait_for
+from tests.helpers import BGBENCH
 
 MODEL_RUN = ["run", "--store", "model", "--threads", "4"]
 
 
-def bgbench(
-    *args: str, limit_file_bytes: int | None = None, timeout: float = 180
-) -> subprocess.CompletedProcess[str]:
-    """`bgbench ARGS`; with `limit_file_bytes`, no file it writes may grow past that size
-    (RLIMIT_FSIZE: writes beyond fail with EFBIG, as on a full disk)."""
-
-    def limit() -> None:
-        if limit_file_bytes is not None:
-            resource.setrlimit(resource.RLIMIT_FSIZE, (limit_file_bytes, limit_file_bytes))
-
-    return subprocess.run(
-        [*BGBENCH, *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        preexec_fn=limit,
-    )
+bgbench = partial(helpers.bgbench, timeout=180)
 
 
 def one_line(proc: subprocess.CompletedProcess[str], code: int) -> str:

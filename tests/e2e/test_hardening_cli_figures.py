@@ -3,19 +3,15 @@
 and sessions/s counts sessions only, on actions/s's time base, alike in every output."""
 
 import json
-import subprocess
+from functools import partial
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.live_helpers import BGBENCH
+from tests import helpers
 
-
-def bgbench(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*BGBENCH, *args], capture_output=True, text=True, timeout=timeout, check=False
-    )
+bgbench = partial(helpers.bgbench, timeout=600)
 
 
 class Tables(HTMLParser):

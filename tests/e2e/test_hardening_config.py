@@ -6,21 +6,18 @@ line and exit 2. The timeout of each command is a guard against the old hang, no
 
 import os
 import subprocess
-import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_deck import deck, post  # noqa: F401 (deck is a fixture)
+from tests import helpers
+from tests.e2e.test_deck import post
 
-BGBENCH = [sys.executable, "-m", "bgbench"]
 GUARD_S = 180  # far above what a refusal takes on a loaded machine; the old code ran past it
 
 
-def bgbench(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*BGBENCH, *args], capture_output=True, text=True, timeout=GUARD_S, check=False, cwd=cwd
-    )
+bgbench = partial(helpers.bgbench, timeout=GUARD_S)
 
 
 def refused(proc: subprocess.CompletedProcess[str], *words: str) -> str:
@@ -119,7 +116,7 @@ def test_a_foreach_of_ten_to_the_eight_jobs_is_refused_before_any_is_built(tmp_p
     refused(bgbench("campaign", "check", str(path)), f"{path}:2", "100,000,000 jobs", "10,000")
 
 
-def test_the_deck_validates_nested_aliases_without_an_error_500(deck):  # noqa: F811
+def test_the_deck_validates_nested_aliases_without_an_error_500(deck):
     text = "jobs:\n  - store:\n      name: sqlite\n      options:\n" + laughs("        ")
     status, body = post(deck.url + "/api/validate", {"name": "c.yaml", "text": text,
                                                      "kind": "campaign"}, deck.own)  # fmt: skip

@@ -12,8 +12,9 @@ import urllib.request
 
 import pytest
 
-from tests.e2e.live_helpers import BGBENCH, end, free_port, wait_for
+from tests.e2e.live_helpers import end, free_port, wait_for
 from tests.e2e.test_deck import Deck, chromium, get, small_rating
+from tests.helpers import BGBENCH
 
 REBIND = "rebind.attacker.example"
 
@@ -29,15 +30,6 @@ def call(url: str, method: str = "GET", body: object = None, headers: dict[str, 
             return reply.status, reply.read().decode()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read().decode()
-
-
-@pytest.fixture
-def deck(tmp_path):
-    d = Deck(tmp_path)
-    try:
-        yield d.started()
-    finally:
-        end(d.proc, signal.SIGTERM)
 
 
 def saved(deck: Deck) -> list[str]:

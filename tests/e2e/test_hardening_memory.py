@@ -4,8 +4,6 @@ whole per-action arrays give (the former computation, tests/unit/test_hardening_
 Whether memory stays flat over a long run is a benchmark (benchmarks/memory_soak.py)."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,19 +13,12 @@ from hdrh.histogram import HdrHistogram
 from bgbench.protos import new_histogram
 from bgbench.worker.measurement import histogram_of
 from bgbench.workloads.bg.actions import Action
+from tests.helpers import bgbench
 from tests.unit.test_hardening_memory import (
     counts,
     reference_open_loop_delay,
     reference_sessions,
 )
-
-BGBENCH = [sys.executable, "-m", "bgbench"]
-
-
-def bgbench(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*BGBENCH, *args], capture_output=True, text=True, timeout=timeout, check=False
-    )
 
 
 def pooled(hists: list[HdrHistogram]) -> HdrHistogram:

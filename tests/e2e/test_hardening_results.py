@@ -7,23 +7,19 @@ import hashlib
 import os
 import shutil
 import sqlite3
-import subprocess
-import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
 
+from tests import helpers
 from tests.unit.report_ratings import model_rating
 
-BGBENCH = [sys.executable, "-m", "bgbench"]
 DB = "bgbench.sqlite"
 NEWER = 1000  # a schema version no bgbench has written yet
 
 
-def bgbench(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*BGBENCH, *args], capture_output=True, text=True, timeout=timeout, check=False
-    )
+bgbench = partial(helpers.bgbench, timeout=120)
 
 
 def refused(*args: str) -> str:

@@ -7,13 +7,12 @@ the exports, the reports, the events files) and every line printed (check-config
 results, report, compare, campaign) is searched for each secret."""
 
 import json
-import subprocess
-import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
 
-BGBENCH = [sys.executable, "-m", "bgbench"]
+from tests import helpers
 
 # Each secret holds a marker nothing else holds.
 SSLPW = "ssl pw'Sslpw7x"  # written in the DSN as 'ssl pw\'Sslpw7x'
@@ -29,10 +28,7 @@ SECRETS = {
 }
 
 
-def bgbench(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*BGBENCH, *args], capture_output=True, text=True, timeout=timeout, check=False
-    )
+bgbench = partial(helpers.bgbench, timeout=600)
 
 
 def ok(*args: str) -> str:

@@ -7,7 +7,6 @@ import os
 import shutil
 import struct
 import subprocess
-import sys
 import zipfile
 import zlib
 from pathlib import Path
@@ -31,13 +30,9 @@ from bgbench.validation.logformat import (
     read_log,
 )
 from tests.e2e.test_validate import write_bg_logs
+from tests.helpers import BGBENCH, bgbench
 
-BGBENCH = [sys.executable, "-m", "bgbench"]
 FIRST_RECORD = len(MAGIC) + BLOCK_HEADER.size  # byte offset of record 0 of a one-block log
-
-
-def bgbench(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([*BGBENCH, *args], capture_output=True, text=True, timeout=timeout)
 
 
 def refused(proc: subprocess.CompletedProcess, *names: str, status: int = 2) -> str:

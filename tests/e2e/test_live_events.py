@@ -8,7 +8,8 @@ import subprocess
 import urllib.error
 import urllib.request
 
-from tests.e2e.live_helpers import BGBENCH, end, free_port, spawn, wait_for
+from tests.e2e.live_helpers import end, free_port, spawn, wait_for
+from tests.helpers import BGBENCH
 
 
 def sqlite_run(tmp, threads: int, duration: float, *extra: str) -> list[str]:

@@ -13,8 +13,8 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import psutil
@@ -27,10 +27,11 @@ from bgbench.coordinator.records.faults import Liveness, ending, should_retry
 from bgbench.coordinator.storage.results import ResultsStore
 from bgbench.errors import SystemFault, UserError
 from bgbench.protos import worker_pb2 as pb
+from tests import helpers
 from tests.fixtures.hangstore import ENTRY_POINTS, MARKER_ENV
 from tests.fixtures.registration import environment, register
+from tests.helpers import BGBENCH
 
-BGBENCH = [sys.executable, "-m", "bgbench"]
 # The requirement is detection within the heartbeat timeout plus 2 s; a busy machine gets
 # more for what follows it (stopping the agents, recording, exiting).
 DETECTION_MARGIN_S = 2.0
@@ -42,15 +43,7 @@ def hang_env(tmp_path_factory) -> dict[str, str]:
     return environment(register(tmp_path_factory.mktemp("dist"), "hangstore", ENTRY_POINTS))
 
 
-def wait_until(condition, what: str, timeout: float = 120.0):
-    """Poll a condition (never a fixed delay); its first true value."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"{what} did not happen within {timeout:.0f} s"
-        time.sleep(0.02)
+wait_until = partial(helpers.wait_until, timeout=120.0, poll_s=0.02)
 
 
 class Bgbench:
@@ -207,7 +200,7 @@ def frozen_cluster(tmp_path):
 def test_an_agent_frozen_before_validation_fails_it_within_the_timeout(frozen_cluster):
     cluster, _, agent = frozen_cluster
     agent.send_signal(signal.SIGSTOP)
-    wait_until(lambda: agent.status() == psutil.STATUS_STOPPED, "the agent stopping", 30)
+    wait_until(lambda: agent.status() == psutil.STATUS_STOPPED, "the agent stopping", timeout=30)
     started = time.monotonic()
     with pytest.raises(SystemFault, match=r"silent for .* while validating"):
         cluster.clients[0].validate("before-the-freeze")
@@ -223,7 +216,7 @@ def test_an_agent_frozen_before_validation_fails_it_within_the_timeout(frozen_cl
 def test_an_agent_frozen_before_a_run_faults_the_experiment(frozen_cluster):
     cluster, settings, agent = frozen_cluster
     agent.send_signal(signal.SIGSTOP)
-    wait_until(lambda: agent.status() == psutil.STATUS_STOPPED, "the agent stopping", 30)
+    wait_until(lambda: agent.status() == psutil.STATUS_STOPPED, "the agent stopping", timeout=30)
     result = run_experiment(cluster, settings, 2, 60.0, "frozen")
     assert "silent" in result.fault and "readying" in result.fault
     assert not result.passed and result.fault_at > 0

@@ -3,16 +3,8 @@ was asked for, records it, and reports response time from each intended start; b
 pacing is refused before anything runs."""
 
 import json
-import subprocess
-import sys
 
-BGBENCH = [sys.executable, "-m", "bgbench"]
-
-
-def bgbench(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*BGBENCH, *args], capture_output=True, text=True, timeout=300, check=False
-    )
+from tests.helpers import bgbench
 
 
 def test_an_open_loop_run_serves_its_rate(tmp_path):

@@ -6,19 +6,12 @@ import os
 import re
 import signal
 import subprocess
-import sys
 from collections import Counter
 
 from bgbench.coordinator.storage.results import ResultsStore
+from tests.helpers import BGBENCH, bgbench
 
-BGBENCH = [sys.executable, "-m", "bgbench"]
 EXPERIMENT_LINE = re.compile(r"^\s*(search|final) T=(\d+)")
-
-
-def bgbench(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*BGBENCH, *args], capture_output=True, text=True, timeout=timeout, check=False
-    )
 
 
 def sqlite_rating_args(tmp, *extra: str) -> list[str]:

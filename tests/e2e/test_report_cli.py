@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from tests.e2e.conftest import bgbench
+from tests.helpers import bgbench
 
 
 @pytest.fixture(scope="module")

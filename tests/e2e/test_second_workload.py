@@ -8,15 +8,13 @@ PYTHONPATH of the processes started here): bgbench itself names it nowhere.
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from bgbench.coordinator.storage.results import ResultsStore
 from tests.fixtures.registration import KV_ENTRY_POINTS, environment, register
-
-BGBENCH = [sys.executable, "-m", "bgbench"]
+from tests.helpers import bgbench
 
 
 @pytest.fixture(scope="module")
@@ -24,17 +22,11 @@ def kv_env(tmp_path_factory) -> dict[str, str]:
     return environment(register(tmp_path_factory.mktemp("dist"), "kvfixture", KV_ENTRY_POINTS))
 
 
-def bgbench(env: dict[str, str], *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*BGBENCH, *args], capture_output=True, text=True, timeout=timeout, env=env, check=False
-    )
-
-
 def kv_run(env: dict[str, str], tmp: Path, *extra: str) -> subprocess.CompletedProcess:
     return bgbench(
-        env, "run", "--workload", "kv", "--store", "sqlite", "--agents", "2", "--threads", "4",
+        "run", "--workload", "kv", "--store", "sqlite", "--agents", "2", "--threads", "4",
         "--duration", "2", "--results", str(tmp), "--json", "-p", "kv.keys=2000",
-        "-p", f"store.options.path={tmp / 'kv.sqlite'}", *extra,
+        "-p", f"store.options.path={tmp / 'kv.sqlite'}", *extra, env=env,
     )  # fmt: skip
 
 
@@ -66,10 +58,10 @@ def test_the_validator_catches_a_store_that_answers_wrong_values(kv_env, tmp_pat
 
 def test_a_rating_of_the_key_value_workload(kv_env, tmp_path):
     proc = bgbench(
-        kv_env, "rate", "--workload", "kv", "--store", "sqlite", "--agents", "2",
+        "rate", "--workload", "kv", "--store", "sqlite", "--agents", "2",
         "--delta-search", "1", "--delta", "1", "--max-threads", "16", "--results", str(tmp_path),
         "--json", "-p", "kv.keys=500", "-p", f"store.options.path={tmp_path / 'kv.sqlite'}",
-        "-p", "rating.final_runs=2",
+        "-p", "rating.final_runs=2", env=kv_env,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     s = json.loads(proc.stdout)
@@ -82,7 +74,7 @@ def test_a_rating_of_the_key_value_workload(kv_env, tmp_path):
 
 
 def test_an_unknown_workload_is_one_clear_line(kv_env, tmp_path):
-    proc = bgbench(kv_env, "run", "--workload", "nosuch", "--results", str(tmp_path))
+    proc = bgbench("run", "--workload", "nosuch", "--results", str(tmp_path), env=kv_env)
     assert proc.returncode == 2
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "unknown workload 'nosuch'" in lines[0], proc.stderr
@@ -90,6 +82,6 @@ def test_an_unknown_workload_is_one_clear_line(kv_env, tmp_path):
 
 
 def test_bindings_are_listed_by_workload(kv_env):
-    proc = bgbench(kv_env, "stores")
+    proc = bgbench("stores", env=kv_env)
     assert proc.returncode == 0, proc.stderr
     assert "kv" in proc.stdout and "bg" in proc.stdout

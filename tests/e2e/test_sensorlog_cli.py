@@ -3,23 +3,15 @@
 
 import csv
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from bgbench.coordinator.storage.results import ResultsStore
+from tests.helpers import bgbench
 from tests.integration.stores import SERVERS
 
-BGBENCH = [sys.executable, "-m", "bgbench"]
 SMALL = ["-p", "sensorlog.database.machines=6", "-p", "sensorlog.database.readings=500"]
-
-
-def bgbench(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*BGBENCH, *args], capture_output=True, text=True, timeout=timeout, check=False
-    )
 
 
 def test_an_ingest_run_prints_each_action_and_no_unpredictable_read(tmp_path):
@@ -128,7 +120,7 @@ TINY = [*SMALL, "-p", "sensorlog.database.readings=100", "-p", "sensorlog.study.
 
 @pytest.mark.parametrize("store", ["postgres", "mongodb", "cassandra"])
 def test_load_queries_and_ingest_on_a_real_server(store, tmp_path, request):
-    """The three commands of the README on each server CI starts, at small sizes."""
+    """The sensor-log commands of docs/guide/workloads-included.md on each server CI starts."""
     server = SERVERS[store](tmp_path, request)
     try:
         args = server_args(next(server))

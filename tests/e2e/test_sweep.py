@@ -5,21 +5,14 @@ sweep an agent's death ends (exit 3) resumed without repeating what finished."""
 import json
 import re
 import subprocess
-import sys
 
 import psutil
 
 from bgbench.coordinator.storage.results import ResultsStore
+from tests.helpers import BGBENCH, bgbench
 
-BGBENCH = [sys.executable, "-m", "bgbench"]
 SWEEP_LINE = re.compile(r"^\s*sweep T=(\d+)")
 TABLE_ROW = re.compile(r"^│\s*(\d+)\s*│")  # a thread count's first row in the sweep table
-
-
-def bgbench(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*BGBENCH, *args], capture_output=True, text=True, timeout=timeout, check=False
-    )
 
 
 def sweep_args(tmp, threads: str, *extra: str) -> list[str]:

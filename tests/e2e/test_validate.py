@@ -2,8 +2,6 @@
 
 import csv
 import json
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -11,13 +9,8 @@ from bgbench.worker.engine import FragmentEngine, RunSpec
 from bgbench.workloads.bg.config import BGConfig
 from bgbench.workloads.bg.stores.sqlite import SQLiteOptions
 from bgbench.workloads.bg.workload import WORKLOAD
+from tests.helpers import bgbench
 from tests.integration.test_engine import StaleBinding
-
-BGBENCH = [sys.executable, "-m", "bgbench"]
-
-
-def bgbench(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*BGBENCH, *args], capture_output=True, text=True, timeout=300)
 
 
 def stale_run(tmp: Path) -> dict:

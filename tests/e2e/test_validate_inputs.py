@@ -4,7 +4,6 @@ import json
 import shutil
 import struct
 import subprocess
-import sys
 import zlib
 from pathlib import Path
 
@@ -13,12 +12,7 @@ import numpy as np
 from bgbench.coordinator.execution.offline import validate_directory
 from bgbench.validation.logformat import RECORD_DTYPE, TRAILER, LogWriter, read_log
 from tests.e2e.test_validate import write_bg_logs
-
-BGBENCH = [sys.executable, "-m", "bgbench"]
-
-
-def bgbench(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*BGBENCH, *args], capture_output=True, text=True, timeout=300)
+from tests.helpers import bgbench
 
 
 def refused(proc: subprocess.CompletedProcess, *names: str) -> str:

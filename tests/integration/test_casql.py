@@ -6,7 +6,8 @@ import threading
 
 import pytest
 
-from bgbench.worker.contracts import RunSummary, ValidateSummary
+from bgbench.run_result import RunResult
+from bgbench.worker.contracts import ValidateSummary
 from bgbench.worker.engine import FragmentEngine, RunSpec
 from bgbench.workloads.bg.config import BGConfig
 from bgbench.workloads.bg.generator import FragmentPlan
@@ -16,7 +17,7 @@ from tests.integration.stores import casql_server
 PLAN = FragmentPlan((1.0,), 0.27)
 
 
-def run_casql(tmp_path, request, name: str, **options) -> tuple[RunSummary, ValidateSummary]:
+def run_casql(tmp_path, request, name: str, **options) -> tuple[RunResult, ValidateSummary]:
     cfg = BGConfig.model_validate(
         {"database": {"usercount": 200, "confperc": 0.6}, "workload": {"mix": "high"}}
     )

@@ -13,7 +13,7 @@ import pytest
 import uvloop
 
 from bgbench.errors import StoreError
-from bgbench.worker.blocking import LoopBridge
+from bgbench.sdk import LoopBridge
 from bgbench.worker.engine import FragmentEngine, RunSpec
 from bgbench.workloads.bg.actions import Action
 from bgbench.workloads.bg.config import BGConfig, BGDatabaseConfig

@@ -13,7 +13,7 @@ import pytest
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
 from cassandra.policies import WhiteListRoundRobinPolicy
 
-from bgbench.worker.blocking import blocking_connection
+from bgbench.sdk import blocking_connection
 from bgbench.workloads.bg.config import BGDatabaseConfig
 from bgbench.workloads.bg.generator import Fragment, FragmentPlan
 from bgbench.workloads.ehr.generator import new_result

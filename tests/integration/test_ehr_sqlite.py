@@ -1,6 +1,7 @@
 """The EHR workload on SQLite through the load engine, and the validator on EHR logs: it
 flags a read that misses a completed insert, and not one that overlaps the insert."""
 
+import random
 import sqlite3
 import threading
 from pathlib import Path
@@ -9,16 +10,15 @@ import numpy as np
 import pytest
 
 from bgbench.errors import UserError
+from bgbench.run_result import RunResult
+from bgbench.sdk import Timer, UnitContext, blocking, run_blocking
 from bgbench.validation.initial import InitialValues
 from bgbench.validation.logformat import NEVER, READ, WRITE, LogWriter, read_log
 from bgbench.validation.runner import validate_logs
-from bgbench.worker.blocking import run_blocking
-from bgbench.worker.contracts import RunSummary
 from bgbench.worker.engine import FragmentEngine, RunSpec, log_path
 from bgbench.worker.measurement import Recorder
-from bgbench.worker.timing import Timer
 from bgbench.workloads.ehr.config import EHRConfig
-from bgbench.workloads.ehr.store import Blocking, LabResult
+from bgbench.workloads.ehr.store import AsyncEHRConnection, LabResult
 from bgbench.workloads.ehr.stores.sqlite import SQLiteBinding, SQLiteConnection, SQLiteOptions
 from bgbench.workloads.ehr.workload import READ as READ_ACTION
 from bgbench.workloads.ehr.workload import RESULT_COUNT, WORKLOAD
@@ -26,6 +26,10 @@ from bgbench.workloads.ehr.workload import WRITE as WRITE_ACTION
 
 ONE = (1.0,)
 LONG = 120.0  # runs end on their operation count; this only bounds a hung store
+
+
+async def _no_think(_seconds: float) -> bool:
+    return True
 
 
 def config(patients: int = 500, **workload) -> EHRConfig:
@@ -39,7 +43,7 @@ def engine(tmp: Path, cfg: EHRConfig, binding=None, capacities=ONE, index=0) -> 
     return e
 
 
-def run(e: FragmentEngine, tmp: Path, name: str, ops=2000, threads=4, **spec) -> RunSummary:
+def run(e: FragmentEngine, tmp: Path, name: str, ops=2000, threads=4, **spec) -> RunResult:
     run_spec = RunSpec(name, threads, LONG, ops, 7, tmp / name, **spec)
     return e.run(run_spec, threading.Event(), lambda *_: None)
 
@@ -259,8 +263,12 @@ def test_a_read_overlapping_an_insert_may_see_it_or_not_and_a_later_one_must(loa
     path = tmp_path / "log.bglog"
     log = LogWriter(path)
     rec = Recorder(log)
-    conn = Blocking(loaded.binding.connect())
-    reader, writer = Timer(conn, rec, 0), Timer(conn, rec, 1)
+    conn = blocking(loaded.binding.connect(), AsyncEHRConnection)
+    reader, writer = (UnitContext(Timer(conn, rec, t), random.Random(t), _no_think) for t in (0, 1))
+
+    def timed_read(sid: int, call, observed):
+        reader.sid = sid
+        return reader.read(READ_ACTION, call, observed)
 
     def seen(patient: int):
         return lambda answer: ((RESULT_COUNT, patient, answer[1]),)
@@ -268,7 +276,8 @@ def test_a_read_overlapping_an_insert_may_see_it_or_not_and_a_later_one_must(loa
     def insert(patient: int, sid: int) -> None:
         row = fragment.next_result(patient, 0.3)
         call = conn.insert_result(row)
-        assert run_blocking(writer.write(WRITE_ACTION, sid, 0, call, ((RESULT_COUNT, patient, 1),)))
+        writer.sid = sid
+        assert run_blocking(writer.write(WRITE_ACTION, call, ((RESULT_COUNT, patient, 1),)))
 
     async def query_then_wait(patient: int):
         answer = await conn.recent_results(patient, 5)
@@ -285,13 +294,13 @@ def test_a_read_overlapping_an_insert_may_see_it_or_not_and_a_later_one_must(loa
     counts = {p: int(data.initial_counts[data.patients == p][0]) for p in (a, b, c)}
     try:
         # 1. begins, the insert runs whole, then it queries: sees the insert
-        r1 = reader.read(READ_ACTION, 1, 0, wait_then_query(a), seen(a))
+        r1 = timed_read(1, wait_then_query(a), seen(a))
         r1.send(None)
         insert(a, 101)
         with pytest.raises(StopIteration):
             r1.send(None)
         # 2. begins and queries, the insert runs whole, then it ends: does not see it
-        r2 = reader.read(READ_ACTION, 2, 0, query_then_wait(b), seen(b))
+        r2 = timed_read(2, query_then_wait(b), seen(b))
         r2.send(None)
         insert(b, 102)
         with pytest.raises(StopIteration):
@@ -299,9 +308,9 @@ def test_a_read_overlapping_an_insert_may_see_it_or_not_and_a_later_one_must(loa
         # 3. a stale answer, fetched before the insert, handed out by a read begun after it
         stale = run_blocking(conn.recent_results(c, 5))
         insert(c, 103)
-        run_blocking(reader.read(READ_ACTION, 3, 0, answered(stale), seen(c)))
+        run_blocking(timed_read(3, answered(stale), seen(c)))
         # 4. a read begun after the insert that sees it
-        run_blocking(reader.read(READ_ACTION, 4, 0, conn.recent_results(c, 5), seen(c)))
+        run_blocking(timed_read(4, conn.recent_results(c, 5), seen(c)))
     finally:
         rec.finish()
         log.close()

@@ -15,7 +15,7 @@ from cassandra import Unavailable
 from cassandra.cluster import NoHostAvailable
 
 from bgbench.errors import StoreError
-from bgbench.worker.blocking import LoopBridge, blocking_connection
+from bgbench.sdk import LoopBridge, blocking_connection
 from bgbench.worker.engine import FragmentEngine, RunSpec
 from bgbench.workloads import registry
 from bgbench.workloads.ehr.config import EHRConfig, EHRDatabaseConfig

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from bgbench.errors import UserError
+from bgbench.run_result import RunResult
 from bgbench.validation.logformat import NEVER, WRITE, read_log
-from bgbench.worker.contracts import RunSummary
 from bgbench.worker.engine import FragmentEngine, RunSpec, log_path
 from bgbench.workloads.bg.actions import Action, Item
 from bgbench.workloads.bg.config import BGConfig
@@ -29,7 +29,7 @@ def config(mix="sessions", users=300, **workload) -> BGConfig:
     )
 
 
-def run(engine: FragmentEngine, tmp: Path, name: str, threads=4, duration=1.5) -> RunSummary:
+def run(engine: FragmentEngine, tmp: Path, name: str, threads=4, duration=1.5) -> RunResult:
     spec = RunSpec(name, threads, duration, 0, 7, tmp / name)
     return engine.run(spec, threading.Event(), lambda *_: None)
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from hdrh.histogram import HdrHistogram
 
-from bgbench.worker.contracts import RunSummary
+from bgbench.run_result import RunResult
 from bgbench.worker.engine import FragmentEngine, RunSpec
 from bgbench.workloads.bg.actions import Action
 from bgbench.workloads.bg.config import BGConfig
@@ -32,12 +32,12 @@ def config(mix="sessions", users=3000, **workload) -> BGConfig:
 
 def run(
     engine: FragmentEngine, tmp: Path, name: str, threads: int, duration: float, publish=None
-) -> RunSummary:
+) -> RunResult:
     spec = RunSpec(name, threads, duration, 0, 7, tmp / name)
     return engine.run(spec, threading.Event(), publish or (lambda *_: None))
 
 
-def p99_us(summary: RunSummary, action: str) -> int:
+def p99_us(summary: RunResult, action: str) -> int:
     hist = HdrHistogram.decode(summary.per_action[action].response_hist)
     return int(hist.get_value_at_percentile(99))
 

@@ -16,7 +16,7 @@ from bgbench.coordinator.execution.agents import spawn_local_agents
 from bgbench.coordinator.execution.experiment import Cluster
 from bgbench.errors import UserError
 from bgbench.protos import worker_pb2 as pb
-from bgbench.worker.contracts import RunSummary
+from bgbench.run_result import RunResult
 from bgbench.worker.engine import FragmentEngine, RunSpec
 from bgbench.workloads.bg.actions import Action
 from bgbench.workloads.bg.config import BGConfig
@@ -59,7 +59,7 @@ def run(
     rate: float = 0.0,
     arrivals: str = "poisson",
     publish=None,  # type: ignore[no-untyped-def]
-) -> tuple[RunSummary, np.ndarray]:
+) -> tuple[RunResult, np.ndarray]:
     spec = RunSpec(name, threads, duration, 0, 7, tmp / name, target_rate=rate, arrivals=arrivals)
     summary = engine.run(spec, threading.Event(), publish or (lambda *_: None))
     return summary, np.load(tmp / name / "actions-f0.npy")
@@ -170,7 +170,7 @@ def test_a_stalled_store_inflates_response_time_not_service_time(tmp_path, concu
     store = StallingNull(concurrency, threads)
     engine = null_engine(concurrency, binding=store)
     warmed = threading.Event()
-    outcome: dict[str, tuple[RunSummary, np.ndarray]] = {}
+    outcome: dict[str, tuple[RunResult, np.ndarray]] = {}
 
     def publish(actions: int, *_: object) -> None:
         if actions >= 50:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bgbench.errors import StoreError
-from bgbench.worker.blocking import LoopBridge
+from bgbench.sdk import LoopBridge
 from bgbench.workloads.bg.config import BGDatabaseConfig
 from bgbench.workloads.bg.generator import Fragment, FragmentPlan
 from bgbench.workloads.registry import make_binding

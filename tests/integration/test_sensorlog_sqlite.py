@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bgbench.worker.contracts import RunSummary
+from bgbench.run_result import RunResult
 from bgbench.worker.engine import FragmentEngine, RunSpec
 from bgbench.workloads.sensorlog.config import SensorLogConfig
 from bgbench.workloads.sensorlog.stores.sqlite import (
@@ -33,7 +33,7 @@ def engine(tmp: Path, cfg: SensorLogConfig, binding=None, capacities=(1.0,), ind
     return FragmentEngine(WORKLOAD, cfg, "sqlite", {}, capacities, index, binding=binding)
 
 
-def run(e: FragmentEngine, tmp: Path, name: str, ops=1500, threads=4) -> RunSummary:
+def run(e: FragmentEngine, tmp: Path, name: str, ops=1500, threads=4) -> RunResult:
     return e.run(
         RunSpec(name, threads, LONG, ops, 7, tmp / name), threading.Event(), lambda *_: None
     )

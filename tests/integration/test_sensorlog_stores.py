@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bgbench.worker.blocking import blocking_connection
+from bgbench.sdk import blocking_connection
 from bgbench.worker.engine import FragmentEngine, RunSpec
 from bgbench.workloads import registry
 from bgbench.workloads.sensorlog.config import SensorLogConfig, SensorLogDatabaseConfig

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from bgbench.worker.blocking import blocking_connection
+from bgbench.sdk import blocking_connection
 from bgbench.workloads import registry
 from bgbench.workloads.bg.config import BGDatabaseConfig
 from bgbench.workloads.bg.generator import Fragment, FragmentPlan

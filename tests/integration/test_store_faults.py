@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from bgbench.worker.contracts import RunSummary
+from bgbench.run_result import RunResult
 from bgbench.worker.engine import FragmentEngine, RunSpec
 from bgbench.workloads.bg.config import BGConfig
 from bgbench.workloads.bg.generator import FragmentPlan
@@ -19,7 +19,7 @@ PLAN = FragmentPlan((1.0,), 0.27)
 CONFIG = BGConfig.model_validate({"database": {"usercount": 200}, "workload": {"mix": "low"}})
 
 
-def run_until_killed(engine: FragmentEngine, tmp, kill) -> RunSummary:
+def run_until_killed(engine: FragmentEngine, tmp, kill) -> RunResult:
     """Run for up to 60 s; kill the server once 300 actions are done."""
     killed = threading.Event()
 

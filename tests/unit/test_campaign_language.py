@@ -190,6 +190,7 @@ def test_a_file_including_itself_is_refused(tmp_path):
         load_campaign(path)
 
 
+@pytest.mark.slow
 def test_the_example_campaigns_unfold_into_valid_jobs():
     examples = sorted((Path(__file__).parents[2] / "examples" / "campaigns").glob("*.yaml"))
     assert examples, "examples/campaigns/ holds the paper figures as campaigns"

@@ -41,6 +41,7 @@ def test_only_differing_settings_are_listed():
     assert list(table["x"]) == [2, None] and list(table["y"]) == [3, 4]
 
 
+@pytest.mark.slow
 def test_ratings_whose_intervals_do_not_overlap_are_told_apart(store):
     c = compare(store, ["RA", "RC"])
     (pair,) = c.pairs.to_dict("records")
@@ -55,6 +56,7 @@ def test_ratings_whose_intervals_do_not_overlap_are_told_apart(store):
     assert (row["RA"], row["RC"]) == (1e4, 2e4)
 
 
+@pytest.mark.slow
 def test_identical_ratings_are_within_noise(store):
     c = compare(store, ["RA", "RB"])
     (pair,) = c.pairs.to_dict("records")
@@ -62,6 +64,7 @@ def test_identical_ratings_are_within_noise(store):
     assert c.settings.empty  # the same settings: nothing differs
 
 
+@pytest.mark.slow
 def test_three_ratings_give_three_pairs_and_a_terminal_table(store):
     c = compare(store, ["RA", "RB", "RC"])
     assert [(p["a"], p["b"]) for p in c.pairs.to_dict("records")] == [
@@ -85,11 +88,13 @@ def test_a_missing_interval_is_named_not_judged_as_noise():
 
 
 @pytest.mark.parametrize("ids", [["RA"], ["RA", "RA"], ["RA", "R-none"]])
+@pytest.mark.slow
 def test_bad_ids_are_user_errors(store, ids):
     with pytest.raises(UserError):
         compare(store, ids)
 
 
+@pytest.mark.slow
 def test_ratings_without_socialites_compare_and_print(tmp_path):
     model_rating(tmp_path, "RS", "model.peak=1e4", "rating.objective=soar")
     model_rating(tmp_path, "RT", "model.peak=2e4", "rating.objective=soar")

@@ -53,6 +53,7 @@ def agent_help() -> str:
     return out.stdout
 
 
+@pytest.mark.slow
 def test_systemd_unit_starts_a_real_agent_command():
     unit = configparser.ConfigParser(strict=False, interpolation=None)
     unit.read(DEPLOY / "systemd" / "bgbench-agent.service")
@@ -65,6 +66,7 @@ def test_systemd_unit_starts_a_real_agent_command():
     assert unit["Service"]["Restart"] == "on-failure"
 
 
+@pytest.mark.slow
 def test_the_environment_example_only_names_variables_the_agent_reads():
     help_text = agent_help()
     names = re.findall(
@@ -86,6 +88,8 @@ def answers(server: dict, sql: str) -> list[tuple]:
         return cursor.fetchall() if cursor.description else []
 
 
+@pytest.mark.slow
+@pytest.mark.integration  # starts a real PostgreSQL
 def test_starting_postgres_changes_no_mode_of_a_private_parent(tmp_path):
     """Issue 24, item 4: `servers.py start postgres DIR` made every parent of DIR mode 0755,
     so a private home became world-readable."""

@@ -6,14 +6,16 @@ import sqlite3
 import threading
 import time
 
+import pytest
+
+from bgbench.sdk import blocking, run_blocking
 from bgbench.validation.logformat import LogWriter
 from bgbench.worker import runner as runner_module
-from bgbench.worker.blocking import run_blocking
 from bgbench.worker.engine import FragmentEngine, RunSpec
 from bgbench.worker.measurement import Recorder
 from bgbench.workloads.bg.config import BGConfig
 from bgbench.workloads.bg.generator import Fragment, FragmentPlan
-from bgbench.workloads.bg.store import Blocking
+from bgbench.workloads.bg.store import AsyncBGConnection
 from bgbench.workloads.bg.timed import TimedConnection
 from bgbench.workloads.bg.workload import WORKLOAD
 from bgbench.workloads.registry import make_binding
@@ -30,6 +32,7 @@ def config(users: int, mix) -> BGConfig:
     )
 
 
+@pytest.mark.slow
 def test_threads_the_client_cannot_schedule_are_a_client_fault(tmp_path, monkeypatch):
     # The null store never blocks; with thousands of threads and a grace too short for them
     # all to get the interpreter once, they are still alive at the deadline, outside calls.
@@ -52,6 +55,7 @@ def test_threads_the_client_cannot_schedule_are_a_client_fault(tmp_path, monkeyp
     assert "store stopped answering" not in summary.aborted
 
 
+@pytest.mark.slow
 def test_threads_waiting_inside_store_calls_mean_the_store_stopped_answering(tmp_path, monkeypatch):
     monkeypatch.setattr(runner_module, "STOP_GRACE_S", 1.0)
     path = tmp_path / "db.sqlite"
@@ -93,7 +97,7 @@ def test_a_recorder_says_when_its_thread_is_inside_a_store_call(tmp_path):
         return real(requester, member)
 
     conn.view_profile = watched
-    timed = TimedConnection(Blocking(conn), recorder, 0)
+    timed = TimedConnection(blocking(conn, AsyncBGConnection), recorder, 0)
     member = int(fragment.members[0])
     before = time.monotonic_ns()
     assert run_blocking(timed.view_profile(member, member, 0, 0)) is not None

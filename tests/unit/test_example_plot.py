@@ -4,11 +4,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.unit.report_ratings import model_rating
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "custom_plot.py"
 
 
+@pytest.mark.slow
 def test_the_custom_plot_example_draws_from_loaded_results(tmp_path):
     model_rating(tmp_path / "results", "R1", "model.peak=1e4")
     out = tmp_path / "plot.png"

@@ -90,6 +90,7 @@ def test_per_agent_rows_add_up_to_their_experiment(model_store):
     assert set(r.per_agent["agent"]) == {"model-worker-0", "model-worker-1"}
 
 
+@pytest.mark.slow
 def test_percentiles_come_from_the_merged_histograms(sqlite_store):
     where, record = sqlite_store
     r = results.load(where / "bgbench.sqlite")  # the file names the store too
@@ -106,6 +107,7 @@ def test_percentiles_come_from_the_merged_histograms(sqlite_store):
         assert 0 < e["p50_ms"] <= e["p95_ms"] <= e["p99_ms"] <= e["max_ms"]
 
 
+@pytest.mark.slow
 def test_per_action_and_validation_rows_match_the_results(sqlite_store):
     where, record = sqlite_store
     r = results.load(where)

@@ -1,4 +1,4 @@
-"""The generic layers know no workload by name (DESIGN.md, "Workloads")."""
+"""The generic layers know no workload by name (docs/architecture.md, "Layers")."""
 
 import re
 from pathlib import Path

@@ -43,6 +43,7 @@ EXAMPLES = {
 @pytest.mark.parametrize("compress", [True, False])
 @settings(max_examples=60, deadline=None)
 @given(st.data())
+@pytest.mark.slow
 def test_every_shape_round_trips(compress, data):
     for shape, values in [
         (PROFILE, profiles),

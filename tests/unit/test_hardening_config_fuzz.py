@@ -11,7 +11,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+import pytest
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from bgbench.coordinator.campaign import load_campaign
@@ -91,6 +92,9 @@ def read_settings(text: str, suffix: str, params: list[str] | None = None) -> No
 
 @FUZZ
 @given(texts(YAML_BITS))
+@example("!!int ")
+@example("!!float ")
+@example("!!bool ")
 def test_any_yaml_settings_text_is_read_or_refused_with_a_user_error(text):
     read_settings(text, ".yaml")
 
@@ -128,6 +132,7 @@ def test_any_campaign_text_is_read_or_refused_with_a_user_error(text):
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(texts(EXPRESSION_BITS, 40))
+@pytest.mark.slow
 def test_any_expression_is_a_value_or_an_expression_error(text):
     names = {"x": [1, 2, 3], "bg": {"database": {"usercount": 1000}}}
     with no_hang():

@@ -13,8 +13,8 @@ import pytest
 from hdrh.histogram import HdrHistogram
 
 from bgbench.protos import HIST_HIGHEST_US, HIST_LOWEST_US, new_histogram
+from bgbench.sdk import Timer, UnitContext, run_blocking
 from bgbench.validation.logformat import LogWriter
-from bgbench.worker.blocking import run_blocking
 from bgbench.worker.measurement import (
     ACTION_FIELDS,
     FLUSH_EVERY,
@@ -26,7 +26,6 @@ from bgbench.worker.measurement import (
     histogram_of,
 )
 from bgbench.worker.tally import ACTION_DTYPE, ActionFile, ActionTally, Buckets
-from bgbench.worker.timing import Timer
 
 # -- the former whole-array computations, as the reference ----------------------------------
 
@@ -166,6 +165,14 @@ def retained(obj: Any, seen: set[int] | None = None) -> int:
     return 0
 
 
+async def _no_think(_seconds: float) -> bool:
+    return True
+
+
+def _context(timer: Timer[Any]) -> UnitContext[Timer[Any]]:
+    return UnitContext(timer, random.Random(0), _no_think)
+
+
 async def _answer(member: int) -> int:
     return member
 
@@ -181,11 +188,11 @@ def record(actions: int, path: Path) -> Recorder:
     log = LogWriter(path)
     recorder = Recorder(log)
     live = LiveLatencies([recorder])
-    timers = [Timer(None, recorder, t) for t in range(16)]
+    timers = [_context(Timer(None, recorder, t)) for t in range(16)]
     for i in range(actions):
         t = i % len(timers)
-        sid = t << 40 | i // len(timers)
-        run_blocking(timers[t].read(i % 11, sid, 0, _answer(i % 1000), _seen))
+        timers[t].sid = t << 40 | i // len(timers)
+        run_blocking(timers[t].read(i % 11, _answer(i % 1000), _seen))
         if i % 1000 == 999:
             live.cut()
     live.cut(final=True)
@@ -215,6 +222,7 @@ def test_a_tallys_state_does_not_grow_with_the_actions_it_folds():
     assert retained(tally) == early
 
 
+@pytest.mark.slow
 def test_threads_hold_a_bounded_number_of_actions_between_them(tmp_path):
     """1,024 threads, each with its own recorder as run_threads makes them, 200 actions
     each: together they hold at most PENDING_AT_MOST actions; the rest is in the tally."""
@@ -222,10 +230,11 @@ def test_threads_hold_a_bounded_number_of_actions_between_them(tmp_path):
     log = LogWriter(tmp_path / "threads.bglog")
     tally = ActionTally()
     recorders = [Recorder(log, threading.Lock(), tally, batch_for(threads)) for _ in range(threads)]
-    timers = [Timer(None, r, t) for t, r in enumerate(recorders)]
+    timers = [_context(Timer(None, r, t)) for t, r in enumerate(recorders)]
     for k in range(each):
         for t, timer in enumerate(timers):
-            run_blocking(timer.read(1, t << 40 | k, 0, _answer(t), _seen))
+            timer.sid = t << 40 | k
+            run_blocking(timer.read(1, _answer(t), _seen))
     log.close()
     pending = sum(len(r.acts) // ACTION_FIELDS for r in recorders)
     assert pending + tally.count == threads * each

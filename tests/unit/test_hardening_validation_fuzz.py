@@ -7,6 +7,7 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -92,6 +93,7 @@ damage = st.one_of(
 
 @FUZZ
 @given(st.lists(damage, min_size=1, max_size=3), st.integers(1, 4))
+@pytest.mark.slow
 def test_damaged_bytes_are_refused_or_harmless(changes, pieces):
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "log-f0.bglog"
@@ -124,6 +126,7 @@ forgery = st.one_of(
     st.integers(-(1 << 63), (1 << 63) - 1),
     st.integers(1, 3),
 )
+@pytest.mark.slow
 def test_forged_records_with_valid_checksums_are_refused_or_possible(changes, number, pieces):
     records = genuine()
     for what, i, j in changes:
@@ -183,6 +186,7 @@ bg_line = st.one_of(
     st.binary(max_size=60),
     st.lists(st.integers(0, 29), max_size=5),
 )
+@pytest.mark.slow
 def test_bg_logs_give_possible_records_or_named_lines(reads, updates, junk, repeats):
     reads = reads + [reads[i] for i in repeats if i < len(reads)]
     with tempfile.TemporaryDirectory() as tmp:
@@ -201,6 +205,7 @@ def test_bg_logs_give_possible_records_or_named_lines(reads, updates, junk, repe
 
 @FUZZ
 @given(st.lists(st.lists(bg_field, min_size=1, max_size=4), max_size=40), st.binary(max_size=40))
+@pytest.mark.slow
 def test_bg_initial_values_are_sorted_unique_and_plausible_or_named(rows, junk):
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "initial.csv"

@@ -41,6 +41,7 @@ def test_what_is_written_is_read_back(tmp_path):
     assert path.read_bytes().startswith(MAGIC)
 
 
+@pytest.mark.slow
 def test_big_appends_are_split_into_bounded_blocks(tmp_path):
     path = tmp_path / "log.bglog"
     records = np.zeros(2 * BLOCK_RECORDS + 10, dtype=RECORD_DTYPE)

@@ -50,6 +50,7 @@ def test_socialites_is_where_latency_breaks_the_sla(tmp_path):
     assert summary.socialites == math.floor(alpha - 10)
 
 
+@pytest.mark.slow
 def test_square_root_store_is_rated_at_its_sla_limit(tmp_path):
     s = settings(tmp_path, "model.curve=sqrt", "model.rate_at_one=1000", "model.spread=0.3")
     summary, _ = rate(s)
@@ -75,6 +76,7 @@ def test_final_at_a_longer_duration_is_a_separate_experiment(tmp_path):
     assert summary.search_duration_s == 5 and summary.final_duration_s == 60
 
 
+@pytest.mark.slow
 def test_a_resumed_rating_runs_nothing_twice(tmp_path):
     s = settings(tmp_path, "model.peak=1e5")
     model = ModelStore(s.model, s.sla)
@@ -108,6 +110,7 @@ def test_a_resumed_rating_runs_nothing_twice(tmp_path):
     assert any("resumed" in n for n in summary.notes)
 
 
+@pytest.mark.slow
 def test_a_warm_up_runs_first_unrated_and_again_on_resume(tmp_path):
     s = settings(tmp_path, "model.peak=1e4", "rating.warmup_s=7", "rating.warmup_threads=8")
     model = ModelStore(s.model, s.sla)

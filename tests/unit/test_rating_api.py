@@ -53,6 +53,7 @@ def elsewhere(tmp_path, monkeypatch) -> Path:
     return here
 
 
+@pytest.mark.slow
 def test_a_rating_through_the_api_returns_its_record(tmp_path, elsewhere):
     store = ResultsStore(tmp_path / "store")
     record = api.rate(tiny(tmp_path), store)
@@ -69,6 +70,7 @@ def test_a_rating_through_the_api_returns_its_record(tmp_path, elsewhere):
     assert api.rating_record(tmp_path / "store", record.rating_id) == record
 
 
+@pytest.mark.slow
 def test_an_interrupted_rating_resumes_through_the_api(tmp_path, elsewhere):
     store = ResultsStore(tmp_path / "store")
     with pytest.raises(KeyboardInterrupt):

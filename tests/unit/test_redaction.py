@@ -189,6 +189,7 @@ def _libpq(value: str) -> str:
     st.randoms(use_true_random=False),
     st.sampled_from(["=", " = ", "= ", "\t=\t"]),
 )
+@pytest.mark.slow
 def test_no_secret_survives_in_a_libpq_string(others, secrets, rnd, eq):
     pairs = [(k, v) for k, v in others if not is_secret_name(k)] + secrets
     rnd.shuffle(pairs)

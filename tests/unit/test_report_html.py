@@ -65,6 +65,7 @@ def store(tmp_path_factory):
     return where, sweep_id
 
 
+@pytest.mark.slow
 def test_a_rating_report_holds_every_figure_inline(store, tmp_path):
     where, _ = store
     out = tmp_path / "r1.html"
@@ -80,6 +81,7 @@ def test_a_rating_report_holds_every_figure_inline(store, tmp_path):
     assert "Search path" in text and "alpha: % within beta" in text
 
 
+@pytest.mark.slow
 def test_the_search_path_lists_every_experiment_in_order(store, tmp_path):
     where, _ = store
     out = tmp_path / "r1.html"
@@ -94,6 +96,7 @@ def test_the_search_path_lists_every_experiment_in_order(store, tmp_path):
     assert [(int(s), p, int(t)) for s, p, t in rows] == recorded
 
 
+@pytest.mark.slow
 def test_secrets_are_never_written(store, tmp_path):
     where, _ = store
     out = tmp_path / "r1.html"
@@ -102,6 +105,7 @@ def test_secrets_are_never_written(store, tmp_path):
     assert "hunter2" not in text and "store.options.password" in text
 
 
+@pytest.mark.slow
 def test_format_writes_each_figure_beside_the_report(store, tmp_path):
     where, _ = store
     written = html_report.report(results.load(where), "R1", tmp_path / "r1.html", "svg")
@@ -112,6 +116,7 @@ def test_format_writes_each_figure_beside_the_report(store, tmp_path):
     assert all(p.read_bytes().startswith(b"\x89PNG") for p in png.files)
 
 
+@pytest.mark.slow
 def test_a_sweep_report_draws_latency_per_thread_count(store, tmp_path):
     where, sweep_id = store
     out = tmp_path / "sweep.html"
@@ -121,6 +126,7 @@ def test_a_sweep_report_draws_latency_per_thread_count(store, tmp_path):
     assert "Thread sweep" in out.read_text()
 
 
+@pytest.mark.slow
 def test_a_rate_search_is_drawn_against_the_arrival_rate(store, tmp_path):
     where, _ = store
     frames = results.load(where)
@@ -145,6 +151,7 @@ def test_a_run_report_shows_its_progress(store, tmp_path):
     assert "throughput" not in found.paths  # one T: nothing is drawn against T
 
 
+@pytest.mark.slow
 def test_a_campaign_report_compares_its_ratings(store, tmp_path):
     # The campaign tables' rows are written here by hand around two real ratings, so this
     # test needs no campaign run (tests/e2e/test_report_browser.py reports a real one).

@@ -81,6 +81,7 @@ def _copy(recorded: Path) -> Path:
 
 @FUZZ
 @given(data=st.data())
+@pytest.mark.slow
 def test_damaged_pages_are_read_or_refused(recorded, data):
     where = _copy(recorded)
     try:
@@ -109,6 +110,7 @@ def test_damaged_pages_are_read_or_refused(recorded, data):
         st.none(),
     ),
 )
+@pytest.mark.slow
 def test_random_row_contents_are_read_or_refused(recorded, column, value):
     where = _copy(recorded)
     try:
@@ -129,6 +131,7 @@ def test_random_row_contents_are_read_or_refused(recorded, column, value):
 @given(
     result=json_values, key=st.sampled_from(["agents", "per_action", "steady", "lag", "overall"])
 )
+@pytest.mark.slow
 def test_a_result_of_the_wrong_shape_is_read_or_refused(recorded, result, key):
     """A result_json that is JSON, with one of the parts readers look into replaced."""
     where = _copy(recorded)

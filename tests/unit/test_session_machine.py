@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from bgbench.coordinator.configuration.config import load_settings
 from bgbench.errors import UserError
+from bgbench.sdk import UnitContext, blocking, run_blocking
 from bgbench.validation.logformat import LogWriter
 from bgbench.worker.measurement import Recorder
 from bgbench.workloads.bg.actions import Action
@@ -20,7 +21,7 @@ from bgbench.workloads.bg.generator import Fragment, FragmentPlan
 from bgbench.workloads.bg.mixes import resolve_mix
 from bgbench.workloads.bg.session_defs import BUILTIN_SESSIONS, STEP_NAMES
 from bgbench.workloads.bg.sessions import STEPS, UNITS, Actor, unit_table
-from bgbench.workloads.bg.store import Blocking, run_blocking
+from bgbench.workloads.bg.store import AsyncBGConnection
 from bgbench.workloads.bg.stores.null import NullBinding, NullConnection, NullOptions
 from bgbench.workloads.bg.timed import TimedConnection
 from bgbench.workloads.sessions import Machine, SessionDef, check_session
@@ -304,16 +305,18 @@ class BG:
         members = self.fragment.members.tolist()
         rng = random.Random(1)
         self.table = unit_table(workload or BGWorkloadConfig())
+        timed = TimedConnection(blocking(self.conn, AsyncBGConnection), self.recorder, 0)
         self.actor = Actor(
-            TimedConnection(Blocking(self.conn), self.recorder, 0),
-            self.state, lambda: rng.choice(members), rng, self.think, think_ms, 5,
+            timed, self.state, lambda: rng.choice(members), rng, think_ms, 5,
             self.fragment.comment_text, self.table,
         )  # fmt: skip
+        self.ctx = UnitContext(timed, rng, self.think)
 
     def play(self, unit: str, a: int) -> list[str]:
         """The actions the unit performed ("!" marks a failed one)."""
         before = len(self.recorder.acts)
-        run_blocking(self.actor.play(unit, a, 1, 0))
+        self.ctx.sid, self.ctx.intended = 1, 0
+        run_blocking(self.actor.play(unit, self.ctx, a))
         acts = self.recorder.acts[before:]
         return [
             Action(code).name + "!" * status

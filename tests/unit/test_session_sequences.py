@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from bgbench.sdk import UnitContext, blocking, run_blocking
 from bgbench.validation.logformat import LogWriter
 from bgbench.worker.measurement import ERROR, Recorder
 from bgbench.workloads.bg.actions import Action
@@ -30,7 +31,7 @@ from bgbench.workloads.bg.bookkeeping import FragmentState
 from bgbench.workloads.bg.config import BGDatabaseConfig, BGWorkloadConfig
 from bgbench.workloads.bg.generator import Fragment, FragmentPlan
 from bgbench.workloads.bg.sessions import UNITS, Actor, unit_table
-from bgbench.workloads.bg.store import Blocking, run_blocking
+from bgbench.workloads.bg.store import AsyncBGConnection
 from bgbench.workloads.bg.stores.null import NullBinding, NullConnection, NullOptions
 from bgbench.workloads.bg.timed import TimedConnection
 
@@ -125,15 +126,15 @@ def play_all(units: Mapping[str, UnitFn]) -> tuple[dict[str, list[str]], str]:
         log = LogWriter(Path(tmp) / "sequences.bglog")
         kept: list[np.ndarray] = []
         recorder = Recorder(log, sink=KeptActions(kept))
-        timed = TimedConnection(Blocking(conn), recorder, 0)
-        actor = Actor(
-            timed, state, draw, random.Random("sessions"), no_think, 0, 5, fragment.comment_text
-        )
+        timed = TimedConnection(blocking(conn, AsyncBGConnection), recorder, 0)
+        rng = random.Random("sessions")
+        actor = Actor(timed, state, draw, rng, 0, 5, fragment.comment_text)
+        ctx = UnitContext(timed, rng, no_think)
         for sid, unit in enumerate(order):
             socialite = state.acquire_socialite(draw)
             assert socialite is not None
-            actor.sid, actor.intended = sid, 0
-            run_blocking(units[unit](actor, socialite))
+            ctx.sid, ctx.intended = sid, 0
+            run_blocking(units[unit](actor, ctx, socialite))
             state.release_socialite(socialite)
         recorder.finish()
         acts = np.concatenate(kept)

@@ -9,7 +9,7 @@ from dataclasses import asdict, replace
 import pytest
 
 from bgbench.coordinator.configuration.config import SWEEP_THREADS, load_settings, parse_override
-from bgbench.coordinator.execution.experiment import ActionFigures, ExperimentResult, faulted
+from bgbench.coordinator.execution.experiment import faulted
 from bgbench.coordinator.execution.model_store import ModelStore
 from bgbench.coordinator.rating import api
 from bgbench.coordinator.rating.ratings import Rating, RatingSummary
@@ -28,6 +28,7 @@ from bgbench.coordinator.rating.sweep import (
 from bgbench.coordinator.records.metrics import LatencySummary
 from bgbench.coordinator.storage.results import ResultsStore
 from bgbench.errors import SystemFault, UserError
+from bgbench.run_result import ActionFigures, ExperimentResult
 
 
 def latency(count: int, mean_ms: float, p95_ms: float) -> LatencySummary:

@@ -115,6 +115,7 @@ def test_a_ramping_model_store_is_rated_on_its_steady_part(tmp_path):
     assert r.steady.run_actions_per_s < r.actions_per_s
 
 
+@pytest.mark.slow
 def test_noisy_ratings_cover_the_true_peak_with_few_experiments(tmp_path):
     peak, covered, unique = 1e8, 0, []
     for seed in range(1, 21):
@@ -128,6 +129,7 @@ def test_noisy_ratings_cover_the_true_peak_with_few_experiments(tmp_path):
     assert max(unique) <= 30
 
 
+@pytest.mark.slow
 def test_a_verdict_near_the_sla_edge_is_repeated_and_socialites_gets_a_range(tmp_path):
     s = settings(tmp_path, "model.peak=1e4", "model.noise=0.2", "rating.objective=socialites",
                  "sla.delta_s=4", "rating.repeats=3")  # fmt: skip
@@ -143,6 +145,7 @@ def test_a_verdict_near_the_sla_edge_is_repeated_and_socialites_gets_a_range(tmp
     assert max(counts.values()) <= 3
 
 
+@pytest.mark.slow
 def test_a_search_at_a_too_short_delta_s_is_redone_longer(tmp_path):
     # no steady-state cut: each 1 s search experiment is mostly warm-up, the final is not
     s = settings(tmp_path, "model.peak=1e4", "model.ramp_s=4", "model.noise=0.02",
@@ -154,6 +157,7 @@ def test_a_search_at_a_too_short_delta_s_is_redone_longer(tmp_path):
     assert {e["duration_s"] for e in db.experiments("R1") if e["phase"] == "search"} >= {1.0, 2.0}
 
 
+@pytest.mark.slow
 def test_the_open_loop_search_finds_the_highest_rate_within_the_sla(tmp_path):
     s = settings(tmp_path, "model.peak=1e4", "rating.over=rate", "run.target_rate=100",
                  "run.threadcount=8", "rating.rate_resolution=0.02")  # fmt: skip
@@ -165,6 +169,7 @@ def test_the_open_loop_search_finds_the_highest_rate_within_the_sla(tmp_path):
     assert summary.soar == pytest.approx(summary.soar_rate, rel=0.01)  # below capacity
 
 
+@pytest.mark.slow
 def test_rate_prints_and_records_the_interval(tmp_path):
     cmd = [sys.executable, "-m", "bgbench", "rate", "--store", "model", "-p", "model.peak=1e4",
            "-p", "model.noise=0.1", "--results", str(tmp_path)]  # fmt: skip

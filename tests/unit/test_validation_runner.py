@@ -60,6 +60,7 @@ def test_parallel_parts_match_one_pass(logs):
     )
 
 
+@pytest.mark.slow
 def test_out_of_core_matches_in_memory(logs):
     records, initial, paths, tmp = logs
     in_memory = validate(records, initial)
@@ -69,6 +70,7 @@ def test_out_of_core_matches_in_memory(logs):
     assert counts(out_of_core) == counts(in_memory)
 
 
+@pytest.mark.slow
 def test_the_runner_picks_the_engine_by_budget(logs):
     records, initial, paths, tmp = logs
     small, info = validate_logs(paths, initial, budget_bytes=4 << 20, work_dir=tmp)
@@ -102,6 +104,7 @@ def test_each_log_is_validated_against_its_own_initial_values(tmp_path):
     assert [e["reads"] for e in per_experiment(outcomes)] == [1, 1]
 
 
+@pytest.mark.slow
 def test_small_logs_side_by_side_match_one_at_a_time(logs, tmp_path):
     records, initial, _, _ = logs
     owner = item_partition(records, 4)  # whole item histories per log, as fragments have

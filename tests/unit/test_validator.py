@@ -3,6 +3,7 @@
 import itertools
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -27,7 +28,7 @@ def initial(values: dict[int, int]) -> InitialValues:
 
 
 def brute_force_valid(init: int, read: tuple[int, int], writes: list[tuple[int, int, int]]) -> set:
-    """DESIGN.md's rule, literally: every subset of the overlapping writes that is a prefix."""
+    """docs/architecture.md's rule, literally: every subset of the overlap that is a prefix."""
     rs, re_ = read
     applied = sum(d for s, e, d in writes if e < rs)
     overlapping = [(s, e, d) for s, e, d in writes if not e < rs and not s > re_]
@@ -155,6 +156,7 @@ def _check(init, read, writes, observed_offsets):
 
 @settings(max_examples=400, deadline=None)
 @given(histories())
+@pytest.mark.slow
 def test_unit_deltas_match_brute_force(history):
     init, read, writes = history
     _check(init, read, writes, range(-7, 8))
@@ -162,6 +164,7 @@ def test_unit_deltas_match_brute_force(history):
 
 @settings(max_examples=300, deadline=None)
 @given(histories(deltas=st.integers(-3, 4)))
+@pytest.mark.slow
 def test_any_integer_deltas_match_brute_force(history):
     init, read, writes = history
     _check(init, read, writes, range(-12, 13))
@@ -217,6 +220,7 @@ def absolute_records(rows):
 
 @settings(max_examples=400, deadline=None)
 @given(histories(deltas=st.integers(0, 6)))
+@pytest.mark.slow
 def test_absolute_writes_match_brute_force(history):
     init, read, writes = history
     valid = brute_force_absolute(init, read, writes)

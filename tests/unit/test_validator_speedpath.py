@@ -459,6 +459,7 @@ SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[Heal
 
 @SETTINGS
 @given(logs(), st.integers(0, 3), st.booleans(), st.booleans())
+@pytest.mark.slow
 def test_one_pass_matches_the_reference(log, max_examples, keep_sessions, keep_reads):
     kwargs = dict(max_examples=max_examples, keep_sessions=keep_sessions, keep_reads=keep_reads)
     assert outcome(validate, log.records, log.initial, **kwargs) == outcome(
@@ -468,6 +469,7 @@ def test_one_pass_matches_the_reference(log, max_examples, keep_sessions, keep_r
 
 @SETTINGS
 @given(logs(wide=True))
+@pytest.mark.slow
 def test_huge_ids_and_wide_time_ranges_match_the_reference(log):
     kwargs = dict(keep_sessions=True, keep_reads=True)
     assert outcome(validate, log.records, log.initial, **kwargs) == outcome(
@@ -602,6 +604,7 @@ def test_parallel_parts_match_the_reference(monkeypatch):
     assert snapshot(validate_in_memory(records, initial, 1, keep_reads=True)) == expected
 
 
+@pytest.mark.slow
 def test_a_stale_read_of_an_item_whose_only_writes_never_ended_is_never_valid(tmp_path):
     """Defect found by the equivalence test: an absolute item whose only writes are of unknown
     outcome crashed `bgbench validate` (IndexError in the lag) when a read of it was stale."""

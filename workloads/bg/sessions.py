@@ -1,7 +1,8 @@
 """The 11 actions with their target choices, the steps of sessions, and BG's units.
 
-An Actor plays units for one socialite loop (a task, or a thread driving the
-coroutines of a blocking store without suspending). A unit of a mix is either one action
+An Actor plays units for one socialite runner (a task, or a thread driving the
+coroutines of a blocking store without suspending), each with the runner's unit context
+(sdk.UnitContext: session id, intended start, think). A unit of a mix is either one action
 (acted by a socialite on Zipfian-chosen targets) or a session. Each action gets an
 intended start: the session's arrival for its first action, then the end of the
 think time after the previous action. A unit with no valid target (no pending
@@ -17,16 +18,18 @@ their path.
 """
 
 import random
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
-from time import monotonic_ns
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
+from bgbench.sdk import UnitContext
 from bgbench.workloads.bg.actions import Action
 from bgbench.workloads.bg.bookkeeping import FragmentState
 from bgbench.workloads.bg.config import BGWorkloadConfig
 from bgbench.workloads.bg.session_defs import BUILTIN_SESSIONS, STEP_NAMES
 from bgbench.workloads.bg.timed import TimedConnection
 from bgbench.workloads.sessions import Machine, SessionDef, Step
+
+BGContext = UnitContext[TimedConnection]
 
 
 class Actor:
@@ -36,7 +39,6 @@ class Actor:
         state: FragmentState,
         draw: Callable[[], int],
         rng: random.Random,
-        think: Callable[[float], Awaitable[bool]],
         think_ms: float,
         topk: int,
         comment_text: Callable[[int, int], str],
@@ -46,99 +48,71 @@ class Actor:
         self.state = state
         self.draw = draw
         self.rng = rng
-        self.think = think  # sleeps, False when the experiment is stopping
         self.think_s = think_ms / 1000.0
-        self.think_ns = int(think_ms * 1_000_000)
         self.topk = topk
         self.comment_text = comment_text
         self._units = UNITS if units is None else units
-        self.sid = 0
-        self.intended = 0
 
-    def play(
-        self, unit: str, socialite: int, sid: int, arrival_ns: int
-    ) -> Coroutine[Any, Any, Any]:
-        self.sid, self.intended = sid, arrival_ns
-        return self._units[unit](self, socialite)
-
-    # -- pacing ------------------------------------------------------------------
-    async def pause(self) -> bool:
-        """Think between two actions of a session; False when the experiment is stopping."""
-        return await self.pause_for(None)
-
-    async def pause_for(self, seconds: float | None) -> bool:
-        """Think `seconds` (None: the workload's think time) between two actions of a
-        session; False when the experiment is stopping. The next action's intended start
-        is when the think time ends, so a client that wakes late counts its lateness in
-        the response time."""
-        if seconds is None:
-            seconds, pause_ns = self.think_s, self.think_ns
-        else:
-            pause_ns = int(seconds * 1e9)
-        due = monotonic_ns() + pause_ns
-        if not await self.think(seconds):
-            return False
-        self.intended = due if pause_ns else monotonic_ns()
-        return True
+    def play(self, unit: str, ctx: BGContext, socialite: int) -> Coroutine[Any, Any, Any]:
+        return self._units[unit](self, ctx, socialite)
 
     # -- actions -----------------------------------------------------------------
-    async def vp(self, a: int, b: int) -> bool:
-        return await self.conn.view_profile(a, b, self.sid, self.intended) is not None
+    async def vp(self, ctx: BGContext, a: int, b: int) -> bool:
+        return await self.conn.view_profile(a, b, ctx.sid, ctx.intended) is not None
 
-    async def lf(self, a: int, b: int) -> bool:
-        return await self.conn.list_friends(a, b, self.sid, self.intended) is not None
+    async def lf(self, ctx: BGContext, a: int, b: int) -> bool:
+        return await self.conn.list_friends(a, b, ctx.sid, ctx.intended) is not None
 
-    async def vfr(self, a: int) -> bool:
-        return await self.conn.view_friend_requests(a, self.sid, self.intended) is not None
+    async def vfr(self, ctx: BGContext, a: int) -> bool:
+        return await self.conn.view_friend_requests(a, ctx.sid, ctx.intended) is not None
 
-    async def vtr(self, a: int, b: int) -> bool:
+    async def vtr(self, ctx: BGContext, a: int, b: int) -> bool:
         return (
-            await self.conn.view_top_k_resources(a, b, self.topk, self.sid, self.intended)
-            is not None
+            await self.conn.view_top_k_resources(a, b, self.topk, ctx.sid, ctx.intended) is not None
         )
 
-    async def vcr(self, a: int, rid: int) -> bool:
-        return await self.conn.view_comments(a, rid, self.sid, self.intended) is not None
+    async def vcr(self, ctx: BGContext, a: int, rid: int) -> bool:
+        return await self.conn.view_comments(a, rid, ctx.sid, ctx.intended) is not None
 
-    async def invite(self, a: int) -> bool | None:
+    async def invite(self, ctx: BGContext, a: int) -> bool | None:
         """None when a has nobody left to invite."""
         b = self.state.reserve_invitee(a, self.draw)
         if b is None:
             return None
-        ok: bool = await self.conn.invite_friend(a, b, self.sid, self.intended)
+        ok: bool = await self.conn.invite_friend(a, b, ctx.sid, ctx.intended)
         self.state.finish_invite(a, b, ok)
         return ok
 
-    async def answer(self, a: int, accept: bool) -> bool | None:
+    async def answer(self, ctx: BGContext, a: int, accept: bool) -> bool | None:
         inviter = self.state.reserve_inviter(a, self.rng)
         if inviter is None:
             return None
         ok: bool
         if accept:
-            ok = await self.conn.accept_friend_request(inviter, a, self.sid, self.intended)
+            ok = await self.conn.accept_friend_request(inviter, a, ctx.sid, ctx.intended)
         else:
-            ok = await self.conn.reject_friend_request(inviter, a, self.sid, self.intended)
+            ok = await self.conn.reject_friend_request(inviter, a, ctx.sid, ctx.intended)
         self.state.finish_answer(inviter, a, accept, ok)
         return ok
 
-    async def thaw(self, a: int) -> bool | None:
+    async def thaw(self, ctx: BGContext, a: int) -> bool | None:
         f = self.state.reserve_friend(a, self.rng)
         if f is None:
             return None
-        ok: bool = await self.conn.thaw_friendship(a, f, self.sid, self.intended)
+        ok: bool = await self.conn.thaw_friendship(a, f, ctx.sid, ctx.intended)
         self.state.finish_thaw(a, f, ok)
         return ok
 
-    async def post(self, a: int, rid: int) -> bool:
+    async def post(self, ctx: BGContext, a: int, rid: int) -> bool:
         mid = self.state.new_comment_id(rid)
         ok: bool = await self.conn.post_comment(
-            a, rid, mid, self.comment_text(rid, mid), self.sid, self.intended
+            a, rid, mid, self.comment_text(rid, mid), ctx.sid, ctx.intended
         )
         self.state.finish_post(rid, mid, ok)
         return ok
 
-    async def delete(self, rid: int, mid: int) -> bool:
-        ok: bool = await self.conn.delete_comment(rid, mid, self.sid, self.intended)
+    async def delete(self, ctx: BGContext, rid: int, mid: int) -> bool:
+        ok: bool = await self.conn.delete_comment(rid, mid, ctx.sid, ctx.intended)
         self.state.finish_delete(ok)
         return ok
 
@@ -151,58 +125,56 @@ class Actor:
 
 
 # The reads return the timed call's coroutine itself: one coroutine less per action.
-def unit_vp(actor: Actor, a: int) -> Coroutine[Any, Any, Any]:
-    return actor.conn.view_profile(a, actor.draw(), actor.sid, actor.intended)
+def unit_vp(actor: Actor, ctx: BGContext, a: int) -> Coroutine[Any, Any, Any]:
+    return actor.conn.view_profile(a, actor.draw(), ctx.sid, ctx.intended)
 
 
-def unit_lf(actor: Actor, a: int) -> Coroutine[Any, Any, Any]:
-    read: Coroutine[Any, Any, Any] = actor.conn.list_friends(
-        a, actor.draw(), actor.sid, actor.intended
-    )
+def unit_lf(actor: Actor, ctx: BGContext, a: int) -> Coroutine[Any, Any, Any]:
+    read: Coroutine[Any, Any, Any] = actor.conn.list_friends(a, actor.draw(), ctx.sid, ctx.intended)
     return read
 
 
-def unit_vfr(actor: Actor, a: int) -> Coroutine[Any, Any, Any]:
-    read: Coroutine[Any, Any, Any] = actor.conn.view_friend_requests(a, actor.sid, actor.intended)
+def unit_vfr(actor: Actor, ctx: BGContext, a: int) -> Coroutine[Any, Any, Any]:
+    read: Coroutine[Any, Any, Any] = actor.conn.view_friend_requests(a, ctx.sid, ctx.intended)
     return read
 
 
-async def unit_if(actor: Actor, a: int) -> None:
-    await actor.invite(a)
+async def unit_if(actor: Actor, ctx: BGContext, a: int) -> None:
+    await actor.invite(ctx, a)
 
 
-async def unit_afr(actor: Actor, a: int) -> None:
-    await actor.answer(a, accept=True)
+async def unit_afr(actor: Actor, ctx: BGContext, a: int) -> None:
+    await actor.answer(ctx, a, accept=True)
 
 
-async def unit_rfr(actor: Actor, a: int) -> None:
-    await actor.answer(a, accept=False)
+async def unit_rfr(actor: Actor, ctx: BGContext, a: int) -> None:
+    await actor.answer(ctx, a, accept=False)
 
 
-async def unit_tf(actor: Actor, a: int) -> None:
-    await actor.thaw(a)
+async def unit_tf(actor: Actor, ctx: BGContext, a: int) -> None:
+    await actor.thaw(ctx, a)
 
 
-def unit_vtr(actor: Actor, a: int) -> Coroutine[Any, Any, Any]:
-    return actor.conn.view_top_k_resources(a, a, actor.topk, actor.sid, actor.intended)
+def unit_vtr(actor: Actor, ctx: BGContext, a: int) -> Coroutine[Any, Any, Any]:
+    return actor.conn.view_top_k_resources(a, a, actor.topk, ctx.sid, ctx.intended)
 
 
-async def unit_vcr(actor: Actor, a: int) -> None:
+async def unit_vcr(actor: Actor, ctx: BGContext, a: int) -> None:
     rid = actor.random_wall_resource(actor.draw())
     if rid is not None:
-        await actor.vcr(a, rid)
+        await actor.vcr(ctx, a, rid)
 
 
-async def unit_pcr(actor: Actor, a: int) -> None:
+async def unit_pcr(actor: Actor, ctx: BGContext, a: int) -> None:
     rid = actor.random_wall_resource(actor.draw())
     if rid is not None:
-        await actor.post(a, rid)
+        await actor.post(ctx, a, rid)
 
 
-async def unit_dcr(actor: Actor, a: int) -> None:
+async def unit_dcr(actor: Actor, ctx: BGContext, a: int) -> None:
     picked = actor.state.reserve_comment(a, actor.rng)
     if picked is not None:
-        await actor.delete(*picked)
+        await actor.delete(ctx, *picked)
 
 
 # -- steps of sessions (the vocabulary of session_defs.py) --------------------------------
@@ -212,16 +184,22 @@ class SessionContext:
     """What the steps of one session share: the socialite `a` and the targets chosen so
     far (None: not chosen yet)."""
 
-    __slots__ = ("a", "actor", "comment", "friend", "member", "reserved", "rid")
+    __slots__ = ("a", "actor", "comment", "friend", "member", "reserved", "rid", "unit")
 
-    def __init__(self, actor: Actor, a: int) -> None:
+    def __init__(self, actor: Actor, unit: BGContext, a: int) -> None:
         self.actor = actor
+        self.unit = unit
         self.a = a
         self.friend: int | None = None
         self.member: int | None = None
         self.rid: int | None = None
         self.comment: tuple[int, int] | None = None  # (rid, mid) on a's wall
         self.reserved = False  # the comment is reserved, not deleted: give it back at the end
+
+    async def pause(self, seconds: float | None) -> bool:
+        """Think `seconds` (None: the workload's think time) between two steps; False when
+        the experiment is stopping."""
+        return await self.unit.pause(self.actor.think_s if seconds is None else seconds)
 
     def the_friend(self) -> int | None:
         # Targets come from BG's own picture of the fragment, never from the store's answer.
@@ -257,22 +235,24 @@ def release_comment(c: SessionContext) -> None:
 # Each step is one coroutine awaiting the timed call itself: no call in between.
 async def _vp_self(c: SessionContext) -> bool:
     x = c.actor
-    return await x.conn.view_profile(c.a, c.a, x.sid, x.intended) is not None
+    return await x.conn.view_profile(c.a, c.a, c.unit.sid, c.unit.intended) is not None
 
 
 async def _vtr_self(c: SessionContext) -> bool:
     x = c.actor
-    return await x.conn.view_top_k_resources(c.a, c.a, x.topk, x.sid, x.intended) is not None
+    return (
+        await x.conn.view_top_k_resources(c.a, c.a, x.topk, c.unit.sid, c.unit.intended) is not None
+    )
 
 
 async def _lf_self(c: SessionContext) -> bool:
     x = c.actor
-    return await x.conn.list_friends(c.a, c.a, x.sid, x.intended) is not None
+    return await x.conn.list_friends(c.a, c.a, c.unit.sid, c.unit.intended) is not None
 
 
 async def _vfr_self(c: SessionContext) -> bool:
     x = c.actor
-    return await x.conn.view_friend_requests(c.a, x.sid, x.intended) is not None
+    return await x.conn.view_friend_requests(c.a, c.unit.sid, c.unit.intended) is not None
 
 
 async def _vp_friend(c: SessionContext) -> bool | None:
@@ -280,7 +260,7 @@ async def _vp_friend(c: SessionContext) -> bool | None:
     if b is None:
         return None
     x = c.actor
-    return await x.conn.view_profile(c.a, b, x.sid, x.intended) is not None
+    return await x.conn.view_profile(c.a, b, c.unit.sid, c.unit.intended) is not None
 
 
 async def _vtr_friend(c: SessionContext) -> bool | None:
@@ -288,7 +268,9 @@ async def _vtr_friend(c: SessionContext) -> bool | None:
     if b is None:
         return None
     x = c.actor
-    return await x.conn.view_top_k_resources(c.a, b, x.topk, x.sid, x.intended) is not None
+    return (
+        await x.conn.view_top_k_resources(c.a, b, x.topk, c.unit.sid, c.unit.intended) is not None
+    )
 
 
 async def _lf_friend(c: SessionContext) -> bool | None:
@@ -296,25 +278,27 @@ async def _lf_friend(c: SessionContext) -> bool | None:
     if b is None:
         return None
     x = c.actor
-    return await x.conn.list_friends(c.a, b, x.sid, x.intended) is not None
+    return await x.conn.list_friends(c.a, b, c.unit.sid, c.unit.intended) is not None
 
 
 async def _vp_member(c: SessionContext) -> bool:
     b = c.the_member()
     x = c.actor
-    return await x.conn.view_profile(c.a, b, x.sid, x.intended) is not None
+    return await x.conn.view_profile(c.a, b, c.unit.sid, c.unit.intended) is not None
 
 
 async def _vtr_member(c: SessionContext) -> bool:
     b = c.the_member()
     x = c.actor
-    return await x.conn.view_top_k_resources(c.a, b, x.topk, x.sid, x.intended) is not None
+    return (
+        await x.conn.view_top_k_resources(c.a, b, x.topk, c.unit.sid, c.unit.intended) is not None
+    )
 
 
 async def _lf_member(c: SessionContext) -> bool:
     b = c.the_member()
     x = c.actor
-    return await x.conn.list_friends(c.a, b, x.sid, x.intended) is not None
+    return await x.conn.list_friends(c.a, b, c.unit.sid, c.unit.intended) is not None
 
 
 async def _vcr_resource(c: SessionContext) -> bool | None:
@@ -322,12 +306,12 @@ async def _vcr_resource(c: SessionContext) -> bool | None:
     if rid is None:
         return None
     x = c.actor
-    return await x.conn.view_comments(c.a, rid, x.sid, x.intended) is not None
+    return await x.conn.view_comments(c.a, rid, c.unit.sid, c.unit.intended) is not None
 
 
 async def _pcr_resource(c: SessionContext) -> bool | None:
     rid = c.the_resource()
-    return None if rid is None else await c.actor.post(c.a, rid)
+    return None if rid is None else await c.actor.post(c.unit, c.a, rid)
 
 
 async def _vcr_own_comment(c: SessionContext) -> bool | None:
@@ -335,7 +319,7 @@ async def _vcr_own_comment(c: SessionContext) -> bool | None:
     if picked is None:
         return None
     x = c.actor
-    return await x.conn.view_comments(c.a, picked[0], x.sid, x.intended) is not None
+    return await x.conn.view_comments(c.a, picked[0], c.unit.sid, c.unit.intended) is not None
 
 
 async def _dcr_own_comment(c: SessionContext) -> bool | None:
@@ -345,23 +329,23 @@ async def _dcr_own_comment(c: SessionContext) -> bool | None:
     if picked is None:
         return None
     c.reserved = False  # from here its fate is the delete's, whatever happens
-    return await c.actor.delete(*picked)
+    return await c.actor.delete(c.unit, *picked)
 
 
 async def _if(c: SessionContext) -> bool | None:
-    return await c.actor.invite(c.a)
+    return await c.actor.invite(c.unit, c.a)
 
 
 async def _afr(c: SessionContext) -> bool | None:
-    return await c.actor.answer(c.a, accept=True)
+    return await c.actor.answer(c.unit, c.a, accept=True)
 
 
 async def _rfr(c: SessionContext) -> bool | None:
-    return await c.actor.answer(c.a, accept=False)
+    return await c.actor.answer(c.unit, c.a, accept=False)
 
 
 async def _tf(c: SessionContext) -> bool | None:
-    return await c.actor.thaw(c.a)
+    return await c.actor.thaw(c.unit, c.a)
 
 
 STEPS: dict[str, Step[SessionContext]] = {
@@ -387,7 +371,7 @@ STEPS: dict[str, Step[SessionContext]] = {
 assert tuple(STEPS) == STEP_NAMES, "session_defs.STEP_NAMES and STEPS must agree"
 
 
-UnitFn = Callable[[Actor, int], Coroutine[Any, Any, Any]]
+UnitFn = Callable[[Actor, BGContext, int], Coroutine[Any, Any, Any]]
 
 
 _RESERVING = frozenset({"VCR(own comment)", "DCR(own comment)"})  # may hold a comment
@@ -398,8 +382,9 @@ def session_unit(name: str, definition: SessionDef) -> UnitFn:
     holds = any(definition.step_of(s) in _RESERVING for s in definition.states)
     play = Machine(name, definition, STEPS, cleanup=release_comment if holds else None).play
 
-    def unit(actor: Actor, a: int) -> Coroutine[Any, Any, Any]:
-        return play(SessionContext(actor, a), actor.rng, actor.pause_for)
+    def unit(actor: Actor, ctx: BGContext, a: int) -> Coroutine[Any, Any, Any]:
+        c = SessionContext(actor, ctx, a)
+        return play(c, actor.rng, c.pause)
 
     return unit
 

@@ -7,18 +7,15 @@ under `stores/`, registered once as an entry point in pyproject.toml.
 A binding with a maintained asynchronous driver declares `concurrency = "asyncio"` and
 gives each socialite an AsyncBGConnection (`connect_async`, on the load process's event
 loop); a blocking one (`"threads"`) gives each socialite thread a BGConnection, which the
-engine wraps in `Blocking` so one asynchronous definition of the actions and sessions
-serves both. Loading, schema and read-back stay blocking for every binding.
+workload views through `sdk.connection_for` as an AsyncBGConnection, so one asynchronous
+definition of the actions and sessions serves both. Loading, schema and read-back stay
+blocking for every binding.
 """
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel
-
-from bgbench.worker.blocking import LoopBridge as LoopBridge  # re-exported for bindings
-from bgbench.worker.blocking import blocking_connection as blocking_connection
-from bgbench.worker.blocking import run_blocking as run_blocking
 
 if TYPE_CHECKING:
     from bgbench.workloads.bg.config import BGDatabaseConfig
@@ -173,50 +170,3 @@ class BGBinding(Protocol):
         ...
 
     def close(self) -> None: ...
-
-
-class Blocking:
-    """A blocking connection seen through the asynchronous interface: each method runs the
-    blocking call and returns without suspending, so a thread can drive the coroutine
-    directly (see `run_blocking`)."""
-
-    __slots__ = ("c",)
-
-    def __init__(self, conn: BGConnection) -> None:
-        self.c = conn
-
-    async def view_profile(self, requester: int, member: int) -> Profile:
-        return self.c.view_profile(requester, member)
-
-    async def list_friends(self, requester: int, member: int) -> list[MemberRow]:
-        return self.c.list_friends(requester, member)
-
-    async def view_friend_requests(self, member: int) -> list[MemberRow]:
-        return self.c.view_friend_requests(member)
-
-    async def invite_friend(self, inviter: int, invitee: int) -> None:
-        self.c.invite_friend(inviter, invitee)
-
-    async def accept_friend_request(self, inviter: int, invitee: int) -> None:
-        self.c.accept_friend_request(inviter, invitee)
-
-    async def reject_friend_request(self, inviter: int, invitee: int) -> None:
-        self.c.reject_friend_request(inviter, invitee)
-
-    async def thaw_friendship(self, member: int, friend: int) -> None:
-        self.c.thaw_friendship(member, friend)
-
-    async def view_top_k_resources(self, requester: int, member: int, k: int) -> list[ResourceRow]:
-        return self.c.view_top_k_resources(requester, member, k)
-
-    async def view_comments(self, requester: int, rid: int) -> list[CommentRow]:
-        return self.c.view_comments(requester, rid)
-
-    async def post_comment(self, commenter: int, rid: int, mid: int, text: str) -> None:
-        self.c.post_comment(commenter, rid, mid, text)
-
-    async def delete_comment(self, rid: int, mid: int) -> None:
-        self.c.delete_comment(rid, mid)
-
-    async def close(self) -> None:
-        self.c.close()

@@ -1,19 +1,17 @@
 """BG's timed connection: every store call of the 11 actions timed and logged.
 
-The generic core (worker.timing.Timer) records each call's intended start, start, end
-and status; this adds which tracked items each BG action reads or writes. The paths
-below are written out in full: they are the per-action cost. On an event loop each
-socialite is a task and the store call is awaited; for a blocking store,
-`worker.blocking.Blocking` wraps its connection and the engine drives the coroutines
-in a thread without a loop (they never suspend).
+The SDK's Timer records each call's intended start, start, end and status; this adds
+which tracked items each BG action reads or writes. The paths below are written out in
+full over the recorder (rather than through the unit context's helpers): they are the
+per-action cost. On an event loop each socialite is a task and the store call is
+awaited; for a blocking store, `sdk.connection_for` wraps its connection and the engine
+drives the coroutines in a thread without a loop (they never suspend).
 """
 
 from time import monotonic_ns
 from typing import Any
 
-from bgbench.validation.logformat import NEVER, READ, WRITE
-from bgbench.worker.measurement import OK
-from bgbench.worker.timing import Timer
+from bgbench.sdk import NEVER, OK, READ, WRITE, Timer
 from bgbench.workloads.bg.actions import Action, Item
 from bgbench.workloads.bg.store import (
     AsyncBGConnection,
@@ -33,14 +31,13 @@ IF, AFR, RFR, TF, PCR, DCR = (
 )
 
 
-class TimedConnection(Timer):
+class TimedConnection(Timer[AsyncBGConnection]):
     """BG's eleven actions through the generic timer, for one socialite runner.
 
     Read methods return None when the store failed, writes False.
     """
 
     __slots__ = ()
-    conn: AsyncBGConnection
 
     # The successful paths below are written out in full: this is the per-action cost.
 

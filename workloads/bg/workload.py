@@ -1,4 +1,4 @@
-"""BG as a workload of the seam (workloads/api.py): its settings, names, fragments, players.
+"""BG as a workload of the SDK (bgbench.sdk): its settings, names, fragments, players.
 
 Registered as the entry point `bg` of the group `bgbench.workloads`; its bindings are
 the group `bgbench.bg_stores`.
@@ -8,22 +8,25 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
-from pydantic import BaseModel
 
+from bgbench import sdk
 from bgbench.errors import UserError
-from bgbench.validation.checker import InitialValues
-from bgbench.worker.measurement import Recorder
-from bgbench.workloads.api import Progress, StoreBinding, Think
+from bgbench.sdk import InitialValues, Progress, Recorder
 from bgbench.workloads.bg.actions import ACTION_NAMES, ITEM_NAMES, Action, Item
 from bgbench.workloads.bg.bookkeeping import FragmentState
 from bgbench.workloads.bg.config import BGConfig
 from bgbench.workloads.bg.generator import Fragment, FragmentPlan
 from bgbench.workloads.bg.mixes import resolve_mix
-from bgbench.workloads.bg.sessions import Actor, unit_table
-from bgbench.workloads.bg.store import ENTRY_POINT_GROUP, BGBinding, Blocking
+from bgbench.workloads.bg.sessions import Actor, UnitFn, unit_table
+from bgbench.workloads.bg.store import (
+    ENTRY_POINT_GROUP,
+    AsyncBGConnection,
+    BGBinding,
+    FragmentContents,
+)
 from bgbench.workloads.bg.timed import TimedConnection
 from bgbench.workloads.zipf import assign_fragments
 
@@ -39,17 +42,15 @@ COMMENT_BYTES = 16
 COORDINATOR_MEMBER_BYTES = 16  # the fragment layout: a few arrays over all members
 
 
-def _bg(config: BaseModel) -> BGConfig:
-    return cast(BGConfig, config)
-
-
 class BGPlayer(Actor):
     """An Actor as the engine sees it: who acts (D-Zipfian, exclusive) and the mix's units."""
 
-    def __init__(self, actor_args: tuple[Any, ...], unit_names: Sequence[str], table: Any) -> None:
+    def __init__(
+        self, actor_args: tuple[Any, ...], unit_names: Sequence[str], table: dict[str, UnitFn]
+    ) -> None:
         super().__init__(*actor_args)
         self.timer = self.conn
-        self.units = [partial(table[name], self) for name in unit_names]
+        self.units: list[sdk.Unit] = [partial(table[name], self) for name in unit_names]
         # Bound once: the engine calls these for every unit, with no frame of ours between.
         self.acquire = partial(self.state.acquire_socialite, self.draw)
         self.release = self.state.release_socialite
@@ -73,7 +74,7 @@ class BGFragment:
     """One fragment of BG's social network in the load process that owns it."""
 
     def __init__(
-        self, config: BGConfig, capacities: Sequence[float], index: int, binding: Any
+        self, config: BGConfig, capacities: Sequence[float], index: int, binding: BGBinding
     ) -> None:
         self.config = config
         self.fragment = Fragment(
@@ -81,8 +82,8 @@ class BGFragment:
         )
         self.index = index
         self.size = self.fragment.size
-        self.binding: BGBinding = binding
-        self.threaded = getattr(binding, "concurrency", "threads") != "asyncio"
+        self.binding = binding
+        self.threaded = binding.concurrency != "asyncio"
         self.state: FragmentState | None = None
         self.table = unit_table(config.workload)
 
@@ -95,7 +96,7 @@ class BGFragment:
         if self.state is not None:
             self.state.uncertain = value
 
-    def _new_state(self, contents: Any = None) -> FragmentState:
+    def _new_state(self, contents: FragmentContents | None = None) -> FragmentState:
         return FragmentState(
             self.fragment, self.config.workload.exclusive, contents, threaded=self.threaded
         )
@@ -169,19 +170,16 @@ class BGFragment:
         recorder: Recorder,
         runner: int,
         seed: Sequence[int],
-        think: Think,
         units: Sequence[str],
     ) -> BGPlayer:
         assert self.state is not None
-        if self.threaded:
-            conn = Blocking(conn)
+        conn = sdk.connection_for(self.binding, conn, AsyncBGConnection)
         wl = self.config.workload
         actor_args = (
             TimedConnection(conn, recorder, runner),
             self.state,
             _drawer(self.fragment, seed),
             random.Random(str(list(seed))),
-            think,
             wl.thinktime,
             wl.topk,
             self.fragment.comment_text,
@@ -202,7 +200,7 @@ class BGWorkload:
         self.description = (
             "BG's social network (Barahmand and Ghandeharizadeh): 11 actions, 8 sessions"
         )
-        self.config_model: type[BaseModel] = BGConfig
+        self.config_model = BGConfig
         database = (
             "usercount",
             "friendcountperuser",
@@ -224,20 +222,20 @@ class BGWorkload:
         self.action_titles = {int(a): title for a, title in ACTION_NAMES.items()}
         self.items = {int(i): name for i, name in ITEM_NAMES.items()}
 
-    def mix(self, config: BaseModel) -> dict[str, float]:
-        wl = _bg(config).workload
+    def mix(self, config: BGConfig) -> dict[str, float]:
+        wl = config.workload
         return resolve_mix(wl.mix, wl.sessions)
 
-    def interarrival_ms(self, config: BaseModel) -> float:
-        return _bg(config).workload.interarrivaltime
+    def interarrival_ms(self, config: BGConfig) -> float:
+        return config.workload.interarrivaltime
 
-    def fragment_sizes(self, config: BaseModel, capacities: Sequence[float]) -> list[int]:
-        bg = _bg(config)
+    def fragment_sizes(self, config: BGConfig, capacities: Sequence[float]) -> list[int]:
+        bg = config
         owner = assign_fragments(bg.database.usercount, bg.workload.zipfianmean, capacities)
         return np.bincount(owner, minlength=len(capacities)).tolist()  # type: ignore[no-any-return]
 
-    def check_fragments(self, config: BaseModel, sizes: Sequence[int]) -> None:
-        db = _bg(config).database
+    def check_fragments(self, config: BGConfig, sizes: Sequence[int]) -> None:
+        db = config.database
         smallest = min(sizes)
         if smallest <= db.friendcountperuser:
             raise UserError(
@@ -246,8 +244,8 @@ class BGWorkload:
                 f"friendcountperuser={db.friendcountperuser}; raise usercount or use fewer agents"
             )
 
-    def memory_bytes(self, config: BaseModel) -> tuple[int, int]:
-        db = _bg(config).database
+    def memory_bytes(self, config: BGConfig) -> tuple[int, int]:
+        db = config.database
         per_member = (
             MEMBER_BYTES
             + RELATIONSHIP_BYTES * db.friendcountperuser
@@ -256,13 +254,13 @@ class BGWorkload:
         )
         return db.usercount * COORDINATOR_MEMBER_BYTES, db.usercount * per_member
 
-    def create_schema(self, config: BaseModel, binding: StoreBinding) -> None:
-        cast(BGBinding, binding).create_schema(_bg(config).database)
+    def create_schema(self, config: BGConfig, binding: BGBinding) -> None:
+        binding.create_schema(config.database)
 
     def fragment(
-        self, config: BaseModel, capacities: Sequence[float], index: int, binding: Any
+        self, config: BGConfig, capacities: Sequence[float], index: int, binding: BGBinding
     ) -> BGFragment:
-        return BGFragment(_bg(config), capacities, index, binding)
+        return BGFragment(config, capacities, index, binding)
 
 
-WORKLOAD = BGWorkload()
+WORKLOAD: sdk.Workload[BGConfig, BGBinding] = BGWorkload()

@@ -1,7 +1,7 @@
 """The store seam of the EHR workload: what a binding implements, declared as Protocols.
 
 A binding is small: schema and load hooks plus the two operations of paper section 3.4.
-It never times itself (worker.timing.Timer does) and never retries. One binding per file
+It never times itself (the SDK's timer does) and never retries. One binding per file
 under `stores/`, registered as an entry point of the group `bgbench.ehr_stores`.
 
 The operations, on one connection per socialite loop:
@@ -21,8 +21,8 @@ The operations, on one connection per socialite loop:
 A binding with an asynchronous driver declares `concurrency = "asyncio"` and gives each
 socialite an `AsyncEHRConnection` from `connect_async` (on the load process's event loop);
 a blocking one (`"threads"`) gives each socialite thread an `EHRConnection` from
-`connect`, which the workload wraps in `Blocking`. Schema, load and read-back stay
-blocking for every binding.
+`connect`, which the workload views as an `AsyncEHRConnection` through
+`sdk.connection_for`. Schema, load and read-back stay blocking for every binding.
 """
 
 from collections.abc import Callable, Iterator
@@ -153,23 +153,3 @@ class EHRBinding(Protocol):
         ...
 
     def close(self) -> None: ...
-
-
-class Blocking:
-    """A blocking connection seen through the asynchronous interface: each method runs the
-    blocking call and returns without suspending, so a thread drives the coroutine
-    directly (worker.blocking.run_blocking)."""
-
-    __slots__ = ("c",)
-
-    def __init__(self, conn: EHRConnection) -> None:
-        self.c = conn
-
-    async def recent_results(self, patient: int, k: int) -> tuple[list[LabResult], int]:
-        return self.c.recent_results(patient, k)
-
-    async def insert_result(self, row: LabResult) -> None:
-        self.c.insert_result(row)
-
-    async def close(self) -> None:
-        self.c.close()

@@ -1,4 +1,4 @@
-"""The EHR workload of Klein et al. (2015) as a workload of the seam (workloads/api.py).
+"""The EHR workload of Klein et al. (2015) as a workload of the SDK (bgbench.sdk).
 
 Patients and their lab results (paper section 3.2, generator.py); two operations
 (section 3.4): READ returns one patient's `recent` (5) most recent lab results, WRITE
@@ -31,21 +31,23 @@ the group `bgbench.ehr_stores` (store.py).
 import random
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import count
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
-from pydantic import BaseModel
 
+from bgbench import sdk
 from bgbench.errors import UserError
-from bgbench.validation.checker import InitialValues
-from bgbench.worker.measurement import Recorder
-from bgbench.worker.timing import Timer
-from bgbench.workloads.api import Progress, StoreBinding, Think
+from bgbench.sdk import InitialValues, Progress, Recorder, Timer, UnitContext
 from bgbench.workloads.ehr.config import EHRConfig, resolve_mix
 from bgbench.workloads.ehr.generator import FragmentData, fragment_owner, new_result
-from bgbench.workloads.ehr.store import ENTRY_POINT_GROUP, Blocking, EHRBinding, LabResult
+from bgbench.workloads.ehr.store import (
+    ENTRY_POINT_GROUP,
+    AsyncEHRConnection,
+    EHRBinding,
+    LabResult,
+)
 
 READ, WRITE = 0, 1  # action codes
 RESULT_COUNT = 0  # the tracked item kind: lab results of a patient
@@ -60,8 +62,7 @@ COORDINATOR_PATIENT_BYTES = 24
 LOAD_PATIENT_BYTES = 96
 
 
-def _ehr(config: BaseModel) -> EHRConfig:
-    return cast(EHRConfig, config)
+EHRContext = UnitContext[Timer[AsyncEHRConnection]]
 
 
 class EHRPlayer:
@@ -70,22 +71,18 @@ class EHRPlayer:
     def __init__(
         self,
         fragment: "EHRFragment",
-        timer: Timer,
+        timer: Timer[AsyncEHRConnection],
         seed: Sequence[int],
-        think: Think,
         units: Sequence[str],
     ) -> None:
         self.fragment = fragment
         self.timer = timer
-        self.sid = 0
-        self.intended = 0
         self.rng = random.Random(str(list(seed)))
-        self.think = think
         self.k = fragment.config.workload.recent
         self._draw = _drawer(fragment.data, seed)
         self._busy = fragment.busy
         self._exclusive = fragment.config.workload.exclusive
-        plays: dict[str, Callable[[int], Awaitable[object]]] = {
+        plays: dict[str, sdk.Unit] = {
             "READ": self.read,
             "WRITE": self.write,
         }
@@ -105,21 +102,16 @@ class EHRPlayer:
         if self._exclusive:
             self._busy.pop(patient, None)
 
-    async def read(self, patient: int) -> object:
-        def seen(answer: tuple[list[LabResult], int]) -> Iterable[tuple[int, int, int]]:
+    async def read(self, ctx: EHRContext, patient: int) -> object:
+        def seen(answer: tuple[list[LabResult], int]) -> Iterable[sdk.Item]:
             return ((RESULT_COUNT, patient, answer[1]),)
 
-        t = self.timer
-        return await t.read(
-            READ, self.sid, self.intended, t.conn.recent_results(patient, self.k), seen
-        )
+        return await ctx.read(READ, ctx.timer.conn.recent_results(patient, self.k), seen)
 
-    async def write(self, patient: int) -> object:
-        t = self.timer
-        row = self.fragment.next_result(patient, self.rng.random())
-        ok = await t.write(
-            WRITE, self.sid, self.intended, t.conn.insert_result(row), ((RESULT_COUNT, patient, 1),)
-        )
+    async def write(self, ctx: EHRContext, patient: int) -> object:
+        row = self.fragment.next_result(patient, ctx.rng.random())
+        call = ctx.timer.conn.insert_result(row)
+        ok = await ctx.write(WRITE, call, ((RESULT_COUNT, patient, 1),))
         self.fragment.finish_write(patient, ok)
         return ok
 
@@ -143,7 +135,7 @@ class EHRFragment:
     workload's picture of it: every patient's result count."""
 
     def __init__(
-        self, config: EHRConfig, capacities: Sequence[float], index: int, binding: Any
+        self, config: EHRConfig, capacities: Sequence[float], index: int, binding: EHRBinding
     ) -> None:
         self.config = config
         wl = config.workload
@@ -155,8 +147,7 @@ class EHRFragment:
                 f"invalid config: ehr.database.patients: fragment {index} got no patient; "
                 "raise patients or use fewer agents or load processes"
             )
-        self.binding: EHRBinding = binding
-        self.threaded = getattr(binding, "concurrency", "threads") != "asyncio"
+        self.binding = binding
         self.uncertain = False  # an insert failed: the store's counts are no longer known
         self.busy: dict[int, object] = {}  # patient -> the claim of the loop acting on it
         self._loaded = False
@@ -243,12 +234,10 @@ class EHRFragment:
         recorder: Recorder,
         runner: int,
         seed: Sequence[int],
-        think: Think,
         units: Sequence[str],
     ) -> EHRPlayer:
-        if self.threaded:
-            conn = Blocking(conn)
-        return EHRPlayer(self, Timer(conn, recorder, runner), seed, think, units)
+        timer = Timer(sdk.connection_for(self.binding, conn, AsyncEHRConnection), recorder, runner)
+        return EHRPlayer(self, timer, seed, units)
 
     def summary_payload(self) -> str:
         return ""
@@ -261,7 +250,7 @@ class EHRWorkload:
             "Klein et al.'s electronic health records: patients and lab results, "
             "read the 5 most recent / insert one"
         )
-        self.config_model: type[BaseModel] = EHRConfig
+        self.config_model = EHRConfig
         self.aliases = {
             "patientcount": "database.patients",
             "recordcount": "database.patients",  # YCSB's name, the paper's client
@@ -282,36 +271,36 @@ class EHRWorkload:
         }
         self.items = {RESULT_COUNT: "patient result count"}
 
-    def mix(self, config: BaseModel) -> dict[str, float]:
-        return resolve_mix(_ehr(config).workload.mix)
+    def mix(self, config: EHRConfig) -> dict[str, float]:
+        return resolve_mix(config.workload.mix)
 
-    def interarrival_ms(self, config: BaseModel) -> float:
-        return _ehr(config).workload.interarrivaltime
+    def interarrival_ms(self, config: EHRConfig) -> float:
+        return config.workload.interarrivaltime
 
-    def fragment_sizes(self, config: BaseModel, capacities: Sequence[float]) -> list[int]:
-        ehr = _ehr(config)
+    def fragment_sizes(self, config: EHRConfig, capacities: Sequence[float]) -> list[int]:
+        ehr = config
         owner = fragment_owner(ehr.database, ehr.workload.theta, capacities)
         return np.bincount(owner, minlength=len(capacities)).tolist()  # type: ignore[no-any-return]
 
-    def check_fragments(self, config: BaseModel, sizes: Sequence[int]) -> None:
+    def check_fragments(self, config: EHRConfig, sizes: Sequence[int]) -> None:
         if min(sizes) < 1:
             raise UserError(
-                f"invalid config: ehr.database.patients: {_ehr(config).database.patients} "
+                f"invalid config: ehr.database.patients: {config.database.patients} "
                 f"patients over {len(sizes)} fragments leaves one empty; raise patients or "
                 "use fewer agents"
             )
 
-    def memory_bytes(self, config: BaseModel) -> tuple[int, int]:
-        n = _ehr(config).database.patients
+    def memory_bytes(self, config: EHRConfig) -> tuple[int, int]:
+        n = config.database.patients
         return n * COORDINATOR_PATIENT_BYTES, n * LOAD_PATIENT_BYTES
 
-    def create_schema(self, config: BaseModel, binding: StoreBinding) -> None:
-        cast(EHRBinding, binding).create_schema(_ehr(config).database)
+    def create_schema(self, config: EHRConfig, binding: EHRBinding) -> None:
+        binding.create_schema(config.database)
 
     def fragment(
-        self, config: BaseModel, capacities: Sequence[float], index: int, binding: Any
+        self, config: EHRConfig, capacities: Sequence[float], index: int, binding: EHRBinding
     ) -> EHRFragment:
-        return EHRFragment(_ehr(config), capacities, index, binding)
+        return EHRFragment(config, capacities, index, binding)
 
 
-WORKLOAD = EHRWorkload()
+WORKLOAD: sdk.Workload[EHRConfig, EHRBinding] = EHRWorkload()

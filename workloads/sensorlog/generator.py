@@ -75,7 +75,7 @@ def series_values(db: SensorLogDatabaseConfig, m: int, s: int, n: int) -> np.nda
     walk = reflect(start + np.cumsum(steps), sig)
     spiking = _rng(db, m, s, SPIKES).random(n) < sig.spike_probability
     size = _rng(db, m, s, SPIKE_SIZE).uniform(sig.spike_min, sig.spike_max, n)
-    return walk + np.where(spiking, size, 0.0)  # type: ignore[no-any-return]
+    return walk + np.where(spiking, size, 0.0)
 
 
 def series_walk_end(db: SensorLogDatabaseConfig, m: int, s: int, n: int) -> float:
@@ -93,7 +93,7 @@ def series_times(db: SensorLogDatabaseConfig, m: int, s: int, n: int) -> np.ndar
     gaps = _rng(db, m, s, GAPS).integers(half, half + db.period_ms, n + 1)
     offset = int(_rng(db, m, s, OFFSET).integers(0, db.period_ms))
     gaps[0] = 0
-    return db.start_ms + offset + np.cumsum(gaps)  # type: ignore[no-any-return]
+    return db.start_ms + offset + np.cumsum(gaps)
 
 
 def series_rows(db: SensorLogDatabaseConfig, m: int, s: int, n: int) -> Rows:

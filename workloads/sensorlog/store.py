@@ -141,24 +141,3 @@ class SensorLogBinding(Protocol):
     def describe(self) -> str: ...
     def counters(self) -> dict[str, int]: ...
     def close(self) -> None: ...
-
-
-class Blocking:
-    """A blocking connection seen through the asynchronous interface (never suspends)."""
-
-    __slots__ = ("c",)
-
-    def __init__(self, conn: SensorLogConnection) -> None:
-        self.c = conn
-
-    async def insert(self, row: Reading) -> None:
-        self.c.insert(row)
-
-    async def newest(self, m: int, s: int, bt: int) -> bool:
-        return self.c.newest(m, s, bt)
-
-    async def count_above(self, x: float, m_lo: int, m_hi: int) -> int:
-        return self.c.count_above(x, m_lo, m_hi)
-
-    async def close(self) -> None:
-        self.c.close()

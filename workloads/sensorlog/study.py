@@ -1,4 +1,4 @@
-"""The sensor-log paper's measurements as studies (workloads/api.Study), run by
+"""The sensor-log paper's measurements as studies (sdk.Study), run by
 `bgbench study load|queries --workload sensorlog --store NAME`.
 
 - `load` (sections 2.3, 2.6.3, 2.7.1; Figures 3 and 4): for each consistency setting of
@@ -23,10 +23,8 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, cast
 
-from pydantic import BaseModel
-
 from bgbench.errors import StoreError
-from bgbench.workloads.api import Record, Say, StudyTable
+from bgbench.sdk import Record, Say, Study, StudyTable
 from bgbench.workloads.registry import binding_class, make_binding
 from bgbench.workloads.sensorlog.config import SensorLogConfig
 from bgbench.workloads.sensorlog.generator import (
@@ -37,7 +35,7 @@ from bgbench.workloads.sensorlog.generator import (
     series_times,
     thresholds,
 )
-from bgbench.workloads.sensorlog.store import SensorLogBinding, Unsupported
+from bgbench.workloads.sensorlog.store import Query, SensorLogBinding, Unsupported
 
 WORKLOAD = "sensorlog"
 
@@ -77,9 +75,14 @@ class LoadStudy:
     description = "bulk-load time by size, index timing and consistency (Figures 3 and 4)"
 
     def run(
-        self, config: BaseModel, store: str, options: Mapping[str, Any], record: Record, say: Say
+        self,
+        config: SensorLogConfig,
+        store: str,
+        options: Mapping[str, Any],
+        record: Record,
+        say: Say,
     ) -> list[StudyTable]:
-        cfg = cast(SensorLogConfig, config)
+        cfg = config
         st, db = cfg.study, cfg.database
         raw: list[dict[str, Any]] = []
         for consistency in st.consistency:
@@ -92,9 +95,9 @@ class LoadStudy:
                     rows = sum(len(b) for b in batches)
                     for timing in st.indexes:
                         for run in range(1, st.runs + 1):
-                            row = self._one(binding, batches, rows, timing == "before")
+                            timed = self._one(binding, batches, rows, timing == "before")
                             row = {"consistency": consistency, "indexes": timing, "rows": rows,
-                                   "run": run, **row, "store": described}  # fmt: skip
+                                   "run": run, **timed, "store": described}  # fmt: skip
                             record("load", row)
                             raw.append(row)
                             say(
@@ -168,9 +171,14 @@ class QueryStudy:
     description = "Q1 key lookup, Q2 range and Q3 aggregate by selectivity, with plans"
 
     def run(
-        self, config: BaseModel, store: str, options: Mapping[str, Any], record: Record, say: Say
+        self,
+        config: SensorLogConfig,
+        store: str,
+        options: Mapping[str, Any],
+        record: Record,
+        say: Say,
     ) -> list[StudyTable]:
-        cfg = cast(SensorLogConfig, config)
+        cfg = config
         st, db = cfg.study, cfg.database
         consistency = "weak" if "weak" in st.consistency else st.consistency[0]
         readings = readings_for(db, st.query_rows or db.rows)
@@ -192,7 +200,8 @@ class QueryStudy:
                 figure2.append(row)
             results = self._q1(binding, cfg, readings, record, say)
             for th in mapping:
-                for query in ("Q2", "Q3"):
+                queries: tuple[Query, ...] = ("Q2", "Q3")
+                for query in queries:
                     results.append(self._range(binding, query, th, st.runs, record, say))
         finally:
             binding.close()
@@ -243,12 +252,12 @@ class QueryStudy:
 
     @staticmethod
     def _range(
-        binding: SensorLogBinding, query: str, th: Any, runs: int, record: Record, say: Say
+        binding: SensorLogBinding, query: Query, th: Any, runs: int, record: Record, say: Say
     ) -> dict[str, Any]:
         call: Callable[[float], int] = binding.q2 if query == "Q2" else binding.q3
         out: dict[str, Any] = {"query": query, "selectivity %": th.percent, "rows": th.rows}
         try:
-            plan = binding.plan(cast(Any, query), x=th.x)
+            plan = binding.plan(query, x=th.x)
             times = []
             for run in range(1, runs + 1):
                 t0 = time.perf_counter()
@@ -272,4 +281,4 @@ class QueryStudy:
         return {**out, "mean ms": mean * 1000, "sd ms": sd * 1000, "plan": plan}
 
 
-STUDIES: dict[str, Any] = {"load": LoadStudy(), "queries": QueryStudy()}
+STUDIES: dict[str, Study[SensorLogConfig]] = {"load": LoadStudy(), "queries": QueryStudy()}

@@ -30,17 +30,14 @@ the group `bgbench.sensorlog_stores` (store.py); the studies are `WORKLOAD.studi
 import random
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from typing import Any, cast
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
-from pydantic import BaseModel
 
+from bgbench import sdk
 from bgbench.errors import UserError
-from bgbench.validation.checker import InitialValues
-from bgbench.worker.measurement import Recorder
-from bgbench.worker.timing import Timer
-from bgbench.workloads.api import Progress, StoreBinding, Think
+from bgbench.sdk import InitialValues, Progress, Recorder, Timer, UnitContext
 from bgbench.workloads.sensorlog.config import SensorLogConfig, resolve_mix
 from bgbench.workloads.sensorlog.generator import (
     Rows,
@@ -54,7 +51,7 @@ from bgbench.workloads.sensorlog.generator import (
 )
 from bgbench.workloads.sensorlog.store import (
     ENTRY_POINT_GROUP,
-    Blocking,
+    AsyncSensorLogConnection,
     Reading,
     SensorLogBinding,
 )
@@ -67,26 +64,21 @@ CLAIM_ATTEMPTS = 64
 SERIES_BYTES = 64
 
 
-def _cfg(config: BaseModel) -> SensorLogConfig:
-    return cast(SensorLogConfig, config)
+SensorLogContext = UnitContext[Timer[AsyncSensorLogConnection]]
 
 
 class SensorLogPlayer:
     def __init__(
         self,
         fragment: "SensorLogFragment",
-        timer: Timer,
+        timer: Timer[AsyncSensorLogConnection],
         seed: Sequence[int],
-        think: Think,
         units: Sequence[str],
     ) -> None:
         self.fragment = fragment
         self.timer = timer
-        self.sid = 0
-        self.intended = 0
         self.rng = random.Random(str(list(seed)))
-        self.think = think
-        plays: dict[str, Callable[[int], Awaitable[object]]] = {
+        plays: dict[str, sdk.Unit] = {
             "INGEST": self.ingest,
             "Q1": self.q1,
             "Q3": self.q3,
@@ -105,18 +97,18 @@ class SensorLogPlayer:
     def release(self, series: int) -> None:
         self.fragment.busy.pop(series, None)
 
-    async def ingest(self, series: int) -> object:
-        f, t = self.fragment, self.timer
-        row = f.next_reading(series, self.rng)
+    async def ingest(self, ctx: SensorLogContext, series: int) -> object:
+        f = self.fragment
+        row = f.next_reading(series, ctx.rng)
         deltas = [(SERIES_LENGTH, series, 1)]
         if row.mv > f.x:
             deltas.append((ABOVE, f.index, 1))
-        ok = await t.write(INGEST, self.sid, self.intended, t.conn.insert(row), deltas)
+        ok = await ctx.write(INGEST, ctx.timer.conn.insert(row), deltas)
         f.finish_ingest(series, row, ok)
         return ok
 
-    async def q1(self, series: int) -> object:
-        f, t = self.fragment, self.timer
+    async def q1(self, ctx: SensorLogContext, series: int) -> object:
+        f = self.fragment
         m, s = divmod(series, f.sensors)
         n = int(f.length[series - f.first_series])
         bt = int(f.newest_bt[series - f.first_series])
@@ -124,16 +116,16 @@ class SensorLogPlayer:
         def seen(found: bool) -> tuple[tuple[int, int, int]]:
             return ((SERIES_LENGTH, series, n if found else n - 1),)
 
-        return await t.read(Q1, self.sid, self.intended, t.conn.newest(m, s, bt), seen)
+        return await ctx.read(Q1, ctx.timer.conn.newest(m, s, bt), seen)
 
-    async def q3(self, series: int) -> object:
-        f, t = self.fragment, self.timer
+    async def q3(self, ctx: SensorLogContext, series: int) -> object:
+        f = self.fragment
 
         def seen(count: int) -> tuple[tuple[int, int, int]]:
             return ((ABOVE, f.index, int(count)),)
 
-        call = t.conn.count_above(f.x, f.machines.start, f.machines.stop)
-        return await t.read(Q3, self.sid, self.intended, call, seen)
+        call = ctx.timer.conn.count_above(f.x, f.machines.start, f.machines.stop)
+        return await ctx.read(Q3, call, seen)
 
 
 class FragmentLogData:
@@ -153,7 +145,11 @@ class SensorLogFragment:
     the readings committed, the newest one's bt and et, and where its walk stands."""
 
     def __init__(
-        self, config: SensorLogConfig, capacities: Sequence[float], index: int, binding: Any
+        self,
+        config: SensorLogConfig,
+        capacities: Sequence[float],
+        index: int,
+        binding: SensorLogBinding,
     ) -> None:
         db = config.database
         self.config = config
@@ -167,8 +163,7 @@ class SensorLogFragment:
         self.sensors = db.sensors
         self.first_series = self.machines.start * db.sensors
         self.size = len(self.machines) * db.sensors
-        self.binding: SensorLogBinding = binding
-        self.threaded = getattr(binding, "concurrency", "threads") != "asyncio"
+        self.binding = binding
         self.data = FragmentLogData(config, self.machines, index)
         self.x = database_threshold(db, config.workload.q3_selectivity).x
         self.uncertain = False
@@ -278,12 +273,10 @@ class SensorLogFragment:
         recorder: Recorder,
         runner: int,
         seed: Sequence[int],
-        think: Think,
         units: Sequence[str],
     ) -> SensorLogPlayer:
-        if self.threaded:
-            conn = Blocking(conn)
-        return SensorLogPlayer(self, Timer(conn, recorder, runner), seed, think, units)
+        async_conn = sdk.connection_for(self.binding, conn, AsyncSensorLogConnection)
+        return SensorLogPlayer(self, Timer(async_conn, recorder, runner), seed, units)
 
     def summary_payload(self) -> str:
         return ""
@@ -296,7 +289,7 @@ class SensorLogWorkload:
             "Mahmood et al.'s sensor logs: measures(m, s, bt, et, mv), continuous ingest "
             "with key lookups and aggregates; studies of bulk loading and queries"
         )
-        self.config_model: type[BaseModel] = SensorLogConfig
+        self.config_model = SensorLogConfig
         self.aliases = {
             "machines": "database.machines",
             "sensors": "database.sensors",
@@ -321,36 +314,40 @@ class SensorLogWorkload:
 
         return STUDIES
 
-    def mix(self, config: BaseModel) -> dict[str, float]:
-        return resolve_mix(_cfg(config).workload.mix)
+    def mix(self, config: SensorLogConfig) -> dict[str, float]:
+        return resolve_mix(config.workload.mix)
 
-    def interarrival_ms(self, config: BaseModel) -> float:
-        return _cfg(config).workload.interarrivaltime
+    def interarrival_ms(self, config: SensorLogConfig) -> float:
+        return config.workload.interarrivaltime
 
-    def fragment_sizes(self, config: BaseModel, capacities: Sequence[float]) -> list[int]:
-        db = _cfg(config).database
+    def fragment_sizes(self, config: SensorLogConfig, capacities: Sequence[float]) -> list[int]:
+        db = config.database
         return [len(r) * db.sensors for r in split_machines(db.machines, capacities)]
 
-    def check_fragments(self, config: BaseModel, sizes: Sequence[int]) -> None:
+    def check_fragments(self, config: SensorLogConfig, sizes: Sequence[int]) -> None:
         if min(sizes) < 1:
             raise UserError(
-                f"invalid config: sensorlog.database.machines: {_cfg(config).database.machines} "
+                f"invalid config: sensorlog.database.machines: {config.database.machines} "
                 f"machines over {len(sizes)} fragments leaves one empty; raise machines or "
                 "use fewer agents"
             )
 
-    def memory_bytes(self, config: BaseModel) -> tuple[int, int]:
-        db = _cfg(config).database
+    def memory_bytes(self, config: SensorLogConfig) -> tuple[int, int]:
+        db = config.database
         # Thresholds need every value of the database once per process (8 B a row).
         return db.rows * 8 * 2, db.rows * 8 * 2 + db.series * SERIES_BYTES
 
-    def create_schema(self, config: BaseModel, binding: StoreBinding) -> None:
-        cast(SensorLogBinding, binding).create_schema(_cfg(config).database)
+    def create_schema(self, config: SensorLogConfig, binding: SensorLogBinding) -> None:
+        binding.create_schema(config.database)
 
     def fragment(
-        self, config: BaseModel, capacities: Sequence[float], index: int, binding: Any
+        self,
+        config: SensorLogConfig,
+        capacities: Sequence[float],
+        index: int,
+        binding: SensorLogBinding,
     ) -> SensorLogFragment:
-        return SensorLogFragment(_cfg(config), capacities, index, binding)
+        return SensorLogFragment(config, capacities, index, binding)
 
 
-WORKLOAD = SensorLogWorkload()
+WORKLOAD: sdk.Workload[SensorLogConfig, SensorLogBinding] = SensorLogWorkload()

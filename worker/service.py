@@ -1,0 +1,352 @@
+"""The agent's gRPC service: the Worker RPCs, each answered by its load processes.
+
+Handshake and Status answer at once; Prepare, Run and Validate take the agent for their
+duration (one at a time) and hand the work to the load processes (worker/
+load_processes.py); a run is coordinated by worker/run_coordination.py.
+"""
+
+import dataclasses
+import json
+import multiprocessing as mp
+import os
+import platform
+import socket
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import psutil
+
+from bgbench import __version__
+from bgbench.errors import UserError
+from bgbench.protos import PROTOCOL_VERSION
+from bgbench.protos import worker_pb2 as pb
+from bgbench.protos import worker_pb2_grpc as pb_grpc
+from bgbench.run_result.histograms import merged_or_empty
+from bgbench.run_result.run import payloads
+from bgbench.worker import run_coordination
+from bgbench.worker.calibration import measure_capacity
+from bgbench.worker.contracts import (
+    Answer,
+    Command,
+    ErrorInfo,
+    PrepareCommand,
+    PreparePhase,
+    PrepareResult,
+    ReadCounts,
+    ReadyCommand,
+    ReadyResult,
+    ValidateCommand,
+    ValidateSummary,
+)
+from bgbench.worker.load_processes import (
+    CLOSE_GRACE_S,
+    SHUTDOWN_GRACE_S,
+    Abandoned,
+    LoadProcess,
+    stop_all,
+)
+from bgbench.worker.replies import error as _error
+from bgbench.worker.replies import error_of as _error_of
+from bgbench.worker.replies import first_error as _first_error
+from bgbench.worker.replies import result_of as _result
+from bgbench.worker.security import confine_paths, experiment_dir
+from bgbench.workloads import registry
+
+PREPARE_TIMEOUT_S = VALIDATE_TIMEOUT_S = 3600.0
+# A request waits this long for the previous one to wind down (a cancelled run stopping).
+BUSY_WAIT_S = 30.0
+
+
+class AgentService(pb_grpc.WorkerServicer):  # type: ignore[misc]
+    def __init__(
+        self,
+        work_dir: Path,
+        stopper: threading.Event,
+        processes: int,
+        allow_store_paths: bool = False,
+    ) -> None:
+        self.work_dir = work_dir
+        self.allow_store_paths = allow_store_paths
+        self.load_processes = processes
+        self.agent_id = uuid.uuid4().hex[:12]
+        self.processes: list[LoadProcess] = []
+        self.fragments: list[int] = []
+        self._ctx = mp.get_context("spawn")
+        self._busy = threading.Lock()
+        self._stopper = stopper
+
+    # -- helpers -----------------------------------------------------------------
+    def _ensure_processes(self, n: int) -> None:
+        while len(self.processes) > n:
+            self.processes.pop().close()
+        while len(self.processes) < n:
+            self.processes.append(LoadProcess(self._ctx))
+
+    def _all(self, commands: list[Command], timeout: float, abandoned: Abandoned) -> list[Answer]:
+        try:
+            commands = [self._confined(c) for c in commands]
+        except UserError as exc:  # answered as the load processes would have
+            return [Answer(p.seq, error=ErrorInfo("user", str(exc))) for p in self.processes]
+        for proc, command in zip(self.processes, commands, strict=True):
+            proc.send(command)
+        answers = [proc.reply(timeout, abandoned) for proc in self.processes]
+        self._drop_stuck()
+        return answers
+
+    def _drop_stuck(self) -> None:
+        """After the caller gave up (or time ran out) on a command a load process still
+        works on: it may be stuck in a store call and never read another request, so all of
+        them are stopped at once, the stuck ones killed; the next prepare starts afresh."""
+        if any(p.phase for p in self.processes):
+            stop_all(self.processes, SHUTDOWN_GRACE_S)
+            self.processes.clear()
+
+    def _confined(self, command: Command) -> Command:
+        """A prepare's store options with the files they name kept inside the work dir,
+        unless the agent was started with the allowance (local agents are)."""
+        if not isinstance(command, PrepareCommand) or self.allow_store_paths:
+            return command
+        try:
+            cls: Any = registry.binding_class(command.workload, command.store)
+        except UserError:
+            return command  # the load process names the unknown store
+        fields = cls.Options.model_fields
+        declared = getattr(cls, "file_options", ())
+        names = {n: fields[n].default if n in fields else None for n in declared}
+        if not names:
+            return command
+        confined = confine_paths(command.options, names, self.work_dir)
+        return dataclasses.replace(command, options=confined)
+
+    def _log_dir(self, experiment_id: str) -> Path:
+        return experiment_dir(self.work_dir, experiment_id)
+
+    def close(self) -> None:
+        stop_all(self.processes, CLOSE_GRACE_S)
+        self.processes.clear()
+
+    # -- RPCs --------------------------------------------------------------------
+    def Handshake(
+        self, request: pb.HandshakeRequest, context: grpc.ServicerContext
+    ) -> pb.HandshakeReply:
+        reply = pb.HandshakeReply(
+            protocol_version=PROTOCOL_VERSION,
+            agent_id=self.agent_id,
+            hostname=socket.gethostname(),
+            cores=os.cpu_count() or 1,
+            memory_bytes=psutil.virtual_memory().total,
+            load_processes=self.load_processes,
+            bgbench_version=__version__,
+            python_version=platform.python_version(),
+        )
+        if request.measure_capacity:
+            reply.capacity = measure_capacity(self.load_processes)
+        if request.protocol_version != PROTOCOL_VERSION:
+            reply.error.CopyFrom(
+                _error(
+                    "user",
+                    f"protocol version mismatch: coordinator speaks {request.protocol_version}, "
+                    f"agent speaks {PROTOCOL_VERSION}; install the same bgbench on both",
+                )
+            )
+        return reply
+
+    def Status(self, request: pb.StatusRequest, context: grpc.ServicerContext) -> pb.StatusReply:
+        """Never waits for another call: it is how the coordinator sees a stuck one."""
+        return pb.StatusReply(
+            agent_id=self.agent_id, processes=[p.status() for p in list(self.processes)]
+        )
+
+    def Prepare(self, request: pb.PrepareRequest, context: grpc.ServicerContext) -> pb.PrepareReply:
+        if not self._busy.acquire(timeout=BUSY_WAIT_S):
+            return pb.PrepareReply(error=_error("user", "agent busy with another request"))
+        try:
+            if request.phase == pb.PREPARE_READY:
+                return self._ready(request.start_state, _abandoned(context))
+            return self._prepare(request, _abandoned(context))
+        finally:
+            self._busy.release()
+
+    def _prepare(self, request: pb.PrepareRequest, abandoned: Abandoned) -> pb.PrepareReply:
+        if not request.workload:
+            return pb.PrepareReply(error=_error("user", "no workload named", "workload"))
+        fragments = list(request.fragments)
+        if request.phase != pb.PREPARE_SCHEMA and len(fragments) != self.load_processes:
+            return pb.PrepareReply(
+                error=_error(
+                    "user",
+                    f"got {len(fragments)} fragments for {self.load_processes} load processes",
+                )
+            )
+        try:
+            options = json.loads(request.store_options_json or "{}")
+        except json.JSONDecodeError:
+            options = None
+        if not isinstance(options, dict):
+            return pb.PrepareReply(
+                error=_error("user", "store options are not a JSON object", "store.options")
+            )
+        self._ensure_processes(self.load_processes)
+
+        def command(fragment: int, phase: PreparePhase) -> PrepareCommand:
+            return PrepareCommand(
+                workload=request.workload,
+                config_json=request.workload_config_json,
+                store=request.store,
+                options=options,
+                capacities=tuple(request.capacities),
+                fragment=fragment,
+                phase=phase,
+            )
+
+        if request.phase in (pb.PREPARE_SCHEMA, pb.PREPARE_SCHEMA_AND_LOAD):
+            made = self._create_schema(
+                command(fragments[0] if fragments else 0, "schema"), abandoned
+            )
+            if made.error is not None:
+                self.close()
+                return pb.PrepareReply(error=_error_of(made.error))
+            if request.phase == pb.PREPARE_SCHEMA:
+                return pb.PrepareReply(store_description=_result(made, PrepareResult).store)
+        self.fragments = fragments
+        for proc, k in zip(self.processes, fragments, strict=True):
+            proc.fragment = k
+        answers = self._all([command(k, "load") for k in fragments], PREPARE_TIMEOUT_S, abandoned)
+        failed = _first_error(answers)
+        if failed is not None:
+            self.close()
+            return pb.PrepareReply(error=failed)
+        loaded = [_result(a, PrepareResult) for a in answers]
+        return pb.PrepareReply(
+            fragments=[
+                pb.FragmentInfo(
+                    fragment=k if r.fragment is None else r.fragment,
+                    members=r.size,
+                    load_seconds=r.load_seconds,
+                    phase_seconds=r.phases,
+                )
+                for k, r in zip(fragments, loaded, strict=True)
+            ],
+            store_description=loaded[0].store,
+        )
+
+    def _ready(self, start_state: str, abandoned: Abandoned) -> pb.PrepareReply:
+        """Every fragment's state made exact before the run (a reload, say), all at once."""
+        if not self.processes:
+            return pb.PrepareReply(error=_error("user", "prepare must come before ready"))
+        command = ReadyCommand(start_state or "carry")
+        answers = self._all([command] * len(self.processes), PREPARE_TIMEOUT_S, abandoned)
+        failed = _first_error(answers)
+        if failed is not None:
+            return pb.PrepareReply(error=failed)
+        readied = [_result(a, ReadyResult) for a in answers]
+        return pb.PrepareReply(
+            fragments=[
+                pb.FragmentInfo(fragment=r.fragment, members=r.size, load_seconds=r.load_seconds)
+                for r in readied
+            ]
+        )
+
+    def _create_schema(self, command: Command, abandoned: Abandoned) -> Answer:
+        """The first load process alone creates the schema; the others stay idle meanwhile:
+        DDL must never run beside a load."""
+        try:
+            command = self._confined(command)
+        except UserError as exc:  # answered as the load process would have
+            return Answer(self.processes[0].seq, error=ErrorInfo("user", str(exc)))
+        answer = self.processes[0].request(command, PREPARE_TIMEOUT_S, abandoned)
+        self._drop_stuck()
+        return answer
+
+    def Run(self, request: pb.RunRequest, context: grpc.ServicerContext) -> Iterator[pb.RunEvent]:
+        try:
+            self._log_dir(request.experiment_id)
+        except UserError as exc:
+            yield pb.RunEvent(error=_error("user", str(exc), "experiment_id"))
+            return
+        bad_pacing = run_coordination.check_pacing(request)
+        if bad_pacing is not None:
+            yield pb.RunEvent(error=bad_pacing)
+            return
+        if not self._busy.acquire(timeout=BUSY_WAIT_S):
+            yield pb.RunEvent(error=_error("user", "agent busy with another request"))
+            return
+        try:
+            yield from self._run(request, context)
+        finally:
+            # Cancelled mid-run (the coordinator left or gave up): stop the load processes
+            # so the next request finds them idle. Harmless after a finished run.
+            for p in self.processes:
+                p.stop.set()
+            self._busy.release()
+
+    def _run(self, request: pb.RunRequest, context: grpc.ServicerContext) -> Iterator[pb.RunEvent]:
+        log_dir = self._log_dir(request.experiment_id) if self.processes else Path()
+        yield from run_coordination.run_events(
+            self.processes, request, log_dir, context.is_active, self._stopper
+        )
+
+    def Validate(
+        self, request: pb.ValidateRequest, context: grpc.ServicerContext
+    ) -> pb.ValidateReply:
+        try:
+            log_dir = self._log_dir(request.experiment_id)
+        except UserError as exc:
+            return pb.ValidateReply(error=_error("user", str(exc), "experiment_id"))
+        with self._busy:
+            if not self.processes:
+                return pb.ValidateReply(
+                    error=_error("user", "nothing to validate: no experiment ran")
+                )
+            answers = self._all(
+                [ValidateCommand(str(log_dir))] * len(self.processes),
+                VALIDATE_TIMEOUT_S,
+                _abandoned(context),
+            )
+        failed = _first_error(answers)
+        if failed is not None:
+            return pb.ValidateReply(error=failed)
+        return _merge_validations([_result(a, ValidateSummary) for a in answers])
+
+    def Shutdown(
+        self, request: pb.ShutdownRequest, context: grpc.ServicerContext
+    ) -> pb.ShutdownReply:
+        self._stopper.set()
+        return pb.ShutdownReply()
+
+
+def _abandoned(context: grpc.ServicerContext) -> Abandoned:
+    return lambda: not context.is_active()
+
+
+def _sum_reads(parts: list[dict[str, ReadCounts]]) -> list[pb.ReadCount]:
+    total: dict[str, pb.ReadCount] = {}
+    for part in parts:
+        for name, counts in part.items():
+            row = total.setdefault(name, pb.ReadCount(name=name))
+            row.reads += counts.reads
+            row.unpredictable += counts.unpredictable
+    return list(total.values())
+
+
+def _merge_validations(results: list[ValidateSummary]) -> pb.ValidateReply:
+    examples = [e for r in results for e in r.examples]
+    return pb.ValidateReply(
+        lag_hist=merged_or_empty([r.lag_hist for r in results]),
+        never_valid=sum(r.never_valid for r in results),
+        reads=sum(r.reads for r in results),
+        unpredictable_reads=sum(r.unpredictable_reads for r in results),
+        sessions=sum(r.sessions for r in results),
+        unpredictable_sessions=sum(r.unpredictable_sessions for r in results),
+        writes=sum(r.writes for r in results),
+        log_records=sum(r.log_records for r in results),
+        seconds=max(r.seconds for r in results),
+        by_item=_sum_reads([r.by_item for r in results]),
+        by_action=_sum_reads([r.by_action for r in results]),
+        examples_json=json.dumps(examples) if examples else "",
+        workload_payload=payloads([r.workload_payload for r in results]),
+    )
