@@ -4,17 +4,12 @@ a job that fails either is invalid in `campaign check`, not a failed job of `cam
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from bgbench.coordinator.campaign.document import Located
+from bgbench.coordinator.campaign.document import Located, ServerSpec
 from bgbench.coordinator.campaign.servers import check_kinds
 from bgbench.coordinator.configuration.config import Settings
-from bgbench.coordinator.execution import preflight
 from bgbench.coordinator.execution.checkconfig import check_settings
+from bgbench.coordinator.execution.target_kinds import target_kind
 from bgbench.errors import UserError
-
-if TYPE_CHECKING:  # the language calls this module: no import back at run time
-    from bgbench.coordinator.campaign.language import ServerSpec
 
 
 def job_problem(settings: Settings, study: str, servers: list[ServerSpec], merged: Located) -> str:
@@ -26,7 +21,7 @@ def job_problem(settings: Settings, study: str, servers: list[ServerSpec], merge
     copy = settings.model_copy(deep=True)  # checking makes its layout concrete
     try:
         if study:
-            preflight.check_store(copy)
+            target_kind(copy).check_store(copy)
         else:
             check_settings(copy)
     except UserError as exc:

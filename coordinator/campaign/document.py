@@ -97,3 +97,21 @@ def merge_data(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
         else:
             out[key] = value
     return out
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """A server the campaign starts for a job through deploy/local/servers.py: one per job
+    when `fresh`, else one shared by every job naming the same `name` (its kind by
+    default) until the campaign ends."""
+
+    kind: str
+    fresh: bool = False
+    name: str = ""
+
+    @property
+    def key(self) -> str:
+        return self.name or self.kind
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "fresh": self.fresh, "name": self.name}

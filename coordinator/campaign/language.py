@@ -28,7 +28,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from bgbench.coordinator.campaign.checks import job_problem
-from bgbench.coordinator.campaign.document import Located, merge_data, read_yaml
+from bgbench.coordinator.campaign.document import Located, ServerSpec, merge_data, read_yaml
 from bgbench.coordinator.campaign.expressions import Sizes
 from bgbench.coordinator.campaign.references import Resolver, compact
 from bgbench.coordinator.configuration.config import (
@@ -46,24 +46,6 @@ FAILURE_POLICIES = ("continue", "stop")
 MAX_JOBS = 10_000  # jobs a campaign unfolds to, counted before any is built
 MAX_UNFOLDED = 5_000_000  # values and characters of all its jobs' documents
 MAX_INCLUDES = 100  # files a campaign includes, in all (a file included twice counts twice)
-
-
-@dataclass(frozen=True)
-class ServerSpec:
-    """A server the campaign starts for a job through deploy/local/servers.py: one per job
-    when `fresh`, else one shared by every job naming the same `name` (its kind by
-    default) until the campaign ends."""
-
-    kind: str
-    fresh: bool = False
-    name: str = ""
-
-    @property
-    def key(self) -> str:
-        return self.name or self.kind
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "fresh": self.fresh, "name": self.name}
 
 
 @dataclass

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from bgbench import __version__
-from bgbench.coordinator.campaign.language import Campaign, Job, ServerSpec
+from bgbench.coordinator.campaign.document import ServerSpec
+from bgbench.coordinator.campaign.language import Campaign, Job
 from bgbench.coordinator.configuration.redaction import (
     REDACTED,
     redact_config,

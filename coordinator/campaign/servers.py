@@ -15,14 +15,12 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.console import Console
 
+from bgbench.coordinator.campaign.document import ServerSpec
 from bgbench.errors import SystemFault, UserError
-
-if TYPE_CHECKING:  # the language checks a job's servers here: no import back at run time
-    from bgbench.coordinator.campaign.language import ServerSpec
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "local" / "servers.py"
 STATE = "server.json"

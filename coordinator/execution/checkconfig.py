@@ -5,8 +5,7 @@ from pathlib import Path
 from typing import Any
 
 from bgbench.coordinator.configuration.config import Settings, load_settings
-from bgbench.coordinator.execution import preflight
-from bgbench.coordinator.execution.sizing import resolve_local_layout
+from bgbench.coordinator.execution.target_kinds import target_kind
 
 
 def check_settings_file(file: Path, overrides: list[tuple[str, Any]]) -> Settings:
@@ -20,5 +19,6 @@ def check_settings_file(file: Path, overrides: list[tuple[str, Any]]) -> Setting
 def check_settings(settings: Settings) -> None:
     """What `rate` checks of valid settings before it starts (a campaign checks each job
     so); it makes the local layout concrete (agents.processes "auto")."""
-    resolve_local_layout(settings, None)
-    preflight.check_before_agents(settings)
+    kind = target_kind(settings)
+    kind.resolve_layout(settings, None)
+    kind.check_before_start(settings)

@@ -20,14 +20,26 @@ seconds:
 
 import math
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import numpy as np
+from rich.console import Console
 
-from bgbench.coordinator.configuration.config import ModelConfig, RatingConfig, SLAConfig
+from bgbench.coordinator.configuration.config import ModelConfig, RatingConfig, Settings, SLAConfig
 from bgbench.coordinator.configuration.plan import split_threads
 from bgbench.coordinator.execution.experiment import rate_steady
 from bgbench.coordinator.execution.steady import Tick
+from bgbench.coordinator.execution.target import (
+    ExperimentTarget,
+    FaultRecorder,
+    count_sessions,
+    target_versions,
+)
+from bgbench.coordinator.records.events import EventSink
 from bgbench.coordinator.records.metrics import LatencySummary, judge
 from bgbench.run_result import AgentOutcome, ExperimentResult
 
@@ -48,6 +60,7 @@ class ModelStore:
     rating: RatingConfig = field(default_factory=RatingConfig)
     seed: int = 1
     clock_s: float = 0.0  # virtual time spent in experiments
+    _threads: int = 0  # the experiment's T, while it runs
 
     def describe(self) -> str:
         m = self.model
@@ -117,62 +130,75 @@ class ModelStore:
         backlog_s = duration_s * max(0.0, rho - 1) / rho
         return min(rate, capacity), 1000 * service_ms + 1000 * backlog_s / 2
 
+    def _summary(self, x: float, mean_ms: float, duration_s: float) -> LatencySummary:
+        if x <= 0:
+            return LatencySummary(0, 0, 0, 0, 0, 0)
+        s = self.model.spread
+        median = mean_ms * math.exp(-s * s / 2)
+        return LatencySummary(
+            count=int(x * duration_s),
+            p50_ms=median * math.exp(s * Z[50]),
+            p95_ms=median * math.exp(s * Z[95]),
+            p99_ms=median * math.exp(s * Z[99]),
+            max_ms=median * math.exp(s * Z[99.9]),
+            mean_ms=mean_ms,
+        )
+
+    def _queued(self, ticks: list[list[Tick]], x: float, mean_ms: float) -> float:
+        """Open loop: the queue, not Little's law, sets the latency: one level for the run
+        (every tick's share within beta is set to it)."""
+        s = self.model.spread
+        within_all = self._within(mean_ms * math.exp(-s * s / 2), s) if x > 0 else 0.0
+        for row in ticks:
+            for tick in row:
+                tick.within = round(tick.ended * within_all / 100)
+        return within_all
+
+    def _agent(
+        self, worker: int, threads: int, actions: int, within: float, x: float, duration_s: float
+    ) -> AgentOutcome:
+        """Worker `worker`'s outcome: `threads` of the experiment's, `actions` played,
+        `within` percent within beta, at the experiment's throughput `x`."""
+        reads = int(actions * READ_SHARE)
+        unpredictable = min(100.0, self.model.unpredictable_per_thread * self._threads)
+        out = AgentOutcome(
+            address=f"model-worker-{worker}",
+            threads=threads,
+            actions=actions,
+            sessions=actions,
+            elapsed_s=duration_s,
+            load_processes=1,
+            within_percent=within if threads else 100.0,
+            session_within_percent=within if threads else 100.0,
+            reads=reads,
+            unpredictable_reads=round(reads * unpredictable / 100),
+            start_state="model",
+        )
+        verdict = judge(out.within_percent, out.unpredictable_percent, 0, False, self.sla)
+        if threads and x <= 0:
+            verdict.passed = False
+            verdict.reasons.append("throughput: the model store serves nothing at this T")
+        out.passed, out.reasons = verdict.passed, verdict.reasons
+        return out
+
     def experiment(
         self, threads: int, duration_s: float, experiment_id: str, rate: float | None = None
     ) -> ExperimentResult:
         self.clock_s += duration_s
+        self._threads = threads
         if rate:
             x, mean_ms = self._open_loop(threads, rate, duration_s)
         else:
             x = self.throughput(threads)
             mean_ms = 1000.0 * threads / x if x > 0 else math.inf
-        unpredictable = min(100.0, self.model.unpredictable_per_thread * threads)
         shares = split_threads(threads, [1.0] * self.model.workers)
-        s = self.model.spread
-        median = mean_ms * math.exp(-s * s / 2)
-        if x > 0:
-            summary = LatencySummary(
-                count=int(x * duration_s),
-                p50_ms=median * math.exp(s * Z[50]),
-                p95_ms=median * math.exp(s * Z[95]),
-                p99_ms=median * math.exp(s * Z[99]),
-                max_ms=median * math.exp(s * Z[99.9]),
-                mean_ms=mean_ms,
-            )
-        else:
-            summary = LatencySummary(0, 0, 0, 0, 0, 0)
-        if rate:  # the queue, not Little's law, sets the latency: one level for the run
-            within_all = self._within(median, s) if x > 0 else 0.0
-            ticks, withins = self._ticks(x, threads, shares, duration_s, experiment_id)
-            for row in ticks:
-                for tick in row:
-                    tick.within = round(tick.ended * within_all / 100)
-            withins = [within_all] * len(shares)
-        else:
-            ticks, withins = self._ticks(x, threads, shares, duration_s, experiment_id)
-        agents = []
-        for w, t in enumerate(shares):
-            actions = ticks[w][-1].actions if t else 0
-            reads = int(actions * READ_SHARE)
-            out = AgentOutcome(
-                address=f"model-worker-{w}",
-                threads=t,
-                actions=actions,
-                sessions=actions,
-                elapsed_s=duration_s,
-                load_processes=1,
-                within_percent=withins[w] if t else 100.0,
-                session_within_percent=withins[w] if t else 100.0,
-                reads=reads,
-                unpredictable_reads=round(reads * unpredictable / 100),
-                start_state="model",
-            )
-            verdict = judge(out.within_percent, out.unpredictable_percent, 0, False, self.sla)
-            if t and x <= 0:
-                verdict.passed = False
-                verdict.reasons.append("throughput: the model store serves nothing at this T")
-            out.passed, out.reasons = verdict.passed, verdict.reasons
-            agents.append(out)
+        ticks, withins = self._ticks(x, threads, shares, duration_s, experiment_id)
+        if rate:
+            withins = [self._queued(ticks, x, mean_ms)] * len(shares)
+        agents = [
+            self._agent(w, t, ticks[w][-1].actions if t else 0, withins[w], x, duration_s)
+            for w, t in enumerate(shares)
+        ]
         actions = sum(a.actions for a in agents)
         reads = sum(a.reads for a in agents)
         bad = sum(a.unpredictable_reads for a in agents)
@@ -194,7 +220,7 @@ class ModelStore:
             reads=reads,
             unpredictable_reads=bad,
             per_action=[],
-            overall=summary,
+            overall=self._summary(x, mean_ms, duration_s),
             agents=agents,
             passed=all(a.passed for a in agents),
         )
@@ -202,3 +228,63 @@ class ModelStore:
         if x <= 0:
             return result
         return rate_steady(result, ticks, self.sla, self.rating)
+
+
+MODEL_STORE = "model"  # the store name that selects the model store
+
+
+@dataclass
+class ModelTarget:
+    """The model store as a target: no agents, any T."""
+
+    settings: Settings
+    store_model: ModelStore
+    record_fault: FaultRecorder | None = None  # never called: the model has no faults
+
+    def run(
+        self, threads: int, duration_s: float, experiment_id: str, rate: float | None = None
+    ) -> ExperimentResult:
+        result = self.store_model.experiment(threads, duration_s, experiment_id, rate)
+        return count_sessions(result, self.settings)
+
+    @property
+    def store(self) -> str:
+        return self.store_model.describe()
+
+    def min_threads(self) -> int:
+        return 1
+
+    def max_threads(self) -> int:
+        return self.settings.rating.max_threads or 1 << 30
+
+    def fit_threads(self) -> int | None:
+        return None
+
+    def hosts(self) -> list[dict[str, Any]]:
+        return [{"host": "virtual", "note": "model store: no agents"}]
+
+    def versions(self) -> dict[str, str]:
+        return target_versions(self.store)
+
+
+class ModelKind:
+    """`--store model`: nothing to load, nothing to check before it starts."""
+
+    measures_a_store = False
+
+    def resolve_layout(self, settings: Settings, threads: int | None) -> None:
+        if settings.agents.processes == "auto":
+            settings.agents.processes = 1
+
+    def check_store(self, settings: Settings) -> None:
+        return None
+
+    def check_before_start(self, settings: Settings, threads: int | None = None) -> None:
+        return None
+
+    @contextmanager
+    def bring_up(
+        self, settings: Settings, work_dir: Path, console: Console, events: EventSink | None
+    ) -> Iterator[ExperimentTarget]:
+        s = settings
+        yield ModelTarget(s, ModelStore(s.model, s.sla, s.rating, s.run.seed))

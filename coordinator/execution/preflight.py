@@ -2,6 +2,7 @@
 
 import functools
 import json
+from collections.abc import Sequence
 
 import psutil
 
@@ -29,17 +30,14 @@ def _scale(settings: Settings) -> tuple[str, int]:
     return f"{workload.name}.{workload.scale_parameter}", int(node)  # type: ignore[call-overload]
 
 
-MODEL_STORE = "model"  # the simulated store of coordinator/execution/model_store.py, not a binding
-
-
-def check_store(settings: Settings) -> None:
-    if settings.store.name == MODEL_STORE:
-        return
+def check_store(settings: Settings, other_names: Sequence[str] = ()) -> None:
+    """The store is one of the workload's bindings (`other_names`, the names that select
+    no binding, are named in the refusal too), and its options are the binding's."""
     names = store_names(settings.workload.name)
     if settings.store.name not in names:
         raise UserError(
             f"invalid config: store.name: unknown store {settings.store.name!r} for workload "
-            f"{settings.workload.name}; use one of {', '.join([*names, MODEL_STORE])}"
+            f"{settings.workload.name}; use one of {', '.join([*names, *other_names])}"
         )
     options = json.dumps(settings.store.options)
     _check_options(settings.workload.name, settings.store.name, options)
@@ -147,7 +145,7 @@ def check_pacing(settings: Settings) -> None:
     """An open loop paces the load by its arrivals; an inter-arrival time would pace it a
     second way (the agents refuse it too, but only once the database is loaded)."""
     rated_by_rate = settings.run.target_rate or settings.rating.over == "rate"
-    if not rated_by_rate or settings.store.name == MODEL_STORE:
+    if not rated_by_rate:
         return
     gap = registry.get(settings.workload.name).interarrival_ms(settings.workload_config)
     if gap > 0:
@@ -155,23 +153,3 @@ def check_pacing(settings: Settings) -> None:
             f"run.target_rate: an open loop cannot also wait interarrivaltime={gap:g} ms "
             "between a socialite's units: set interarrivaltime to 0 or drop the target rate"
         )
-
-
-def check_before_agents(settings: Settings) -> None:
-    """What can be checked before any agent answers (listed agents' processes are unknown)."""
-    check_pacing(settings)
-    if settings.store.name == MODEL_STORE:
-        return
-    check_store(settings)
-    if not settings.agents.addresses:
-        from bgbench.coordinator.execution.sizing import (
-            resolve_local_layout,  # it needs this module
-        )
-
-        resolve_local_layout(settings, None)
-        check_local_memory(settings)
-        processes = settings.agents.processes
-        assert isinstance(processes, int)  # resolve_local_layout made it concrete
-        check_fit(settings, [processes] * settings.agents.local)
-    else:
-        check_memory(settings, [])  # the coordinator's own share; agents' after the handshake

@@ -1,9 +1,9 @@
-"""Bringing up what experiments run on: local agents and their fragments, or the model store."""
+"""Bringing up agents (local or listed) and their fragments: the target experiments on a
+real store run on."""
 
 import os
-import platform
 import secrets
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,7 +11,6 @@ from typing import Any
 
 from rich.console import Console
 
-from bgbench import __version__
 from bgbench.coordinator.configuration.config import Settings
 from bgbench.coordinator.execution import preflight
 from bgbench.coordinator.execution.agents import (
@@ -21,8 +20,13 @@ from bgbench.coordinator.execution.agents import (
     spawn_local_agents,
 )
 from bgbench.coordinator.execution.experiment import Cluster, ProgressCallback, run_experiment
-from bgbench.coordinator.execution.model_store import ModelStore
 from bgbench.coordinator.execution.sizing import resolve_local_layout
+from bgbench.coordinator.execution.target import (
+    ExperimentTarget,
+    FaultRecorder,
+    count_sessions,
+    target_versions,
+)
 from bgbench.coordinator.records.events import EventSink, ProgressTap
 from bgbench.coordinator.records.faults import should_retry
 from bgbench.coordinator.reports.report import LiveProgress
@@ -30,45 +34,25 @@ from bgbench.errors import BGBenchError, SystemFault
 from bgbench.protos import worker_pb2 as pb
 from bgbench.run_result import ExperimentResult
 from bgbench.run_result.experiment import longest_phases
-from bgbench.workloads import registry
-
-
-def count_sessions(result: ExperimentResult, settings: Settings) -> ExperimentResult:
-    """Sessions are the units of the mix that are sessions, not its single actions (an
-    agent counts every unit it plays); sessions/s is on actions/s's time base (the steady
-    window's throughput, or the whole run), the sessions' share of the actions being the
-    same in both."""
-    singles = set(registry.get(settings.workload.name).actions.values())
-    for agent in result.agents:
-        if agent.per_unit:
-            agent.sessions = sum(n for unit, n in agent.per_unit.items() if unit not in singles)
-    if result.per_unit:
-        result.sessions = sum(n for unit, n in result.per_unit.items() if unit not in singles)
-    share = result.sessions / result.actions if result.actions else 0.0
-    result.sessions_per_s = result.actions_per_s * share
-    return result
 
 
 @dataclass
-class Target:
-    """Runs experiments at (T, duration); says what it runs on."""
+class AgentsTarget:
+    """Runs experiments at (T, duration) on agents and the store they load; says what it
+    runs on."""
 
     settings: Settings
     console: Console
     cluster: Cluster | None = None
-    model: ModelStore | None = None
     start_state: str = "carry"
     local: LocalAgents | None = None
     creds: Credentials | None = None
-    record_fault: Callable[[ExperimentResult], None] | None = None
+    record_fault: FaultRecorder | None = None
     events: EventSink | None = None  # progress ticks go here too (coordinator/records/events.py)
 
     def run(
         self, threads: int, duration_s: float, experiment_id: str, rate: float | None = None
     ) -> ExperimentResult:
-        if self.model is not None:
-            model = self.model.experiment(threads, duration_s, experiment_id, rate)
-            return count_sessions(model, self.settings)
         preflight.check_threads_cover(threads, self.min_threads())
         self.rejoin()
         attempt = 0
@@ -160,32 +144,28 @@ class Target:
 
     @property
     def store(self) -> str:
-        if self.model is not None:
-            return self.model.describe()
         assert self.cluster is not None
         return self.cluster.store_description
 
     def min_threads(self) -> int:
         """One thread per fragment: with fewer, a fragment idles and the requests no longer
         follow the global Zipfian."""
-        if self.model is not None:
-            return 1
         assert self.cluster is not None
         return sum(f.load_processes for f in self.cluster.facts())
 
     def max_threads(self) -> int:
         if self.settings.rating.max_threads:
             return self.settings.rating.max_threads
-        if self.model is not None:
-            return 1 << 30
+        return self.fit_threads()
+
+    def fit_threads(self) -> int:
         assert self.cluster is not None
         return preflight.max_threads(
             self.settings, [f.load_processes for f in self.cluster.facts()]
         )
 
     def hosts(self) -> list[dict[str, Any]]:
-        if self.cluster is None:
-            return [{"host": "virtual", "note": "model store: no agents"}]
+        assert self.cluster is not None
         out: list[dict[str, Any]] = []
         for c, cap in zip(self.cluster.clients, self.cluster.capacities, strict=True):
             f = c.facts
@@ -207,12 +187,7 @@ class Target:
         return out
 
     def versions(self) -> dict[str, str]:
-        return {
-            "bgbench": __version__,
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "store": self.store,
-        }
+        return target_versions(self.store)
 
 
 def credentials(settings: Settings, local_token: str | None = None) -> Credentials:
@@ -247,17 +222,9 @@ def _answers(address: str, creds: Credentials | None, heartbeat_timeout: float) 
 @contextmanager
 def bring_up(
     settings: Settings, work_dir: Path, console: Console, events: EventSink | None = None
-) -> Iterator[Target]:
+) -> Iterator[AgentsTarget]:
     """Reach the listed agents, or spawn local ones; load every fragment; on the way out,
     stop what was spawned (listed agents keep running). Progress also goes to `events`."""
-    if settings.store.name == preflight.MODEL_STORE:
-        yield Target(
-            settings,
-            console,
-            model=ModelStore(settings.model, settings.sla, settings.rating, settings.run.seed),
-            events=events,
-        )
-        return
     preflight.check_store(settings)
     resolve_local_layout(settings, None)  # callers that did not size the layout themselves
     a = settings.agents
@@ -306,7 +273,7 @@ def bring_up(
             f"loaded {entities:,} entities in {len(cluster.layout.capacities)} fragments in "
             f"{load_s:.1f} s{f' ({named})' if named else ''} on {cluster.store_description}"
         )
-        target = Target(
+        target = AgentsTarget(
             settings,
             console,
             cluster=cluster,
@@ -322,3 +289,42 @@ def bring_up(
         elif cluster is not None:
             cluster.close()
         local.close()
+
+
+class AgentsKind:
+    """A store binding's name: agents load and drive the store."""
+
+    measures_a_store = True
+
+    def __init__(self, other_names: list[str]) -> None:
+        self.other_names = other_names  # what else a store name may be (in refusals)
+
+    def resolve_layout(self, settings: Settings, threads: int | None) -> None:
+        resolve_local_layout(settings, threads)
+
+    def check_store(self, settings: Settings) -> None:
+        preflight.check_store(settings, self.other_names)
+
+    def check_before_start(self, settings: Settings, threads: int | None = None) -> None:
+        """Bad input before the store: what needs no agent (listed agents' processes are
+        unknown until they answer); a run's T covers every local fragment."""
+        preflight.check_pacing(settings)
+        self.check_store(settings)
+        a = settings.agents
+        if a.addresses:
+            preflight.check_memory(settings, [])  # the coordinator's share; agents' later
+            return
+        resolve_local_layout(settings, None)
+        preflight.check_local_memory(settings)
+        processes = a.processes
+        assert isinstance(processes, int)  # resolve_local_layout made it concrete
+        preflight.check_fit(settings, [processes] * a.local)
+        if threads is not None:
+            preflight.check_threads_cover(threads, a.local * processes)
+
+    @contextmanager
+    def bring_up(
+        self, settings: Settings, work_dir: Path, console: Console, events: EventSink | None
+    ) -> Iterator[ExperimentTarget]:
+        with bring_up(settings, work_dir, console, events) as target:
+            yield target

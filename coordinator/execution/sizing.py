@@ -12,7 +12,6 @@ the settings of every experiment.
 import os
 
 from bgbench.coordinator.configuration.config import Settings
-from bgbench.coordinator.execution.preflight import MODEL_STORE
 from bgbench.workloads import registry
 
 THREADS_PER_PROCESS = 64
@@ -28,7 +27,7 @@ def store_concurrency(workload: str, store: str) -> str:
 def resolve_local_layout(settings: Settings, threads: int | None) -> None:
     """Make agents.local and agents.processes concrete (for local agents)."""
     a = settings.agents
-    if a.addresses or settings.store.name == MODEL_STORE:
+    if a.addresses:
         if a.processes == "auto":
             a.processes = 1
         return

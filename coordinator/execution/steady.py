@@ -63,37 +63,54 @@ def mser_cut(series: list[float] | np.ndarray, confidence: float = 0.95) -> tupl
     return cut, steady
 
 
+def _agent_series(
+    ticks: list[Tick], duration_s: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One agent's ticks as series: its rate, its within-beta and ended counts per
+    interval, and the intervals' spans (ticks past the run's end left out)."""
+    times = np.array([0.0] + [t.elapsed_s for t in ticks])
+    actions = np.array([0] + [t.actions for t in ticks], dtype=np.float64)
+    keep = times[1:] <= duration_s + TAIL_SLACK_S
+    spans = np.diff(times)[keep]
+    rate = np.divide(np.diff(actions)[keep], spans, where=spans > 0, out=np.zeros(keep.sum()))
+    within = np.array([t.within for t in ticks], dtype=np.float64)[keep]
+    ended = np.array([t.ended for t in ticks], dtype=np.float64)[keep]
+    return rate, within, ended, spans
+
+
+def _summed(series: list[np.ndarray], n: int) -> np.ndarray:
+    """The agents' series added up over their first n intervals."""
+    return np.sum([s[:n] for s in series], axis=0) if n else np.zeros(0)
+
+
+def _run_totals(agents: list[list[Tick]]) -> tuple[int, int, int]:
+    """(actions, within beta, ended) of the whole run, over every agent."""
+    actions = sum(ticks[-1].actions for ticks in agents if ticks)
+    within = sum(t.within for ticks in agents for t in ticks)
+    ended = sum(t.ended for ticks in agents for t in ticks)
+    return actions, within, ended
+
+
+def _cut(out: "Steadiness", throughput: np.ndarray, within: np.ndarray, confidence: float) -> None:
+    """The warm-up cut: the later of the rate's and the latency share's."""
+    by_rate, settled = mser_cut(throughput, confidence)
+    by_latency, latency_settled = mser_cut(np.nan_to_num(within, nan=100.0), confidence)
+    out.cut = max(by_rate, by_latency)
+    out.stable = settled and latency_settled
+
+
 def analyse(
     agents: list[list[Tick]], duration_s: float, cut: bool, confidence: float = 0.95
 ) -> Steadiness:
     """The series of an experiment from its agents' ticks, and its steady window (the whole
     run when `cut` is off)."""
-    rates: list[np.ndarray] = []
-    withins: list[tuple[np.ndarray, np.ndarray]] = []
-    spacings: list[float] = []
-    run_actions = run_within = run_ended = 0
-    for ticks in agents:
-        times = np.array([0.0] + [t.elapsed_s for t in ticks])
-        actions = np.array([0] + [t.actions for t in ticks], dtype=np.float64)
-        keep = times[1:] <= duration_s + TAIL_SLACK_S
-        spans = np.diff(times)[keep]
-        rates.append(
-            np.divide(np.diff(actions)[keep], spans, where=spans > 0, out=np.zeros(keep.sum()))
-        )
-        withins.append(
-            (
-                np.array([t.within for t in ticks], dtype=np.float64)[keep],
-                np.array([t.ended for t in ticks], dtype=np.float64)[keep],
-            )
-        )
-        spacings += list(spans)
-        run_actions += ticks[-1].actions if ticks else 0
-        run_within += sum(t.within for t in ticks)
-        run_ended += sum(t.ended for t in ticks)
-    n = min((len(r) for r in rates), default=0)
-    throughput = np.sum([r[:n] for r in rates], axis=0) if n else np.zeros(0)
-    within_hits = np.sum([w[0][:n] for w in withins], axis=0) if n else np.zeros(0)
-    ended = np.sum([w[1][:n] for w in withins], axis=0) if n else np.zeros(0)
+    series = [_agent_series(ticks, duration_s) for ticks in agents]
+    spacings = [float(v) for s in series for v in s[3]]
+    run_actions, run_within, run_ended = _run_totals(agents)
+    n = min((len(s[0]) for s in series), default=0)
+    throughput = _summed([s[0] for s in series], n)
+    within_hits = _summed([s[1] for s in series], n)
+    ended = _summed([s[2] for s in series], n)
     within = np.where(ended > 0, 100.0 * within_hits / np.maximum(ended, 1), np.nan)
     interval = float(np.median(spacings)) if spacings else 0.0
     out = Steadiness(
@@ -105,10 +122,7 @@ def analyse(
         tested=n >= MIN_SAMPLES,
     )
     if cut and n >= MIN_SAMPLES:
-        by_rate, settled = mser_cut(throughput, confidence)
-        by_latency, latency_settled = mser_cut(np.nan_to_num(within, nan=100.0), confidence)
-        out.cut = max(by_rate, by_latency)
-        out.stable = settled and latency_settled
+        _cut(out, throughput, within, confidence)
     out.warmup_s = out.cut * interval
     out.window_s = (n - out.cut) * interval
     return out

@@ -1,6 +1,7 @@
 """The `bgbench` command line."""
 
 import json
+import os
 import signal
 import sys
 from pathlib import Path
@@ -10,7 +11,6 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
-from bgbench.__main__ import INTERRUPTED, exit_interrupted
 from bgbench.coordinator.configuration.config import (
     SCALE_OVERRIDE,
     Settings,
@@ -26,7 +26,7 @@ from bgbench.coordinator.execution.offline import (
     validate_directory,
     write_per_read,
 )
-from bgbench.coordinator.execution.preflight import MODEL_STORE
+from bgbench.coordinator.execution.target_kinds import simulated_store_names, target_kind
 from bgbench.coordinator.interfaces.cli_campaign import campaign_app
 from bgbench.coordinator.interfaces.cli_deck import deck
 from bgbench.coordinator.interfaces.cli_live import EventsOption, MetricsPortOption, live_sink
@@ -35,6 +35,7 @@ from bgbench.coordinator.rating import api
 from bgbench.coordinator.rating.api import new_rating_id, results_path, resumed_settings
 from bgbench.coordinator.rating.study import run_study
 from bgbench.coordinator.rating.sweep import write_csv
+from bgbench.coordinator.records.faults import EXIT_INTERRUPTED as INTERRUPTED
 from bgbench.coordinator.records.faults import ending
 from bgbench.coordinator.reports.report import (
     render,
@@ -265,7 +266,7 @@ def study(
     record every measurement, print its tables."""
     flags = _common_flags(workload, store, None, None, None, None, None, users, results)
     settings = _settings(config, param, flags)
-    if settings.store.name == MODEL_STORE:
+    if not target_kind(settings).measures_a_store:
         raise UserError("a study measures a real store: choose one with --store (bgbench stores)")
     results_dir = results_path(settings.results_dir)
     record = run_study(settings, name, new_rating_id(), results_dir, err)
@@ -422,12 +423,13 @@ def stores(workload: WorkloadFlag = None) -> None:
     """List the store bindings installed: one line per workload, or one line per store of
     --workload (and the model store, which simulates any)."""
     if workload is not None:
-        for name in [*preflight.store_names(workload), MODEL_STORE]:
+        for name in [*preflight.store_names(workload), *simulated_store_names()]:
             out.print(name)
         return
     for name in registry.workload_names():
         out.print(f"{name}: {' '.join(preflight.store_names(name))}")
-    out.print(f"{MODEL_STORE} (simulated, any workload)")
+    for name in simulated_store_names():
+        out.print(f"{name} (simulated, any workload)")
 
 
 @app.command(
@@ -436,9 +438,9 @@ def stores(workload: WorkloadFlag = None) -> None:
 )
 def agent(ctx: typer.Context) -> None:
     """Run a worker agent: bgbench agent --help for its options."""
-    from bgbench.worker.agent import cli as agent_cli  # the CLI's one door into worker/
-
-    agent_cli(list(ctx.args))
+    # Listed here for --help: bgbench/__main__.py sends `bgbench agent` to the worker before
+    # this module is imported; called here, the process becomes that command.
+    os.execv(sys.executable, [sys.executable, "-m", "bgbench", "agent", *ctx.args])
 
 
 def recorded_settings(record: dict[str, Any]) -> Settings:
@@ -456,10 +458,11 @@ def main() -> None:
     """The command line (the entry is bgbench/__main__.py, which handles an interrupt
     while this module is imported; here it becomes a KeyboardInterrupt, that stops what
     the command started, and on the way out the process ends at once again)."""
+    on_interrupt = signal.getsignal(signal.SIGINT) or signal.SIG_DFL  # __main__.py: exit at once
     try:
         code = _run_app()
     finally:
-        signal.signal(signal.SIGINT, exit_interrupted)  # nothing left to stop
+        signal.signal(signal.SIGINT, on_interrupt)  # nothing left to stop
     sys.exit(code)
 
 

@@ -3,16 +3,19 @@ to its own)."""
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
 from bgbench.coordinator.rating.api import results_path
-from bgbench.coordinator.reports import compare as comparing
-from bgbench.coordinator.reports import html_report
-from bgbench.coordinator.storage.frames import ResultFrames, load
 from bgbench.inputs import check_output
+
+if TYPE_CHECKING:
+    from bgbench.coordinator.storage.frames import ResultFrames
+
+# The DataFrame and plotting modules are imported by the commands that use them: every
+# other command (run, rate, agent) starts without pandas or matplotlib.
 
 report_app = typer.Typer()
 out = Console(width=None if sys.stdout.isatty() else 160)
@@ -20,7 +23,9 @@ err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 ResultsFlag = Annotated[Path | None, typer.Option(help="results directory (default results)")]
 
 
-def _frames(results: Path | None) -> ResultFrames:
+def _frames(results: Path | None) -> "ResultFrames":
+    from bgbench.coordinator.storage.frames import load
+
     return load(results_path(results or Path("results")))
 
 
@@ -37,6 +42,8 @@ def report(
     ] = None,
 ) -> None:
     """Write one self-contained HTML report (figures inline) of a rating, run or campaign."""
+    from bgbench.coordinator.reports import html_report
+
     target = check_output(output or Path(f"{ident}.html"), "--output")
     written = html_report.report(_frames(results), ident, target, fmt)
     out.print(f"wrote {written.html} ({len(written.figures)} figures)")
@@ -54,6 +61,9 @@ def compare_ratings(
 ) -> None:
     """Ratings side by side: SoAR with its interval, Socialites, the settings that differ,
     and whether each pair's SoAR differ beyond the noise."""
+    from bgbench.coordinator.reports import compare as comparing
+    from bgbench.coordinator.reports import html_report
+
     if output is not None:
         check_output(output, "--output")  # before the work, not after it
     comparison = comparing.compare(_frames(results), ids)

@@ -23,11 +23,9 @@ from rich.console import Console
 
 from bgbench.coordinator.configuration.config import Settings, describe_validation_error, set_path
 from bgbench.coordinator.configuration.redaction import REDACTED, redact_config, redacted_paths
-from bgbench.coordinator.execution import preflight
 from bgbench.coordinator.execution.experiment import faulted, new_experiment_id, save
-from bgbench.coordinator.execution.preflight import MODEL_STORE
-from bgbench.coordinator.execution.session import Target, bring_up
-from bgbench.coordinator.execution.sizing import resolve_local_layout
+from bgbench.coordinator.execution.target import ExperimentTarget
+from bgbench.coordinator.execution.target_kinds import target_kind
 from bgbench.coordinator.rating.ratings import Rating, RatingSummary
 from bgbench.coordinator.rating.sweep import Limits, SweepTable, clip
 from bgbench.coordinator.records.events import (
@@ -162,8 +160,9 @@ def rate(
             raise UserError("a new rating needs its settings")
         where = results.path.parent if isinstance(results, ResultsStore) else results
         settings.results_dir = results_path(where)
-        resolve_local_layout(settings, None)
-        preflight.check_before_agents(settings)
+        kind = target_kind(settings)
+        kind.resolve_layout(settings, None)
+        kind.check_before_start(settings)
         store = open_results(settings.results_dir)
         rating_id = rating_id or new_rating_id()
         store.start_rating(
@@ -241,7 +240,8 @@ def _execute(
         if events:
             events.emit(ExperimentStarted(experiment_id, phase, threads, duration))
 
-    with bring_up(settings, settings.results_dir / rating_id, console, events) as target:
+    work_dir = settings.results_dir / rating_id
+    with target_kind(settings).bring_up(settings, work_dir, console, events) as target:
         store.set_hosts(rating_id, target.hosts(), target.versions())
         store.update_config(rating_id, settings.model_dump_json())  # measured capacities
         target.record_fault = lambda r: store.add_experiment(rating_id, "retried", r)
@@ -254,16 +254,12 @@ def _execute(
         return rating.execute(target.max_threads(), target.min_threads())
 
 
-def sweep_limits(settings: Settings, target: Target) -> Limits:
+def sweep_limits(settings: Settings, target: ExperimentTarget) -> Limits:
     """What bounds a sweep's T on this target (the model store fits any T)."""
-    fit = None
-    if target.cluster is not None:
-        processes = [f.load_processes for f in target.cluster.facts()]
-        fit = preflight.max_threads(settings, processes)
     workload = registry.get(settings.workload.name)
     return Limits(
         floor=target.min_threads(),
-        fit=fit,
+        fit=target.fit_threads(),
         setting=settings.rating.max_threads,
         scale=f"{workload.name}.{workload.scale_parameter}",
     )
@@ -353,7 +349,7 @@ def _to_resume(
     if settings is None:
         settings = resumed_settings(row, [], store.path.parent)
     settings.results_dir = store.path.parent  # the store it was given, wherever that is now
-    resolve_local_layout(settings, None)  # recorded before "auto" existed: made concrete
+    target_kind(settings).resolve_layout(settings, None)  # recorded before "auto" existed
     go_to_origin(row, console)
     console.print(f"resuming rating {rating_id} with its recorded settings")
     return settings
@@ -419,12 +415,9 @@ def run(
     console = console or quiet_console()
     settings.results_dir = results_path(settings.results_dir)
     threads = settings.run.threadcount
-    resolve_local_layout(settings, threads)
-    preflight.check_before_agents(settings)  # as a rating does: bad input before the store
-    a = settings.agents
-    if settings.store.name != MODEL_STORE and not a.addresses:
-        processes = a.processes if isinstance(a.processes, int) else 1
-        preflight.check_threads_cover(threads, a.local * processes)
+    kind = target_kind(settings)
+    kind.resolve_layout(settings, threads)
+    kind.check_before_start(settings, threads)  # as a rating does: bad input before the store
     store = open_results(settings.results_dir)
     experiment_id = new_experiment_id(threads)
     run_dir = settings.results_dir / experiment_id
@@ -436,7 +429,7 @@ def run(
         events.emit(RatingStarted(experiment_id, RUN_OBJECTIVE, settings.store.name))
         events.emit(ExperimentStarted(experiment_id, RUN_OBJECTIVE, threads, duration))
     try:
-        with bring_up(settings, run_dir, console, events) as target:
+        with kind.bring_up(settings, run_dir, console, events) as target:
             hosts, versions = target.hosts(), target.versions()
             target.record_fault = retried.append
             result = target.run(threads, duration, experiment_id)

@@ -32,8 +32,8 @@ from bgbench.coordinator.search.memo import Memo, Outcome
 from bgbench.coordinator.search.rate import max_rate
 from bgbench.coordinator.search.soar import soar
 from bgbench.coordinator.search.socialites import socialites
-from bgbench.coordinator.storage.evidence import RunFigures, outcome_of
-from bgbench.coordinator.storage.results import ResultsStore, reasons_of
+from bgbench.coordinator.storage.evidence import RunFigures, outcome_of, reasons_of
+from bgbench.coordinator.storage.results import ResultsStore
 from bgbench.errors import UserError
 from bgbench.run_result import ExperimentResult
 

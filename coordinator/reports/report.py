@@ -34,6 +34,17 @@ def _ms(v: float) -> str:
 
 
 def render(result: ExperimentResult, settings: Settings) -> Group:
+    units = _units_table(result)
+    return Group(
+        _head(result, settings),
+        _actions_table(result, settings),
+        *([units] if units.row_count else []),
+        _agents_table(result),
+        _notes(result),
+    )
+
+
+def _head(result: ExperimentResult, settings: Settings) -> Text:
     sla = settings.sla
     head = Text()
     head.append(f"Experiment {result.experiment_id}", style="bold")
@@ -72,7 +83,10 @@ def render(result: ExperimentResult, settings: Settings) -> Group:
         f"judged per agent): ",
     )
     head.append(verdict, style="bold green" if result.passed else "bold red")
+    return head
 
+
+def _actions_table(result: ExperimentResult, settings: Settings) -> Table:
     actions = Table(title="per action (response time = end - intended start)", title_justify="left")
     for col in ("action", "count", "errors", "p50 ms", "p95 ms", "p99 ms", "max ms", "≤ β %"):
         actions.add_column(col, justify="left" if col == "action" else "right")
@@ -88,13 +102,19 @@ def render(result: ExperimentResult, settings: Settings) -> Group:
             _ms(a.response.max_ms),
             f"{a.within_percent:.2f}",
         )
+    return actions
 
+
+def _units_table(result: ExperimentResult) -> Table:
     units = Table(title="units of the mix played (actions and sessions)", title_justify="left")
     units.add_column("unit", justify="left")
     units.add_column("played", justify="right")
     for unit, n in sorted(getattr(result, "per_unit", {}).items(), key=lambda kv: -kv[1]):
         units.add_row(unit, f"{n:,}")
+    return units
 
+
+def _agents_table(result: ExperimentResult) -> Table:
     agents = Table(title="per agent (the SLA is judged on each)", title_justify="left")
     for col in (
         "agent", "T", "procs", "actions/s", "CPU %", "≤ β %", "unpredictable", "log records",
@@ -114,6 +134,10 @@ def render(result: ExperimentResult, settings: Settings) -> Group:
             f"{o.log_records_written:,}",
             "pass" if o.passed else "fail: " + "; ".join(o.reasons or [o.aborted or "fault"]),
         )
+    return agents
+
+
+def _notes(result: ExperimentResult) -> Text:
     notes = Text()
     if any(o.embedded_store for o in result.agents):
         notes.append("* embedded store: the load processes' CPU includes the store's own work\n")
@@ -123,7 +147,7 @@ def render(result: ExperimentResult, settings: Settings) -> Group:
                 f"{o.address}: {e['count']} x {e['action']} {e['type']}: {e['sample']}\n",
                 style="red",
             )
-    return Group(head, actions, *([units] if units.row_count else []), agents, notes)
+    return notes
 
 
 class LiveProgress:

@@ -50,22 +50,25 @@ def next_probe(run: Memo, t_max: int, confidence: float) -> int | None:
         return None
     oa, oc = run.known.get(a), run.known.get(c)
     if oa is not None and oc is not None and oa.passed and oc.passed:
-        if (
-            ob.samples
-            and oa.samples
-            and oc.samples
-            and compare(ob.samples, oa.samples, confidence) == 0
-            and compare(ob.samples, oc.samples, confidence) == 0
-        ):
+        if _flat(ob, oa, oc, confidence):
             return None  # flat within the noise over [a, c]
         v = vertex(a, oa.throughput, b, ob.throughput, c, oc.throughput)
-        if v is not None:
-            t = round(v)
-            if t == b:
-                return None
-            if a < t < c and t not in run.known:
-                return t
+        t = None if v is None else round(v)
+        if t == b:
+            return None
+        if t is not None and a < t < c and t not in run.known:
+            return t
     return _golden(run, a, b, c)
+
+
+def _flat(ob: Outcome, oa: Outcome, oc: Outcome, confidence: float) -> bool:
+    """The best passing T's throughput differs from neither neighbour's beyond the noise."""
+    if not (ob.samples and oa.samples and oc.samples):
+        return False
+    return (
+        compare(ob.samples, oa.samples, confidence) == 0
+        and compare(ob.samples, oc.samples, confidence) == 0
+    )
 
 
 def _golden(run: Memo, a: int, b: int, c: int) -> int | None:

@@ -17,7 +17,6 @@ from typing import Any
 from bgbench.coordinator.configuration.config import RatingConfig, SLAConfig
 from bgbench.coordinator.records.stats import pooled_interval, proportion_interval
 from bgbench.coordinator.search.memo import Outcome
-from bgbench.coordinator.storage.results import reasons_of
 from bgbench.run_result import ExperimentResult
 
 SOFT = ("latency:", "staleness:")  # reasons an interval can leave uncertain
@@ -79,6 +78,10 @@ def _hard(reasons: list[str]) -> bool:
     return any(not r.startswith((*SOFT, UNSTABLE)) for r in reasons)
 
 
+def reasons_of(result: ExperimentResult) -> str:
+    return result.reasons()
+
+
 def outcome_of(runs: list[RunFigures], sla: SLAConfig, rating: RatingConfig) -> Outcome:
     """The outcome of one or more runs of the same experiment. Runs that never settled
     are left out while one did; when none did, the outcome fails, unclear (so the
@@ -97,13 +100,26 @@ def outcome_of(runs: list[RunFigures], sla: SLAConfig, rating: RatingConfig) -> 
         return Outcome(False, throughput, reasons, rate.low, rate.high, samples, True, len(runs))
     reads = sum(r.reads for r in runs)
     stale = proportion_interval(sum(r.unpredictable for r in runs), reads, conf)
+    passed, reasons = _verdict(runs, sla, stale.mean, reasons)
+    clear = _clear(runs, sla, conf, stale, reads)
+    return Outcome(passed, throughput, reasons, rate.low, rate.high, samples, clear, len(runs))
+
+
+def _verdict(
+    runs: list[RunFigures], sla: SLAConfig, stale_mean: float, reasons: str
+) -> tuple[bool, str]:
+    """One run's own verdict, or several runs' judged on their pooled figures."""
     if len(runs) == 1:
-        passed = runs[0].passed
-    else:
-        within = sum(r.within for r in runs) / len(runs)
-        passed = within >= sla.alpha and stale.mean <= sla.tau
-        if not passed and not reasons:
-            reasons = f"latency: {within:.2f}% within {sla.beta_ms:g} ms over {len(runs)} runs"
+        return runs[0].passed, reasons
+    within = sum(r.within for r in runs) / len(runs)
+    passed = within >= sla.alpha and stale_mean <= sla.tau
+    if not passed and not reasons:
+        reasons = f"latency: {within:.2f}% within {sla.beta_ms:g} ms over {len(runs)} runs"
+    return passed, reasons
+
+
+def _clear(runs: list[RunFigures], sla: SLAConfig, conf: float, stale: Any, reads: int) -> bool:
+    """Whether the intervals settle the verdict (else the experiment runs again)."""
     # No stale read at all leaves nothing to resolve: τ holds as well as the run can show.
     stale_reads = sum(r.unpredictable for r in runs)
     states = [_side(stale, sla.tau, higher_passes=False)] if reads and stale_reads else []
@@ -113,8 +129,7 @@ def outcome_of(runs: list[RunFigures], sla: SLAConfig, rating: RatingConfig) -> 
         # verdict says; repeating it would give no interval either.
         if within_ci.n >= 2:
             states.append(_side(within_ci, sla.alpha, higher_passes=True))
-    clear = "fail" in states or "unsure" not in states
-    return Outcome(passed, throughput, reasons, rate.low, rate.high, samples, clear, len(runs))
+    return "fail" in states or "unsure" not in states
 
 
 def _side(interval: Any, threshold: float, higher_passes: bool) -> str:

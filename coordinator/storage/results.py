@@ -15,9 +15,10 @@ from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bgbench.coordinator.configuration.redaction import redact_config, redact_strings, redact_text
+from bgbench.coordinator.storage.evidence import RunFigures, reasons_of
 from bgbench.coordinator.storage.store_file import (
     SCHEMA_VERSION,
     bad_row,
@@ -29,9 +30,6 @@ from bgbench.coordinator.storage.store_file import (
 from bgbench.errors import UserError
 from bgbench.run_result import ExperimentResult
 from bgbench.workloads.registry import DEFAULT_WORKLOAD
-
-if TYPE_CHECKING:
-    from bgbench.coordinator.storage.evidence import RunFigures
 
 DB_NAME = "bgbench.sqlite"
 SCHEMA = """
@@ -212,10 +210,6 @@ def _row_name(row: dict[str, Any]) -> str:
 def _redacted_config(config_json: str) -> str:
     """Settings as recorded: whoever serialized them, no secret is stored."""
     return json.dumps(redact_config(json.loads(config_json)))
-
-
-def reasons_of(result: ExperimentResult) -> str:
-    return result.reasons()
 
 
 class ResultsStore:
@@ -405,12 +399,10 @@ class ResultsStore:
             out.append({"seq": r[0], "name": r[1], **row})
         return out
 
-    def known_runs(self, rating_id: str) -> dict[tuple[str, float], dict[int, list["RunFigures"]]]:
+    def known_runs(self, rating_id: str) -> dict[tuple[str, float], dict[int, list[RunFigures]]]:
         """Finished runs of each experiment, by phase (search or final) and duration, then
         T (or open-loop rate), in the order they ran (faults are not runs: they rerun;
         warm-ups are not rated)."""
-        from bgbench.coordinator.storage.evidence import RunFigures  # it builds on this module
-
         known: dict[tuple[str, float], dict[int, list[RunFigures]]] = {}
         for e in self.experiments(rating_id):
             if e["status"] == "fault" or e["phase"] in ("warmup", "retried", "sweep"):
