@@ -34,9 +34,9 @@ from bgbench.coordinator.interfaces.cli_report import report_app
 from bgbench.coordinator.rating import api
 from bgbench.coordinator.rating.api import new_rating_id, results_path, resumed_settings
 from bgbench.coordinator.rating.study import run_study
-from bgbench.coordinator.rating.sweep import write_csv
 from bgbench.coordinator.records.faults import EXIT_INTERRUPTED as INTERRUPTED
 from bgbench.coordinator.records.faults import ending
+from bgbench.coordinator.records.sweep import write_csv
 from bgbench.coordinator.reports.report import (
     render,
     render_rating,

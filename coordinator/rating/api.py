@@ -27,7 +27,6 @@ from bgbench.coordinator.execution.experiment import faulted, new_experiment_id,
 from bgbench.coordinator.execution.target import ExperimentTarget
 from bgbench.coordinator.execution.target_kinds import target_kind
 from bgbench.coordinator.rating.ratings import Rating, RatingSummary
-from bgbench.coordinator.rating.sweep import Limits, SweepTable, clip
 from bgbench.coordinator.records.events import (
     EventSink,
     ExperimentEnded,
@@ -41,6 +40,7 @@ from bgbench.coordinator.records.faults import (
     recorded_kind,
     run_failure,
 )
+from bgbench.coordinator.records.sweep import Limits, SweepTable, clip
 from bgbench.coordinator.reports.report import experiment_line
 from bgbench.coordinator.storage.results import ResultsStore
 from bgbench.coordinator.storage.store_file import StoreFault

@@ -14,7 +14,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from bgbench.coordinator.configuration.config import Settings, final_duration, search_duration
-from bgbench.coordinator.rating.sweep import (
+from bgbench.coordinator.records.faults import experiment_fault
+from bgbench.coordinator.records.stats import compare
+from bgbench.coordinator.records.sweep import (
     PHASE,
     Plan,
     Sample,
@@ -23,8 +25,6 @@ from bgbench.coordinator.rating.sweep import (
     sample_of,
     tabulate,
 )
-from bgbench.coordinator.records.faults import experiment_fault
-from bgbench.coordinator.records.stats import compare
 from bgbench.coordinator.search.exhaustive import exhaustive
 from bgbench.coordinator.search.final import FinalResult, final
 from bgbench.coordinator.search.fit import soar_fit

@@ -11,8 +11,8 @@ from rich.table import Table
 from rich.text import Text
 
 from bgbench.coordinator.configuration.config import Settings
-from bgbench.coordinator.rating.sweep import ALL_ACTIONS, SweepTable
 from bgbench.coordinator.records.metrics import decode, percentile
+from bgbench.coordinator.records.sweep import ALL_ACTIONS, SweepTable
 from bgbench.protos import new_histogram
 from bgbench.protos import worker_pb2 as pb
 from bgbench.run_result import ExperimentResult

@@ -44,7 +44,7 @@ validation
     rating_id, seq, threads, kind (item|action), name, reads, unpredictable.
 sweep
     rating_id and the thread sweep's table, one row per T and action
-    (coordinator/rating/sweep.py CSV_COLUMNS: threads, repeats, passed, actions_per_s, ...,
+    (coordinator/records/sweep.py CSV_COLUMNS: threads, repeats, passed, actions_per_s, ...,
     action, runs, count, mean_ms, p95_ms).
 measurements
     rating_id, seq, name (the study's table), then every key its rows recorded.
@@ -70,8 +70,8 @@ import pandas as pd
 
 from bgbench.coordinator.configuration.redaction import redact_config
 from bgbench.coordinator.configuration.redaction import redact_strings as redacted
-from bgbench.coordinator.rating.sweep import CSV_COLUMNS, SweepTable, csv_rows
 from bgbench.coordinator.records.stats import mean_interval
+from bgbench.coordinator.records.sweep import CSV_COLUMNS, SweepTable, csv_rows
 from bgbench.coordinator.storage.frames_campaigns import CAMPAIGN_COLUMNS, campaign_row, jobs_frame
 from bgbench.coordinator.storage.results import DB_NAME, checked_row
 from bgbench.coordinator.storage.store_file import checked as _checked

@@ -13,7 +13,8 @@ from bgbench.coordinator.execution.experiment import faulted
 from bgbench.coordinator.execution.model_store import ModelStore
 from bgbench.coordinator.rating import api
 from bgbench.coordinator.rating.ratings import Rating, RatingSummary
-from bgbench.coordinator.rating.sweep import (
+from bgbench.coordinator.records.metrics import LatencySummary
+from bgbench.coordinator.records.sweep import (
     ALL_ACTIONS,
     Limits,
     Plan,
@@ -25,7 +26,6 @@ from bgbench.coordinator.rating.sweep import (
     tabulate,
     write_csv,
 )
-from bgbench.coordinator.records.metrics import LatencySummary
 from bgbench.coordinator.storage.results import ResultsStore
 from bgbench.errors import SystemFault, UserError
 from bgbench.run_result import ActionFigures, ExperimentResult
