@@ -54,7 +54,17 @@ def patches(args: argparse.Namespace) -> list[Patch]:
     return out
 
 
-def print_load(loads: dict[str, list[dict[str, Any]]]) -> None:
+def _row(
+    rows: list[dict[str, Any]], consistency: str, indexes: str, n: int
+) -> dict[str, Any] | None:
+    return next(
+        (x for x in rows
+         if x["consistency"] == consistency and x["indexes"] == indexes and x["rows"] == n),
+        None,
+    )  # fmt: skip
+
+
+def print_figure_3(loads: dict[str, list[dict[str, Any]]]) -> None:
     print("Figure 3: bulk loading with indexes defined before, seconds (mean ± sd of the runs)")
     for store, rows in loads.items():
         sizes = sorted({r["rows"] for r in rows})
@@ -62,32 +72,37 @@ def print_load(loads: dict[str, list[dict[str, Any]]]) -> None:
         for consistency in ("strong", "weak"):
             cells = ""
             for n in sizes:
-                r = next((x for x in rows if x["consistency"] == consistency
-                          and x["indexes"] == "before" and x["rows"] == n), None)  # fmt: skip
+                r = _row(rows, consistency, "before", n)
                 cells += f" {r['total s']:>8.2f} ± {r['total s sd']:<5.2f}" if r else f" {'-':>16}"
             print(f"{store:>10} {consistency:>7}{cells}")
+
+
+def print_figure_4(loads: dict[str, list[dict[str, Any]]]) -> None:
     print("\nFigure 4: indexes before vs after at the largest size, weak: seconds (load + index)")
     print(f"{'store':>10} {'rows':>8} {'before':>9} {'after':>9} {'load':>9} {'index':>9} "
           f"{'rows/s before':>14} {'rows/s after':>13}")  # fmt: skip
     for store, rows in loads.items():
         top = max(r["rows"] for r in rows)
-        b = next((x for x in rows if x["consistency"] == "weak" and x["indexes"] == "before"
-                  and x["rows"] == top), None)  # fmt: skip
-        a = next((x for x in rows if x["consistency"] == "weak" and x["indexes"] == "after"
-                  and x["rows"] == top), None)  # fmt: skip
+        b, a = _row(rows, "weak", "before", top), _row(rows, "weak", "after", top)
         if a and b:
             print(f"{store:>10} {top:>8,} {b['total s']:>9.2f} {a['total s']:>9.2f} "
                   f"{a['load s']:>9.2f} {a['index s']:>9.2f} {b['rows/s']:>14,.0f} "
                   f"{a['rows/s']:>13,.0f}")  # fmt: skip
+
+
+def print_strong_vs_weak(loads: dict[str, list[dict[str, Any]]]) -> None:
     print("\nStrong vs weak (indexes before, largest size): time strong / weak")
     for store, rows in loads.items():
         top = max(r["rows"] for r in rows)
-        s = next((x for x in rows if x["consistency"] == "strong" and x["indexes"] == "before"
-                  and x["rows"] == top), None)  # fmt: skip
-        w = next((x for x in rows if x["consistency"] == "weak" and x["indexes"] == "before"
-                  and x["rows"] == top), None)  # fmt: skip
+        s, w = _row(rows, "strong", "before", top), _row(rows, "weak", "before", top)
         if s and w:
             print(f"{store:>10} {s['total s'] / w['total s']:>6.2f}x")
+
+
+def print_load(loads: dict[str, list[dict[str, Any]]]) -> None:
+    print_figure_3(loads)
+    print_figure_4(loads)
+    print_strong_vs_weak(loads)
 
 
 def print_queries(results: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]]) -> None:
