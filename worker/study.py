@@ -73,7 +73,9 @@ def run(request: dict[str, Any], events: Events) -> None:
     try:
         config = registry.get(workload).config_model.model_validate(request["config"])
     except ValidationError as exc:
-        raise UserError(f"study {workload} settings: {exc.errors()[0]['msg']}") from None
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in (workload, *first["loc"]))
+        raise UserError(f"{where}: {first['msg']}") from None
     options = dict(request["options"])
 
     def bindings(overrides: Mapping[str, Any]) -> StoreBinding:
@@ -85,6 +87,7 @@ def run(request: dict[str, Any], events: Events) -> None:
     def say(line: str) -> None:
         events.send({"say": str(line)})
 
+    threading.Thread(target=_exit_when_stdin_closes, daemon=True).start()
     tables = study.run(config, bindings, record, say)
     events.send({"tables": [asdict(t) for t in tables]})
 
@@ -98,9 +101,7 @@ def _exit_when_stdin_closes() -> None:
 def main() -> int:
     events = Events()
     try:
-        request = read_request(sys.stdin.buffer)
-        threading.Thread(target=_exit_when_stdin_closes, daemon=True).start()
-        run(request, events)
+        run(read_request(sys.stdin.buffer), events)
     except UserError as exc:
         events.send({"error": "user", "message": str(exc)})
         return USER_EXIT
