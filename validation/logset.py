@@ -33,6 +33,7 @@ from bgbench.validation.runner import (
 )
 
 LOG_GLOB = "log-f*.bglog"
+WORKLOAD_FILE = "workload.txt"  # beside the logs: the workload that wrote them
 COUNTS = ("reads", "unpredictable_reads", "writes", "sessions", "unpredictable_sessions")
 
 

@@ -30,6 +30,7 @@ from bgbench.run_result import ActionStats, RunResult
 from bgbench.sdk import AnyWorkload, Fragment, Progress, StoreBinding
 from bgbench.validation.initial import load_initial, save_initial
 from bgbench.validation.logformat import LogWriter
+from bgbench.validation.logset import WORKLOAD_FILE
 from bgbench.validation.runner import validate_logs
 from bgbench.worker import runner
 from bgbench.worker.contracts import PrepareResult, ReadCounts, ReadyResult, ValidateSummary
@@ -43,9 +44,6 @@ SATURATED_CPU_SHARE = 0.9
 # An experiment whose actions waited this long (p99) between their intended start and
 # their store call measured the client, not the store: it fails as "client overloaded".
 CLIENT_DELAY_BOUND_MS = 100.0
-
-
-WORKLOAD_FILE = "workload.txt"  # beside the logs: the workload that wrote them
 
 
 def log_path(log_dir: Path, fragment: int) -> Path:

@@ -28,7 +28,15 @@ from bgbench.sdk.blocking import (
 )
 from bgbench.sdk.recording import ACTION_FIELDS, ERROR, OK, RECORD_FIELDS, Recorder
 from bgbench.sdk.stores import BlockingBinding, StoreSpec
-from bgbench.sdk.studies import AnyStudy, Record, Say, Study, StudyTable, WithStudies
+from bgbench.sdk.studies import (
+    AnyStudy,
+    Bindings,
+    Record,
+    Say,
+    Study,
+    StudyTable,
+    WithStudies,
+)
 from bgbench.sdk.timing import Item, Think, Timer, UnitContext
 from bgbench.sdk.workload import (
     AnyWorkload,
@@ -54,6 +62,7 @@ __all__ = [
     "WRITE_ABS",
     "AnyStudy",
     "AnyWorkload",
+    "Bindings",
     "BlockingBinding",
     "Concurrency",
     "Fragment",

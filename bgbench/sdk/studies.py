@@ -1,6 +1,6 @@
 """Studies: a workload's own measurements beyond ratings (bulk-load times, query times by
-selectivity), run by `bgbench study NAME --workload W` in the coordinator's process
-against one store binding."""
+selectivity), run by `bgbench study NAME --workload W` in a worker process (bgbench.worker.
+study) against the bindings of one store that the caller makes for it."""
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -9,6 +9,7 @@ from typing import Any, Protocol, TypeVar
 from pydantic import BaseModel
 
 ConfigT = TypeVar("ConfigT", bound=BaseModel, contravariant=True)
+BindingT = TypeVar("BindingT", contravariant=True)
 
 
 @dataclass
@@ -24,9 +25,12 @@ class StudyTable:
 
 Record = Callable[[str, dict[str, Any]], None]  # (table name, row), recorded at once
 Say = Callable[[str], None]  # a line of progress for the user
+# A new binding of the study's store, from the user's store options with these overrides
+# (e.g. {"consistency": "weak"}); the study closes each binding it makes.
+Bindings = Callable[[Mapping[str, Any]], BindingT]
 
 
-class Study(Protocol[ConfigT]):
+class Study(Protocol[ConfigT, BindingT]):
     """A measurement a workload's paper made that is not a rating. It records each
     measurement as it is made (nothing is lost to a fault) and returns the tables."""
 
@@ -34,17 +38,18 @@ class Study(Protocol[ConfigT]):
     description: str
 
     def run(
-        self, config: ConfigT, store: str, options: Mapping[str, Any], record: Record, say: Say
+        self, config: ConfigT, bindings: Bindings[BindingT], record: Record, say: Say
     ) -> list[StudyTable]:
-        """Measure, calling `record` with every raw measurement as it is made; the tables
-        to show (summaries first). A store that fails raises SystemFault (StoreError)."""
+        """Measure through bindings made by `bindings`, calling `record` with every raw
+        measurement as it is made; the tables to show (summaries first). A store that
+        fails raises SystemFault (StoreError)."""
         ...
 
 
-AnyStudy = Study[Any]  # what the coordinator holds
+AnyStudy = Study[Any, Any]  # what the registry and the study runner hold
 
 
 class WithStudies(Protocol):
     """A workload that has studies (optional: a workload without has none)."""
 
-    studies: Mapping[str, Study[Any]]
+    studies: Mapping[str, Study[Any, Any]]

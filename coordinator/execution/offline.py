@@ -28,6 +28,7 @@ from bgbench.validation.checker import ValidationResult
 from bgbench.validation.initial import InitialFormatError, InitialValues
 from bgbench.validation.logformat import LogFormatError, LogWriter
 from bgbench.validation.logset import (
+    WORKLOAD_FILE,
     LogSetError,
     Unfinished,
     find_logs,
@@ -37,7 +38,6 @@ from bgbench.validation.logset import (
 )
 from bgbench.validation.records import VALUE_LIMIT
 from bgbench.validation.runner import RunInfo, usable_workers, validate_logs
-from bgbench.worker.engine import WORKLOAD_FILE
 from bgbench.workloads import registry
 
 SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)?\s*$", re.IGNORECASE)

@@ -21,11 +21,10 @@ import random
 import statistics
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, cast
+from typing import Any
 
 from bgbench.errors import StoreError
-from bgbench.sdk import Record, Say, Study, StudyTable
-from bgbench.workloads.registry import binding_class, make_binding
+from bgbench.sdk import Bindings, Record, Say, Study, StudyTable
 from bgbench.workloads.sensorlog.config import SensorLogConfig
 from bgbench.workloads.sensorlog.generator import (
     Rows,
@@ -37,17 +36,13 @@ from bgbench.workloads.sensorlog.generator import (
 )
 from bgbench.workloads.sensorlog.store import Query, SensorLogBinding, Unsupported
 
-WORKLOAD = "sensorlog"
-
 
 def _beat() -> None:
     pass
 
 
-def _binding(store: str, options: Mapping[str, Any], consistency: str) -> SensorLogBinding:
-    return cast(
-        SensorLogBinding, make_binding(WORKLOAD, store, {**options, "consistency": consistency})
-    )
+def _binding(bindings: Bindings[SensorLogBinding], consistency: str) -> SensorLogBinding:
+    return bindings({"consistency": consistency})
 
 
 def _stats(values: list[float]) -> tuple[float, float]:
@@ -60,13 +55,12 @@ def _rows(config: SensorLogConfig, readings: int) -> list[Rows]:
     return list(rows_of(db, range(db.machines), readings))
 
 
-def consistency_table(store: str, levels: Iterable[str]) -> StudyTable:
-    cls = cast(Any, binding_class(WORKLOAD, store))
+def consistency_table(store: str, settings: Mapping[str, str], levels: Iterable[str]) -> StudyTable:
     return StudyTable(
         "consistency",
         f"Consistency settings of {store} (the paper's Table 1)",
         ["setting", "what it sets"],
-        [{"setting": c, "what it sets": cls.consistency_settings[c]} for c in levels],
+        [{"setting": c, "what it sets": settings[c]} for c in levels],
     )
 
 
@@ -77,16 +71,18 @@ class LoadStudy:
     def run(
         self,
         config: SensorLogConfig,
-        store: str,
-        options: Mapping[str, Any],
+        bindings: Bindings[SensorLogBinding],
         record: Record,
         say: Say,
     ) -> list[StudyTable]:
         cfg = config
         st, db = cfg.study, cfg.database
         raw: list[dict[str, Any]] = []
+        store = ""  # the binding's name and its Table 1, from the bindings made
+        settings: Mapping[str, str] = {}
         for consistency in st.consistency:
-            binding = _binding(store, options, consistency)
+            binding = _binding(bindings, consistency)
+            store, settings = binding.name, binding.consistency_settings
             try:
                 described = binding.describe()
                 for size in st.sizes:
@@ -107,7 +103,7 @@ class LoadStudy:
                             )
             finally:
                 binding.close()
-        return [self._summary(store, raw), consistency_table(store, st.consistency)]
+        return [self._summary(store, raw), consistency_table(store, settings, st.consistency)]
 
     @staticmethod
     def _one(
@@ -173,8 +169,7 @@ class QueryStudy:
     def run(
         self,
         config: SensorLogConfig,
-        store: str,
-        options: Mapping[str, Any],
+        bindings: Bindings[SensorLogBinding],
         record: Record,
         say: Say,
     ) -> list[StudyTable]:
@@ -184,7 +179,8 @@ class QueryStudy:
         readings = readings_for(db, st.query_rows or db.rows)
         batches = _rows(cfg, readings)
         total = sum(len(b) for b in batches)
-        binding = _binding(store, options, consistency)
+        binding = _binding(bindings, consistency)
+        store = binding.name
         try:
             binding.reset(indexes=True)
             t0 = time.perf_counter()
@@ -281,4 +277,7 @@ class QueryStudy:
         return {**out, "mean ms": mean * 1000, "sd ms": sd * 1000, "plan": plan}
 
 
-STUDIES: dict[str, Study[SensorLogConfig]] = {"load": LoadStudy(), "queries": QueryStudy()}
+STUDIES: dict[str, Study[SensorLogConfig, SensorLogBinding]] = {
+    "load": LoadStudy(),
+    "queries": QueryStudy(),
+}
