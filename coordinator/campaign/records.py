@@ -1,6 +1,6 @@
-"""A campaign in the results store (tables campaigns and campaign_jobs, coordinator/
-results.py): the file's text, bgbench's version, and each job's foreach values, resolved
-settings (redacted), servers, rating and outcome."""
+"""A campaign in the results store (tables campaigns and campaign_jobs, written and read
+by coordinator/storage/campaign_rows.py): the file's text, bgbench's version, and each
+job's foreach values, resolved settings (redacted), servers, rating and outcome."""
 
 import json
 import time
@@ -18,7 +18,9 @@ from bgbench.coordinator.configuration.redaction import (
     redact_source,
     redact_text,
 )
-from bgbench.coordinator.storage.results import ResultsStore, checked_row
+from bgbench.coordinator.storage import campaign_rows
+from bgbench.coordinator.storage.campaign_rows import NewCampaign, NewJob
+from bgbench.coordinator.storage.results import ResultsStore
 from bgbench.errors import UserError
 
 
@@ -39,10 +41,6 @@ class JobRecord:
         return [ServerSpec(s["kind"], s["fresh"], s["name"]) for s in self.servers]
 
 
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
-
-
 def new_campaign_id() -> str:
     import secrets
 
@@ -50,19 +48,15 @@ def new_campaign_id() -> str:
 
 
 def start_campaign(store: ResultsStore, campaign_id: str, campaign: Campaign) -> None:
-    with store.connect() as db:
-        db.execute(
-            "INSERT INTO campaigns (id, name, created, updated, status, file, file_text, version,"
-            " cwd) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?)",
-            (campaign_id, campaign.name, _now(), _now(), str(campaign.path),
-             redact_source(campaign.text), __version__, str(Path.cwd())),
-        )  # fmt: skip
-        db.executemany(
-            "INSERT INTO campaign_jobs (campaign_id, seq, label, vars_json, settings_json,"
-            " servers_json, study, status) VALUES (?, ?, ?, ?, ?, ?, ?, 'pending')",
-            [(campaign_id, j.seq, *_redacted_job(j), json.dumps([s.to_dict() for s in j.servers]),
-              j.study) for j in campaign.jobs],
-        )  # fmt: skip
+    record = NewCampaign(
+        id=campaign_id, name=campaign.name, file=str(campaign.path),
+        file_text=redact_source(campaign.text), version=__version__, cwd=str(Path.cwd()),
+    )  # fmt: skip
+    rows = [
+        NewJob(j.seq, *_redacted_job(j), json.dumps([s.to_dict() for s in j.servers]), j.study)
+        for j in campaign.jobs
+    ]
+    campaign_rows.insert_campaign(store, record, rows)
 
 
 def same_text(campaign: Campaign, recorded: str) -> bool:
@@ -90,11 +84,10 @@ def _redacted_job(job: Job) -> tuple[str, str, str]:
 
 
 def campaign_row(store: ResultsStore, campaign_id: str) -> dict[str, Any]:
-    with store.connect() as db:
-        row = db.execute("SELECT * FROM campaigns WHERE id = ?", (campaign_id,)).fetchone()
+    row = campaign_rows.campaign_row(store, campaign_id)
     if row is None:
         raise UserError(f"no campaign {campaign_id!r} in {store.path}: see `bgbench campaign list`")
-    return _shown(checked_row(store.path, "campaigns", dict(row)))
+    return _shown(row)
 
 
 def _shown(row: dict[str, Any]) -> dict[str, Any]:
@@ -105,21 +98,11 @@ def _shown(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def campaigns(store: ResultsStore) -> list[dict[str, Any]]:
-    with store.connect() as db:
-        rows = db.execute(
-            "SELECT c.*, (SELECT count(*) FROM campaign_jobs j WHERE j.campaign_id = c.id) AS jobs,"
-            " (SELECT count(*) FROM campaign_jobs j WHERE j.campaign_id = c.id"
-            " AND j.status = 'done') AS done FROM campaigns c ORDER BY created, id"
-        ).fetchall()
-    return [_shown(checked_row(store.path, "campaigns", dict(r))) for r in rows]
+    return [_shown(row) for row in campaign_rows.campaign_rows(store)]
 
 
 def jobs(store: ResultsStore, campaign_id: str) -> list[JobRecord]:
-    with store.connect() as db:
-        rows = db.execute(
-            "SELECT * FROM campaign_jobs WHERE campaign_id = ? ORDER BY seq", (campaign_id,)
-        ).fetchall()
-    checked = [checked_row(store.path, "campaign_jobs", dict(r)) for r in rows]
+    checked = campaign_rows.job_rows(store, campaign_id)
     return [
         JobRecord(
             seq=r["seq"],
@@ -139,25 +122,17 @@ def jobs(store: ResultsStore, campaign_id: str) -> list[JobRecord]:
 def update_job(
     store: ResultsStore, campaign_id: str, seq: int, *, status: str, **fields: Any
 ) -> None:
-    sets, values = ["status = ?"], [status]
-    for name, value in fields.items():
-        column = {"servers": "servers_json"}.get(name, name)
-        sets.append(f"{column} = ?")
-        values.append(json.dumps(value) if name == "servers" else _text(value))
-    with store.connect() as db:
-        db.execute(
-            f"UPDATE campaign_jobs SET {', '.join(sets)} WHERE campaign_id = ? AND seq = ?",
-            (*values, campaign_id, seq),
+    columns = {
+        {"servers": "servers_json"}.get(name, name): (
+            json.dumps(value) if name == "servers" else _text(value)
         )
-        db.execute("UPDATE campaigns SET updated = ? WHERE id = ?", (_now(), campaign_id))
+        for name, value in fields.items()
+    }
+    campaign_rows.update_job(store, campaign_id, seq, status, columns)
 
 
 def finish_campaign(store: ResultsStore, campaign_id: str, status: str, message: str = "") -> None:
-    with store.connect() as db:
-        db.execute(
-            "UPDATE campaigns SET status = ?, message = ?, updated = ? WHERE id = ?",
-            (status, redact_text(message), _now(), campaign_id),
-        )
+    campaign_rows.finish_campaign(store, campaign_id, status, redact_text(message))
 
 
 def _text(value: Any) -> Any:

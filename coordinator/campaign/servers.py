@@ -1,5 +1,6 @@
-"""Servers a campaign starts for its jobs (Strudel's workload manager), through
-deploy/local/servers.py, and stops: exactly those it started, also on failure or Ctrl-C.
+"""Servers a campaign starts for its jobs (Strudel's workload manager), through the
+packaged launchers (bgbench/launchers/servers.py, which deploy/local/servers.py runs from a
+checkout), and stops: exactly those it started, also on failure or Ctrl-C.
 
 Each server lives in a directory of the campaign's (results/CAMPAIGN/servers/KEY/) whose
 server.json records its PIDs. A campaign resumed after its coordinator was killed finds
@@ -9,43 +10,28 @@ rating's data is in them), and stops them at its end like its own.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from rich.console import Console
 
 from bgbench.coordinator.campaign.document import ServerSpec
 from bgbench.errors import SystemFault, UserError
+from bgbench.launchers import servers as launchers
+from bgbench.launchers.procs import running, stop_pid
 
-DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "local" / "servers.py"
 STATE = "server.json"
 PORT = "campaign-port"  # the port a server of the campaign had (kept when it stops)
 
 
-def deploy_module() -> ModuleType:
-    """deploy/local/servers.py of the checkout bgbench runs from."""
-    if not DEPLOY.is_file():
-        raise UserError(
-            f"a job names a server, but {DEPLOY} is missing (bgbench was not installed from a "
-            "source checkout): start the server yourself and give its address in store.options"
-        )
-    spec = importlib.util.spec_from_file_location("bgbench_deploy_servers", DEPLOY)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def check_kinds(specs: list[ServerSpec]) -> None:
-    """Refuse a server kind deploy/local/servers.py does not start, before anything runs."""
+    """Refuse a server kind the launchers do not start, before anything runs."""
     if not specs:
         return
-    known = list(deploy_module().kinds())
+    known = list(launchers.kinds())
     for spec in specs:
         if spec.kind not in known:
             raise UserError(f"unknown server kind {spec.kind!r}: use one of {', '.join(known)}")
@@ -58,13 +44,6 @@ class Servers:
     root: Path  # results/CAMPAIGN/servers
     console: Console
     running: dict[str, dict[str, Any]] = field(default_factory=dict)
-    _deploy: ModuleType | None = None
-
-    @property
-    def deploy(self) -> ModuleType:
-        if self._deploy is None:
-            self._deploy = deploy_module()
-        return self._deploy
 
     def adopt(self) -> None:
         """Take over the servers an earlier, killed coordinator of this campaign left
@@ -73,7 +52,7 @@ class Servers:
             return
         for state in sorted(self.root.glob(f"*/{STATE}")):
             info = json.loads(state.read_text())
-            if self.deploy.alive(info):
+            if launchers.alive(info):
                 self.running[state.parent.name] = info
                 self.console.print(f"using {info['server']} {state.parent.name} again (still up)")
             else:
@@ -91,7 +70,7 @@ class Servers:
         for spec in specs:
             info = self.running[self.key(seq, spec)]
             try:
-                options.update(self.deploy.store_options(info))
+                options.update(launchers.store_options(info))
             except (OSError, SystemExit, subprocess.SubprocessError) as exc:
                 raise SystemFault(f"server {spec.key} gave no store options: {exc}") from None
         return options
@@ -103,13 +82,13 @@ class Servers:
     def _ensure(self, key: str, kind: str) -> dict[str, Any]:
         if key in self.running:
             return self.running[key]
-        self.console.print(f"starting {kind} server {key} (deploy/local)")
+        self.console.print(f"starting {kind} server {key} (bgbench.launchers)")
         directory = self.root / key
         known = directory / PORT  # a server started here before: its port again
         port = int(known.read_text()) if known.exists() else None
         try:
-            info: dict[str, Any] = self.deploy.start(kind, directory, port)
-        except SystemExit as exc:  # the deploy script's own refusal (an unknown kind...)
+            info: dict[str, Any] = launchers.start(kind, directory, port)
+        except SystemExit as exc:  # the launcher's own refusal (an unknown kind...)
             raise UserError(f"server {key}: {exc}") from None
         except Exception as exc:
             self.stop(key)  # what it left behind, if it recorded anything
@@ -135,10 +114,10 @@ class Servers:
             return
         self.console.print(f"stopping server {key}")
         info = json.loads(state.read_text())
-        self.deploy.stop(state.parent)
+        launchers.stop(state.parent)
         for pid in info.get("pids") or [info["pid"]]:  # what its own stop left running
-            if self.deploy.running(pid):
-                self.deploy.stop_pid(pid)
+            if running(pid):
+                stop_pid(pid)
 
     def stop_fresh(self, seq: int, specs: list[ServerSpec]) -> None:
         for spec in specs:

@@ -114,13 +114,7 @@ def open_results(directory: Path) -> ResultsStore:
             probe.write(b"\0" * 4096)
             probe.flush()
             os.fsync(probe.fileno())
-        db = sqlite3.connect(store.path, timeout=30, isolation_level=None)
-        try:
-            db.execute("BEGIN IMMEDIATE")
-            db.execute("CREATE TABLE bgbench_write_probe (x)")
-            db.execute("ROLLBACK")
-        finally:
-            db.close()
+        store.try_write()
     except (OSError, sqlite3.Error, StoreFault) as exc:
         reason = _reason(exc)
         raise UserError(

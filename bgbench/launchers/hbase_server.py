@@ -7,8 +7,9 @@ after a grace period, and recovers from its WAL when started again.
 """
 
 from pathlib import Path
+from typing import Any
 
-from procs import fetch_jars, free_port, java, running, spawn, stop_pid, wait_for
+from bgbench.launchers.procs import fetch_jars, free_port, java, running, spawn, stop_pid, wait_for
 
 VERSION = "2.6.1"
 # From HBase's bin/hbase for JDK 11 and later.
@@ -62,7 +63,7 @@ def _site(data: Path, zk_port: int, master_port: int, rs_port: int) -> str:
     return f'<?xml version="1.0"?>\n<configuration>\n{body}</configuration>\n'
 
 
-def start(directory: Path, heap: str = "1g") -> dict:
+def start(directory: Path, heap: str = "1g") -> dict[str, Any]:
     lib = fetch_jars("hbase", VERSION)
     conf = directory / "conf"
     conf.mkdir(parents=True, exist_ok=True)
@@ -113,14 +114,14 @@ def _put_and_get(port: int) -> bool:
                 conn.create_table("bgbench_probe", {"f": {}})
             table = conn.table("bgbench_probe")
             table.put(b"r", {b"f:c": b"ok"})
-            return table.row(b"r").get(b"f:c") == b"ok"
+            return bool(table.row(b"r").get(b"f:c") == b"ok")
         finally:
             conn.close()
     except Exception:  # not ready yet: refused, a Thrift error, a region in transition
         return False
 
 
-def stop(info: dict) -> None:
+def stop(info: dict[str, Any]) -> None:
     thrift, master = info["pids"]
     stop_pid(thrift, 5)
     stop_pid(master, 8)

@@ -16,8 +16,18 @@ About 1 GB RSS per node; SIGTERM stops a node in ~6 s.
 
 import logging
 from pathlib import Path
+from typing import Any
 
-from procs import bindable, fetch_jars, free_port, java, running, spawn, stop_pid, wait_for
+from bgbench.launchers.procs import (
+    bindable,
+    fetch_jars,
+    free_port,
+    java,
+    running,
+    spawn,
+    stop_pid,
+    wait_for,
+)
 
 VERSION = "5.0.2"
 # From upstream's conf/jvm17-server.options (JPMS openings and netty settings).
@@ -90,7 +100,7 @@ def start(
     heap: str = "1g",
     datacenters: bool = False,
     commitlog: str = "periodic",
-) -> dict:
+) -> dict[str, Any]:
     lib = fetch_jars("cassandra", VERSION)
     hosts = [f"127.0.0.{i + 1}" for i in range(nodes)]
     storage_port = free_port(*hosts)
@@ -190,6 +200,6 @@ def _sees_peers(host: str, port: int, peers: int) -> bool:
         return False
 
 
-def stop(info: dict) -> None:
+def stop(info: dict[str, Any]) -> None:
     for pid in info["pids"]:
         stop_pid(pid, 20)

@@ -40,7 +40,9 @@ def apt(*packages: str) -> None:
         subprocess.run(cmd, env=env, check=True, capture_output=True)
 
 
-def wait_for(check: Callable[[], bool], what: str, timeout: float, alive=None) -> None:
+def wait_for(
+    check: Callable[[], bool], what: str, timeout: float, alive: Callable[[], bool] | None = None
+) -> None:
     """Poll `check` until it holds; fail early when `alive` says the server has exited."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -70,7 +72,7 @@ def port_open(port: int, host: str = "127.0.0.1") -> bool:
 
 
 def fetch_jars(name: str, version: str) -> Path:
-    """The jars of deploy/local/jars/NAME/pom.xml (which pins VERSION), fetched from Maven
+    """The jars of bgbench/launchers/jars/NAME/pom.xml (which pins VERSION), fetched from Maven
     Central once and cached under ~/.cache/bgbench/jars (BGBENCH_JAR_CACHE) between runs."""
     pom = Path(__file__).parent / "jars" / name / "pom.xml"
     lib = JARS / f"{name}-{version}"
@@ -102,7 +104,7 @@ def java() -> str:
     return shutil.which("java") or "java"
 
 
-def spawn(cmd: list[str], directory: Path, log_name: str, env: dict | None = None) -> int:
+def spawn(cmd: list[str], directory: Path, log_name: str, env: dict[str, str] | None = None) -> int:
     log = open(directory / log_name, "wb")  # noqa: SIM115 - the child owns it
     proc = subprocess.Popen(
         cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=directory,
