@@ -17,9 +17,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from rich.console import Console
-
 from bgbench.coordinator.campaign.document import ServerSpec
+from bgbench.coordinator.records.events import Say
 from bgbench.errors import SystemFault, UserError
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "local" / "servers.py"
@@ -56,7 +55,7 @@ class Servers:
     """The servers of one campaign, by key (a shared server's name, or job-N-KIND)."""
 
     root: Path  # results/CAMPAIGN/servers
-    console: Console
+    say: Say
     running: dict[str, dict[str, Any]] = field(default_factory=dict)
     _deploy: ModuleType | None = None
 
@@ -75,7 +74,7 @@ class Servers:
             info = json.loads(state.read_text())
             if self.deploy.alive(info):
                 self.running[state.parent.name] = info
-                self.console.print(f"using {info['server']} {state.parent.name} again (still up)")
+                self.say(f"using {info['server']} {state.parent.name} again (still up)")
             else:
                 state.unlink()
 
@@ -103,7 +102,7 @@ class Servers:
     def _ensure(self, key: str, kind: str) -> dict[str, Any]:
         if key in self.running:
             return self.running[key]
-        self.console.print(f"starting {kind} server {key} (deploy/local)")
+        self.say(f"starting {kind} server {key} (deploy/local)")
         directory = self.root / key
         known = directory / PORT  # a server started here before: its port again
         port = int(known.read_text()) if known.exists() else None
@@ -133,7 +132,7 @@ class Servers:
         state = self.root / key / STATE
         if not state.exists():
             return
-        self.console.print(f"stopping server {key}")
+        self.say(f"stopping server {key}")
         info = json.loads(state.read_text())
         self.deploy.stop(state.parent)
         for pid in info.get("pids") or [info["pid"]]:  # what its own stop left running
