@@ -406,20 +406,24 @@ def resolve_at_origin(settings: Settings, record: dict[str, Any], say: Say) -> N
 
 
 def resolve_paths(settings: Settings, base_dir: Path) -> None:
-    """Relative file paths of `settings` (the store's file options, the agents' TLS files)
-    made absolute against `base_dir`."""
+    """Relative file paths of `settings` made absolute against `base_dir`: the agents' TLS
+    files and, for local agents, the store's file options (their defaults included); a
+    listed agent keeps those in its own work dir."""
     tls = settings.agents.tls
     if tls is not None:
         tls.ca_file = base_dir / tls.ca_file
         tls.cert_file = base_dir / tls.cert_file if tls.cert_file else None
         tls.key_file = base_dir / tls.key_file if tls.key_file else None
+    if settings.agents.addresses:
+        return
     try:
-        file_options = registry.spec(settings.workload.name, settings.store.name).file_options
+        spec = registry.spec(settings.workload.name, settings.store.name)
     except UserError:  # not a binding (the model store): no file option
         return
     options = settings.store.options
-    for name in file_options:
-        value = options.get(name)
+    for name in spec.file_options:
+        field = spec.options.model_fields.get(name)
+        value = options.get(name, field.default if field is not None else None)
         if isinstance(value, str) and _is_relative_file(value):
             options[name] = str(base_dir / value)
 
