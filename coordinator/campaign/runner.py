@@ -13,7 +13,6 @@ from pathlib import Path
 
 import yaml
 from pydantic import ValidationError
-from rich.console import Console
 
 from bgbench.coordinator.campaign import records
 from bgbench.coordinator.campaign.language import Campaign, load_campaign
@@ -23,7 +22,14 @@ from bgbench.coordinator.configuration.config import Settings, describe_validati
 from bgbench.coordinator.configuration.redaction import REDACTED, redact_config
 from bgbench.coordinator.rating import api
 from bgbench.coordinator.rating.study import run_study
-from bgbench.coordinator.records.events import CampaignEnded, CampaignStarted, EventSink
+from bgbench.coordinator.records.events import (
+    CampaignEnded,
+    CampaignStarted,
+    EventSink,
+    JobStarting,
+    Say,
+    silent,
+)
 from bgbench.coordinator.records.faults import INTERRUPTED
 from bgbench.coordinator.storage.results import ResultsStore
 from bgbench.errors import SystemFault, UserError
@@ -47,13 +53,13 @@ def run_campaign(
     *,
     resume: str | None = None,
     on_failure: str | None = None,
-    console: Console | None = None,
+    say: Say = silent,
     events: EventSink | None = None,
 ) -> CampaignOutcome:
     """Run `campaign` (or, with `resume`, the unfinished campaign of that id in the results
     store: `campaign` is then None) and return every job's outcome. `events` follows it live
-    (coordinator/records/events.py): the campaign's start and end, its ratings' events between."""
-    console = console or api.quiet_console()
+    (coordinator/records/events.py): the campaign's start and end, its ratings' events between;
+    lines for the user go to `say`."""
     results_dir = api.results_path(results_dir)
     if resume is None:
         _check_new(campaign)  # before the results store is made
@@ -67,16 +73,16 @@ def run_campaign(
                 f"show {campaign_id} --results {results_dir}"
             )
         campaign = _same_file(row)
-        console.print(f"resuming campaign {campaign_id} ({row['name']})")
+        say(f"resuming campaign {campaign_id} ({row['name']})")
     else:
         assert campaign is not None  # _check_new
         campaign_id = records.new_campaign_id()
         records.start_campaign(store, campaign_id, campaign)
     policy = on_failure or (campaign.on_failure if campaign else "continue")
-    console.print(f"campaign {campaign_id}: results in {store.path}")
+    say(f"campaign {campaign_id}: results in {store.path}")
     if events:
         events.emit(CampaignStarted(campaign_id, resume is not None))
-    servers = Servers(results_dir / campaign_id / "servers", console)
+    servers = Servers(results_dir / campaign_id / "servers", say)
     servers.adopt()
     status = "done"
     try:
@@ -84,12 +90,13 @@ def run_campaign(
         for job in jobs:
             if job.status in ("done", "failed"):
                 continue
-            console.rule(f"job {job.seq} of {len(jobs)}: {job.label}")
+            if events:
+                events.emit(JobStarting(campaign_id, job.seq, len(jobs), job.label))
             settings = _fresh_settings(campaign, job)
-            outcome, message = _run_job(store, campaign_id, job, settings, servers, console, events)
+            outcome, message = _run_job(store, campaign_id, job, settings, servers, say, events)
             records.update_job(store, campaign_id, job.seq, status=outcome, message=message)
             if outcome == "failed":
-                console.print(f"job {job.seq} failed: {message}")
+                say(f"job {job.seq} failed: {message}")
                 if policy == "stop":
                     status = "failed"
                     break
@@ -155,7 +162,7 @@ def _run_job(
     job: JobRecord,
     settings: Settings,
     servers: Servers,
-    console: Console,
+    say: Say,
     events: EventSink | None = None,
 ) -> tuple[str, str]:
     """Rate one job (or resume its interrupted rating); its outcome and why it failed."""
@@ -169,7 +176,7 @@ def _run_job(
         if rating is not None and rating["status"] == "done":
             record = api.rating_record(store, rating["id"])
         elif rating is not None and not job.study:
-            record = api.rate(None, store, resume=rating["id"], console=console, events=events)
+            record = api.rate(None, store, resume=rating["id"], say=say, events=events)
         else:  # a new rating, or a study (which cannot resume: it runs again, under a new id)
             options = servers.options(job.seq, job.specs)
             settings.store.options = {**options, **settings.store.options}
@@ -177,13 +184,11 @@ def _run_job(
             rating_id = kept or api.new_rating_id()
             records.update_job(store, campaign_id, job.seq, status="running", rating_id=rating_id)
             if job.study:
-                run_study(settings, job.study, rating_id, store.path.parent, console)
+                run_study(settings, job.study, rating_id, store.path.parent, say)
                 record = api.rating_record(store, rating_id)
             else:
                 write_document(settings, servers.root.parent / f"job-{job.seq}.yaml")
-                record = api.rate(
-                    settings, store, console=console, rating_id=rating_id, events=events
-                )
+                record = api.rate(settings, store, say=say, rating_id=rating_id, events=events)
     except UserError as exc:
         return "failed", f"user error: {exc}"
     except SystemFault as exc:

@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
 from bgbench.coordinator.campaign.document import ServerSpec
+from bgbench.coordinator.records.events import Say
 from bgbench.errors import SystemFault, UserError
 from bgbench.launchers import servers as launchers
 from bgbench.launchers.procs import running, stop_pid
@@ -42,7 +41,7 @@ class Servers:
     """The servers of one campaign, by key (a shared server's name, or job-N-KIND)."""
 
     root: Path  # results/CAMPAIGN/servers
-    console: Console
+    say: Say
     running: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def adopt(self) -> None:
@@ -54,7 +53,7 @@ class Servers:
             info = json.loads(state.read_text())
             if launchers.alive(info):
                 self.running[state.parent.name] = info
-                self.console.print(f"using {info['server']} {state.parent.name} again (still up)")
+                self.say(f"using {info['server']} {state.parent.name} again (still up)")
             else:
                 state.unlink()
 
@@ -82,7 +81,7 @@ class Servers:
     def _ensure(self, key: str, kind: str) -> dict[str, Any]:
         if key in self.running:
             return self.running[key]
-        self.console.print(f"starting {kind} server {key} (bgbench.launchers)")
+        self.say(f"starting {kind} server {key} (bgbench.launchers)")
         directory = self.root / key
         known = directory / PORT  # a server started here before: its port again
         port = int(known.read_text()) if known.exists() else None
@@ -112,7 +111,7 @@ class Servers:
         state = self.root / key / STATE
         if not state.exists():
             return
-        self.console.print(f"stopping server {key}")
+        self.say(f"stopping server {key}")
         info = json.loads(state.read_text())
         launchers.stop(state.parent)
         for pid in info.get("pids") or [info["pid"]]:  # what its own stop left running

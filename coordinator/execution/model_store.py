@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from rich.console import Console
 
 from bgbench.coordinator.configuration.config import ModelConfig, RatingConfig, Settings, SLAConfig
 from bgbench.coordinator.configuration.plan import split_threads
@@ -39,7 +38,7 @@ from bgbench.coordinator.execution.target import (
     count_sessions,
     target_versions,
 )
-from bgbench.coordinator.records.events import EventSink
+from bgbench.coordinator.records.events import EventSink, Say
 from bgbench.coordinator.records.metrics import LatencySummary, judge
 from bgbench.run_result import AgentOutcome, ExperimentResult
 
@@ -284,7 +283,7 @@ class ModelKind:
 
     @contextmanager
     def bring_up(
-        self, settings: Settings, work_dir: Path, console: Console, events: EventSink | None
+        self, settings: Settings, work_dir: Path, say: Say, events: EventSink | None
     ) -> Iterator[ExperimentTarget]:
         s = settings
         yield ModelTarget(s, ModelStore(s.model, s.sla, s.rating, s.run.seed))

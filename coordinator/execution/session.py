@@ -9,8 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
 from bgbench.coordinator.configuration.config import Settings
 from bgbench.coordinator.execution import preflight
 from bgbench.coordinator.execution.agents import (
@@ -27,9 +25,15 @@ from bgbench.coordinator.execution.target import (
     count_sessions,
     target_versions,
 )
-from bgbench.coordinator.records.events import EventSink, ProgressTap
+from bgbench.coordinator.records.events import (
+    AgentProgress,
+    AgentsRunning,
+    AgentsStopped,
+    EventSink,
+    ProgressTap,
+    Say,
+)
 from bgbench.coordinator.records.faults import should_retry
-from bgbench.coordinator.reports.report import LiveProgress
 from bgbench.errors import BGBenchError, SystemFault
 from bgbench.protos import worker_pb2 as pb
 from bgbench.run_result import ExperimentResult
@@ -42,13 +46,14 @@ class AgentsTarget:
     runs on."""
 
     settings: Settings
-    console: Console
+    say: Say
     cluster: Cluster | None = None
     start_state: str = "carry"
     local: LocalAgents | None = None
     creds: Credentials | None = None
     record_fault: FaultRecorder | None = None
-    events: EventSink | None = None  # progress ticks go here too (coordinator/records/events.py)
+    # each agent's progress and the ticks go here (coordinator/records/events.py)
+    events: EventSink | None = None
 
     def run(
         self, threads: int, duration_s: float, experiment_id: str, rate: float | None = None
@@ -64,7 +69,7 @@ class AgentsTarget:
                 return result
             if self.record_fault:
                 self.record_fault(result)  # the failed attempt is recorded as what it was
-            self.console.print(
+            self.say(
                 f"infrastructure failure at T={threads}: {result.fault}; "
                 "retrying on the agents that answer"
             )
@@ -76,18 +81,18 @@ class AgentsTarget:
     ) -> ExperimentResult:
         assert self.cluster is not None
         addresses = [c.address for c in self.cluster.clients]
-        progress = LiveProgress(addresses, duration_s, self.console)
-        on_progress: ProgressCallback = progress.update
-        if self.events is not None:
-            tap = ProgressTap(self.events, addresses, experiment_id, threads, duration_s)
+        on_progress: ProgressCallback | None = None
+        events = self.events
+        if events is not None:
+            tap = ProgressTap(events, addresses, experiment_id, threads, duration_s)
 
             def both(i: int, p: pb.Progress) -> None:
-                progress.update(i, p)
+                events.emit(AgentProgress(experiment_id, i, p))
                 tap.update(i, p)
 
             on_progress = both
-
-        with progress:
+            events.emit(AgentsRunning(experiment_id, tuple(addresses), duration_s))
+        try:
             return run_experiment(
                 self.cluster,
                 self.settings,
@@ -99,6 +104,9 @@ class AgentsTarget:
                 self.settings.agents.heartbeat_timeout,
                 rate,
             )
+        finally:
+            if events is not None:
+                events.emit(AgentsStopped(experiment_id))
 
     def rejoin(self) -> None:
         """Before an experiment: a listed agent dropped earlier that answers again rejoins
@@ -108,7 +116,7 @@ class AgentsTarget:
         present = {c.address for c in self.cluster.clients}
         missing = [a for a in listed if a not in present]
         if missing and any(self._answers(a) for a in missing):
-            self.console.print("an agent answers again: rejoining")
+            self.say("an agent answers again: rejoining")
             self.recover()
 
     def recover(self) -> None:
@@ -122,7 +130,7 @@ class AgentsTarget:
             )
             respawned = self.local.respawn_dead(silent)
             if respawned:
-                self.console.print(f"respawned local agents {respawned}")
+                self.say(f"respawned local agents {respawned}")
             addresses = list(self.local.addresses)
         else:
             addresses = list(self.settings.agents.addresses)
@@ -130,7 +138,7 @@ class AgentsTarget:
         alive = [(a, c) for a, c in zip(addresses, caps, strict=True) if self._answers(a)]
         if not alive:
             raise SystemFault(f"no agent answers any more ({', '.join(addresses)})")
-        self.console.print(f"continuing on {len(alive)} of {len(addresses)} agents")
+        self.say(f"continuing on {len(alive)} of {len(addresses)} agents")
         self.cluster = Cluster.connect(
             [a for a, _ in alive],
             [c for _, c in alive],
@@ -221,7 +229,7 @@ def _answers(address: str, creds: Credentials | None, heartbeat_timeout: float) 
 
 @contextmanager
 def bring_up(
-    settings: Settings, work_dir: Path, console: Console, events: EventSink | None = None
+    settings: Settings, work_dir: Path, say: Say, events: EventSink | None = None
 ) -> Iterator[AgentsTarget]:
     """Reach the listed agents, or spawn local ones; load every fragment; on the way out,
     stop what was spawned (listed agents keep running). Progress also goes to `events`."""
@@ -233,13 +241,13 @@ def bring_up(
     if a.addresses:
         creds = credentials(settings)
         addresses = list(a.addresses)
-        console.print(f"connecting to {len(addresses)} agents; store {settings.store.name}")
+        say(f"connecting to {len(addresses)} agents; store {settings.store.name}")
     else:
         preflight.check_local_memory(settings)
         preflight.check_fit(settings, [processes] * a.local)
         token = secrets.token_urlsafe(24)  # local agents too refuse calls without it
         creds = credentials(settings, token)
-        console.print(
+        say(
             f"starting {a.local} local agents x {a.processes} load processes; "
             f"store {settings.store.name}; work in {work_dir}"
         )
@@ -252,7 +260,7 @@ def bring_up(
         )
         if a.capacity == "measure" and not a.capacities:
             a.capacities = list(cluster.capacities)  # recorded: a resume reuses them
-            console.print(f"measured agent capacities: {a.capacities}")
+            say(f"measured agent capacities: {a.capacities}")
         if a.addresses:
             facts = cluster.facts()
             weights = list(cluster.capacities)
@@ -269,13 +277,13 @@ def bring_up(
         load_s = max(f.load_seconds for r in replies for f in r.fragments)
         phases = longest_phases(cluster.load_phases)
         named = ", ".join(f"{name} {s:.1f} s" for name, s in phases.items())
-        console.print(
+        say(
             f"loaded {entities:,} entities in {len(cluster.layout.capacities)} fragments in "
             f"{load_s:.1f} s{f' ({named})' if named else ''} on {cluster.store_description}"
         )
         target = AgentsTarget(
             settings,
-            console,
+            say,
             cluster=cluster,
             start_state=settings.rating.state,
             local=local,
@@ -324,7 +332,7 @@ class AgentsKind:
 
     @contextmanager
     def bring_up(
-        self, settings: Settings, work_dir: Path, console: Console, events: EventSink | None
+        self, settings: Settings, work_dir: Path, say: Say, events: EventSink | None
     ) -> Iterator[ExperimentTarget]:
-        with bring_up(settings, work_dir, console, events) as target:
+        with bring_up(settings, work_dir, say, events) as target:
             yield target

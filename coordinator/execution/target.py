@@ -11,11 +11,9 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
 
-from rich.console import Console
-
 from bgbench import __version__
 from bgbench.coordinator.configuration.config import Settings
-from bgbench.coordinator.records.events import EventSink
+from bgbench.coordinator.records.events import EventSink, Say
 from bgbench.run_result import ExperimentResult
 from bgbench.workloads import registry
 
@@ -92,5 +90,5 @@ class TargetKind(Protocol):
         ...
 
     def bring_up(
-        self, settings: Settings, work_dir: Path, console: Console, events: EventSink | None
+        self, settings: Settings, work_dir: Path, say: Say, events: EventSink | None
     ) -> AbstractContextManager[ExperimentTarget]: ...

@@ -31,6 +31,7 @@ from bgbench.coordinator.interfaces.cli_campaign import campaign_app
 from bgbench.coordinator.interfaces.cli_deck import deck
 from bgbench.coordinator.interfaces.cli_live import EventsOption, MetricsPortOption, live_sink
 from bgbench.coordinator.interfaces.cli_report import report_app
+from bgbench.coordinator.interfaces.console import ConsoleView
 from bgbench.coordinator.rating import api
 from bgbench.coordinator.rating.api import new_rating_id, results_path, resumed_settings
 from bgbench.coordinator.rating.study import run_study
@@ -156,7 +157,8 @@ def run(
     )
     flags["run.target_rate"] = target_rate
     settings = _settings(config, param, flags)
-    record = api.run(settings, console=err, events=live_sink(ctx, events, metrics_port))
+    view = ConsoleView(err)
+    record = api.run(settings, say=view.say, events=live_sink(ctx, events, metrics_port, view))
     if as_json:
         print(record.result.to_json())
     else:
@@ -212,13 +214,14 @@ def rate(
 ) -> None:
     """Rate a store: SoAR and Socialites against the SLA (search, then a final experiment),
     or sweep a list of thread counts (--objective sweep)."""
-    sink = live_sink(ctx, events, metrics_port)  # closed with the command
+    view = ConsoleView(err)
+    sink = live_sink(ctx, events, metrics_port, view)  # closed with the command
     if resume:
         if workload is not None:
             raise UserError("--workload: a resumed rating keeps its recorded workload")
         store_db = ResultsStore.existing(results_path(results or Path("results")))
         settings = api.settings_to_resume(store_db, resume, _overrides(param))
-        record = api.rate(settings, store_db, resume=resume, console=err, events=sink)
+        record = api.rate(settings, store_db, resume=resume, say=view.say, events=sink)
     else:
         flags = _common_flags(workload, store, None, None, agents, processes, mix, users, results)
         flags.update(
@@ -235,7 +238,7 @@ def rate(
             }
         )
         settings = _settings(config, param, flags)
-        record = api.rate(settings, settings.results_dir, console=err, events=sink)
+        record = api.rate(settings, settings.results_dir, say=view.say, events=sink)
     if record.summary is None:
         raise SystemFault(record.fault or f"rating {record.rating_id} did not finish")
     if as_json:
@@ -269,7 +272,7 @@ def study(
     if not target_kind(settings).measures_a_store:
         raise UserError("a study measures a real store: choose one with --store (bgbench stores)")
     results_dir = results_path(settings.results_dir)
-    record = run_study(settings, name, new_rating_id(), results_dir, err)
+    record = run_study(settings, name, new_rating_id(), results_dir, err.print)
     if as_json:
         print(json.dumps(record.to_dict(), indent=2, default=str))
         return

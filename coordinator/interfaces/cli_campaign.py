@@ -13,6 +13,7 @@ from rich.table import Table
 from bgbench.coordinator.campaign import Campaign, load_campaign, records, run_campaign
 from bgbench.coordinator.campaign.records import JobRecord
 from bgbench.coordinator.interfaces.cli_live import EventsOption, MetricsPortOption, live_sink
+from bgbench.coordinator.interfaces.console import ConsoleView
 from bgbench.coordinator.rating import api
 from bgbench.coordinator.storage.results import ResultsStore
 from bgbench.errors import SystemFault, UserError
@@ -67,10 +68,11 @@ def run(
     if (file is None) == (resume is None):
         raise UserError("give a campaign file, or --resume CAMPAIGN_ID (not both)")
     campaign = load_campaign(file) if file is not None else None
-    sink = live_sink(ctx, events, metrics_port)  # closed with the command
+    view = ConsoleView(err)
+    sink = live_sink(ctx, events, metrics_port, view)  # closed with the command
     outcome = run_campaign(
-        campaign, results or Path("results"), resume=resume, on_failure=on_failure, console=err,
-        events=sink,
+        campaign, results or Path("results"), resume=resume, on_failure=on_failure,
+        say=view.say, events=sink,
     )  # fmt: skip
     store = ResultsStore.existing(outcome.results.parent)
     if as_json:

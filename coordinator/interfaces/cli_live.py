@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from bgbench.coordinator.interfaces.console import ConsoleView
 from bgbench.coordinator.records.events import EventSink, Fanout, JsonLinesSink
 
 EventsOption = Annotated[
@@ -28,13 +29,11 @@ MetricsPortOption = Annotated[
 
 
 def live_sink(
-    ctx: typer.Context, events: Path | None, metrics_port: int | None
-) -> EventSink | None:
-    """The sinks asked for (None: none), opened now, before anything starts (a busy port or
-    an unwritable file is a UserError), and closed when the running command ends."""
-    if events is None and metrics_port is None:
-        return None
-    sinks: list[EventSink] = []
+    ctx: typer.Context, events: Path | None, metrics_port: int | None, view: ConsoleView
+) -> EventSink:
+    """The console view and the sinks asked for, opened now, before anything starts (a busy
+    port or an unwritable file is a UserError), and closed when the running command ends."""
+    sinks: list[EventSink] = [view]
     if metrics_port is not None:
         from bgbench.coordinator.interfaces.prometheus import MetricsServer  # only when asked for
 

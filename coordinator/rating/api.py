@@ -1,10 +1,11 @@
 """Ratings and single experiments as an API: settings and a results store in, a record out.
 
-The CLI only parses flags, calls these and prints; campaigns and the deck call them the
-same way. Nothing here prints unless given a console. A rating that an infrastructure
-fault ends is recorded as failed and returned as such (its `fault` says what happened
-and how to resume); bad input raises UserError and an interrupt propagates, both
-recorded first. `run` records its one experiment, a fault included, and returns it.
+The CLI only parses flags, calls these and renders what they return and emit; campaigns
+and the deck call them the same way. Nothing here prints: lines go to `say`, the live view
+follows `events`. A rating that an infrastructure fault ends is recorded as failed and
+returned as such (its `fault` says what happened and how to resume); bad input raises
+UserError and an interrupt propagates, both recorded first. `run` records its one
+experiment, a fault included, and returns it.
 """
 
 import contextlib
@@ -19,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
-from rich.console import Console
 
 from bgbench.coordinator.configuration.config import Settings, describe_validation_error, set_path
 from bgbench.coordinator.configuration.redaction import REDACTED, redact_config, redacted_paths
@@ -30,9 +30,12 @@ from bgbench.coordinator.rating.ratings import Rating, RatingSummary
 from bgbench.coordinator.records.events import (
     EventSink,
     ExperimentEnded,
+    ExperimentResultReady,
     ExperimentStarted,
     RatingEnded,
     RatingStarted,
+    Say,
+    silent,
 )
 from bgbench.coordinator.records.faults import (
     fault_time,
@@ -41,7 +44,6 @@ from bgbench.coordinator.records.faults import (
     run_failure,
 )
 from bgbench.coordinator.records.sweep import Limits, SweepTable, clip
-from bgbench.coordinator.reports.report import experiment_line
 from bgbench.coordinator.storage.results import ResultsStore
 from bgbench.coordinator.storage.store_file import StoreFault
 from bgbench.errors import BGBenchError, SystemFault, UserError
@@ -90,10 +92,6 @@ class RunRecord:
     unrecorded: str = ""  # why it could not be recorded in full (a disk filled up, say)
 
 
-def quiet_console() -> Console:
-    return Console(stderr=True, quiet=True)
-
-
 def results_path(path: Path) -> Path:
     """An absolute results directory (recorded, and printed in resume hints), never a file."""
     path = path.expanduser().absolute()
@@ -133,21 +131,23 @@ def rate(
     results: ResultsStore | Path,
     *,
     resume: str | None = None,
-    console: Console | None = None,
+    say: Say = silent,
     rating_id: str | None = None,
     events: EventSink | None = None,
+    base_dir: Path | None = None,
 ) -> RatingRecord:
     """Run a rating of `settings`, recorded in `results` (a results store, or the directory
     of one); its record. With `resume`, continue that unfinished rating of `results`
     instead: `settings` is then its recorded settings (settings_to_resume gives them, with
     redacted secrets given again), or None when it recorded no secret. A new rating takes
-    `rating_id` when given (a campaign records it before the rating starts). A resume runs where
-    the rating started (the process changes directory), so relative paths in its settings
-    name the same files. `events` follows it live (coordinator/records/events.py)."""
-    console = console or quiet_console()
+    `rating_id` when given (a campaign records it before the rating starts); relative paths
+    in its settings are recorded as relative to `base_dir` (the current directory when not
+    given). A resume resolves them against the directory its rating started in, so they
+    name the same files. `events` follows it live (coordinator/records/events.py); lines
+    for the user go to `say`."""
     if resume is not None:
         store = results if isinstance(results, ResultsStore) else _existing(results)
-        settings = _to_resume(store, resume, settings, console)
+        settings = _to_resume(store, resume, settings, say)
         rating_id = resume
     else:
         if settings is None:
@@ -164,15 +164,15 @@ def rate(
             settings.rating.objective,
             settings.store.name,
             settings.model_dump_json(),
-            str(Path.cwd()),
+            str((base_dir or Path.cwd()).absolute()),
         )
-    console.print(f"rating {rating_id}: results in {store.path}")
+    say(f"rating {rating_id}: results in {store.path}")
     if events:
         objective = settings.rating.objective
         events.emit(RatingStarted(rating_id, objective, settings.store.name, resume is not None))
     try:
         try:
-            summary = _execute(settings, store, rating_id, console, events)
+            summary = _execute(settings, store, rating_id, say, events)
         except (OSError, sqlite3.Error, StoreFault) as exc:  # a full disk: one line, exit 3
             raise SystemFault(_unwritable(store, exc)) from None
     except SystemFault as exc:  # recorded and returned: the caller may rate the next one
@@ -222,12 +222,12 @@ def _execute(
     settings: Settings,
     store: ResultsStore,
     rating_id: str,
-    console: Console,
+    say: Say,
     events: EventSink | None = None,
 ) -> RatingSummary:
     def ended(phase: str, r: ExperimentResult) -> None:
-        console.print(experiment_line(phase, r, settings))
         if events:
+            events.emit(ExperimentResultReady(phase, r, settings.sla.beta_ms))
             events.emit(ExperimentEnded.of(phase, r))
 
     def started(phase: str, threads: int, duration: float, experiment_id: str) -> None:
@@ -235,7 +235,7 @@ def _execute(
             events.emit(ExperimentStarted(experiment_id, phase, threads, duration))
 
     work_dir = settings.results_dir / rating_id
-    with target_kind(settings).bring_up(settings, work_dir, console, events) as target:
+    with target_kind(settings).bring_up(settings, work_dir, say, events) as target:
         store.set_hosts(rating_id, target.hosts(), target.versions())
         store.update_config(rating_id, settings.model_dump_json())  # measured capacities
         target.record_fault = lambda r: store.add_experiment(rating_id, "retried", r)
@@ -243,7 +243,7 @@ def _execute(
         if settings.rating.objective == "sweep":
             plan = clip(settings.rating.sweep_threads, sweep_limits(settings, target))
             for line in plan.clipped:
-                console.print(line)
+                say(line)
             return rating.sweep(plan, target.min_threads())
         return rating.execute(target.max_threads(), target.min_threads())
 
@@ -337,15 +337,15 @@ def _unfinished(store: ResultsStore, rating_id: str) -> dict[str, Any]:
 
 
 def _to_resume(
-    store: ResultsStore, rating_id: str, settings: Settings | None, console: Console
+    store: ResultsStore, rating_id: str, settings: Settings | None, say: Say
 ) -> Settings:
     row = _unfinished(store, rating_id)
     if settings is None:
         settings = resumed_settings(row, [], store.path.parent)
     settings.results_dir = store.path.parent  # the store it was given, wherever that is now
     target_kind(settings).resolve_layout(settings, None)  # recorded before "auto" existed
-    go_to_origin(row, console)
-    console.print(f"resuming rating {rating_id} with its recorded settings")
+    resolve_at_origin(settings, row, say)
+    say(f"resuming rating {rating_id} with its recorded settings")
     return settings
 
 
@@ -382,31 +382,70 @@ def resumed_settings(
         raise UserError(describe_validation_error(exc)) from None
 
 
-def go_to_origin(record: dict[str, Any], console: Console) -> None:
-    """Resume where the rating started, so relative paths in its settings (a SQLite file,
-    TLS files) name the same files they named then."""
+def resolve_at_origin(settings: Settings, record: dict[str, Any], say: Say) -> None:
+    """Resume as where the rating started: relative paths in its settings (a SQLite file,
+    TLS files) are made absolute against that directory, so they name the same files they
+    named then (the process never changes directory)."""
     origin = record.get("cwd")
     if not origin or Path(origin) == Path.cwd():
         return
     if not Path(origin).is_dir():
-        console.print(
+        say(
             f"the rating started in {origin}, which is gone: relative paths in its "
             f"settings now resolve in {Path.cwd()}"
         )
         return
-    os.chdir(origin)
-    console.print(f"resuming in {origin}, where the rating started")
+    resolve_paths(settings, Path(origin))
+    say(f"resuming in {origin}, where the rating started")
+
+
+def resolve_paths(settings: Settings, base_dir: Path) -> None:
+    """Relative file paths of `settings` made absolute against `base_dir`: the agents' TLS
+    files and, for local agents, the store's file options (their defaults included); a
+    listed agent keeps those in its own work dir."""
+    tls = settings.agents.tls
+    if tls is not None:
+        tls.ca_file = base_dir / tls.ca_file
+        tls.cert_file = base_dir / tls.cert_file if tls.cert_file else None
+        tls.key_file = base_dir / tls.key_file if tls.key_file else None
+    if settings.agents.addresses:
+        return
+    try:
+        spec = registry.spec(settings.workload.name, settings.store.name)
+    except UserError:  # not a binding (the model store): no file option
+        return
+    options = settings.store.options
+    for name in spec.file_options:
+        field = spec.options.model_fields.get(name)
+        value = options.get(name, field.default if field is not None else None)
+        if isinstance(value, str) and _is_relative_file(value):
+            options[name] = str(base_dir / value)
+
+
+def _is_relative_file(value: str) -> bool:
+    """A relative path, not ":memory:" or a URI."""
+    return (
+        bool(value)
+        and not value.startswith(":")
+        and "://" not in value
+        and not (Path(value).is_absolute())
+    )
 
 
 def run(
-    settings: Settings, *, console: Console | None = None, events: EventSink | None = None
+    settings: Settings,
+    *,
+    say: Say = silent,
+    events: EventSink | None = None,
+    base_dir: Path | None = None,
 ) -> RunRecord:
     """One experiment at run.threadcount for run.maxexecutiontime (`bgbench run`), on the
     listed agents or local ones. It is recorded, an infrastructure fault included (even
     one that kept it from starting: a load that made no progress, say), in the results
     store of results_dir (as a record of objective "run") and in results_dir/ID/ID.json.
-    `events` follows it live: a start, progress, its verdict and an end, under its id."""
-    console = console or quiet_console()
+    `events` follows it live: a start, progress, its verdict and an end, under its id;
+    relative paths in its settings are recorded as relative to `base_dir` (default: the
+    current directory)."""
     settings.results_dir = results_path(settings.results_dir)
     threads = settings.run.threadcount
     kind = target_kind(settings)
@@ -423,7 +462,7 @@ def run(
         events.emit(RatingStarted(experiment_id, RUN_OBJECTIVE, settings.store.name))
         events.emit(ExperimentStarted(experiment_id, RUN_OBJECTIVE, threads, duration))
     try:
-        with kind.bring_up(settings, run_dir, console, events) as target:
+        with kind.bring_up(settings, run_dir, say, events) as target:
             hosts, versions = target.hosts(), target.versions()
             target.record_fault = retried.append
             result = target.run(threads, duration, experiment_id)
@@ -441,7 +480,7 @@ def run(
     except OSError as exc:
         failures.append(f"{path}: {exc.strerror or exc}")
     try:
-        _record_run(store, settings, result, retried, hosts, versions)
+        _record_run(store, settings, result, retried, hosts, versions, base_dir or Path.cwd())
     except (OSError, sqlite3.Error, StoreFault) as exc:
         failures.append(f"{store.path}: {_reason(exc)}")
     if events:
@@ -461,6 +500,7 @@ def _record_run(
     retried: list[ExperimentResult],
     hosts: list[dict[str, Any]],
     versions: dict[str, str],
+    base_dir: Path,
 ) -> None:
     """A run in the results store: a record of objective "run" holding its experiment
     (and any attempt an infrastructure failure ended before it)."""
@@ -470,7 +510,9 @@ def _record_run(
         n += 1
         record_id = f"{result.experiment_id}-{n}"
     config = settings.model_dump_json()
-    store.start_rating(record_id, RUN_OBJECTIVE, settings.store.name, config, str(Path.cwd()))
+    store.start_rating(
+        record_id, RUN_OBJECTIVE, settings.store.name, config, str(base_dir.absolute())
+    )
     try:
         store.set_hosts(record_id, hosts, versions)
         for attempt in retried:

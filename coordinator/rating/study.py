@@ -18,9 +18,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from rich.console import Console
-
 from bgbench.coordinator.configuration.config import Settings
+from bgbench.coordinator.records.events import Say
 from bgbench.coordinator.storage.results import ResultsStore
 from bgbench.errors import BGBenchError, SystemFault, UserError
 from bgbench.sdk import AnyStudy as Study
@@ -64,7 +63,7 @@ def tables_of(summary: Mapping[str, Any]) -> list[StudyTable]:
 
 
 def run_study(
-    settings: Settings, name: str, rating_id: str, results_dir: Path, console: Console
+    settings: Settings, name: str, rating_id: str, results_dir: Path, say: Say
 ) -> StudyRecord:
     workload = settings.workload.name
     find_study(workload, name)
@@ -79,14 +78,14 @@ def run_study(
         rating_id, OBJECTIVE_PREFIX + name, settings.store.name, settings.model_dump_json(),
         str(Path.cwd()),
     )  # fmt: skip
-    console.print(f"study {name} {rating_id}: results in {db.path}")
+    say(f"study {name} {rating_id}: results in {db.path}")
 
     def record(table: str, row: dict[str, Any]) -> None:
         db.add_measurement(rating_id, table, row)
 
     t0 = time.perf_counter()
     try:
-        tables = run_worker(request, record, console.print)
+        tables = run_worker(request, record, say)
     except (BGBenchError, KeyboardInterrupt) as exc:
         db.finish_rating(rating_id, "failed", None, None, None, None, str(exc) or "interrupted")
         raise

@@ -2,7 +2,10 @@
 
 The coordinator emits a rating's start and end, each experiment's start and verdict, and
 a progress tick per progress round of the agents (ProgressTap). Sinks (the --events JSON
-lines file, the --metrics-port Prometheus registry) subscribe through one Fanout. Work
+lines file, the --metrics-port Prometheus registry, the console view) subscribe through one
+Fanout. The console view also takes the events no file records (LIVE_ONLY): each agent's
+raw progress report between an attempt's start and end on the agents, and each finished
+experiment's full result. Work
 per tick is constant (one histogram merge, three percentiles), so a sink cannot slow the
 engine more than its own write; a sink that raises is dropped with one warning.
 """
@@ -12,7 +15,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, ClassVar, Protocol
@@ -151,6 +154,53 @@ class CampaignEnded:
     time: float = field(default_factory=time.time)
 
 
+@dataclass(frozen=True)
+class AgentsRunning:
+    """One attempt of an experiment starts on the agents (a retry is another attempt)."""
+
+    kind: ClassVar[str] = "agents_running"
+    experiment_id: str
+    addresses: tuple[str, ...]
+    duration_s: float
+
+
+@dataclass(frozen=True)
+class AgentProgress:
+    """One agent's progress report, as it sent it (`agent` indexes the attempt's addresses)."""
+
+    kind: ClassVar[str] = "agent_progress"
+    experiment_id: str
+    agent: int
+    progress: pb.Progress
+
+
+@dataclass(frozen=True)
+class AgentsStopped:
+    kind: ClassVar[str] = "agents_stopped"
+    experiment_id: str
+
+
+@dataclass(frozen=True)
+class ExperimentResultReady:
+    """A finished experiment of a rating with its whole result (the console's line)."""
+
+    kind: ClassVar[str] = "experiment_result"
+    phase: str
+    result: ExperimentResult
+    beta_ms: float
+
+
+@dataclass(frozen=True)
+class JobStarting:
+    """A campaign's job starts (the console draws a rule)."""
+
+    kind: ClassVar[str] = "job_starting"
+    campaign_id: str
+    seq: int
+    jobs: int
+    label: str
+
+
 Event = (
     RatingStarted
     | ExperimentStarted
@@ -159,11 +209,24 @@ Event = (
     | RatingEnded
     | CampaignStarted
     | CampaignEnded
+    | AgentsRunning
+    | AgentProgress
+    | AgentsStopped
+    | ExperimentResultReady
+    | JobStarting
 )
+LIVE_ONLY = (AgentsRunning, AgentProgress, AgentsStopped, ExperimentResultReady, JobStarting)
 
 
 def to_dict(event: Event) -> dict[str, object]:
     return {"kind": event.kind, **asdict(event)}
+
+
+Say = Callable[[str], None]  # a line for whoever watches (the CLI prints it on stderr)
+
+
+def silent(line: str) -> None:
+    return None
 
 
 class EventSink(Protocol):
@@ -200,6 +263,8 @@ class JsonLinesSink:
             raise UserError(f"{exc}; choose another file") from None
 
     def emit(self, event: Event) -> None:
+        if isinstance(event, LIVE_ONLY):
+            return
         try:
             self._file.write(json.dumps(to_dict(event), separators=(",", ":")) + "\n")
             self._file.flush()

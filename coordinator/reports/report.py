@@ -226,7 +226,7 @@ class LiveProgress:
 # -- ratings ------------------------------------------------------------------------------
 
 
-def experiment_line(phase: str, r: ExperimentResult, settings: Settings) -> str:
+def experiment_line(phase: str, r: ExperimentResult, beta_ms: float) -> str:
     verdict = "pass" if r.passed else "FAIL"
     why = ""
     if r.fault:
@@ -241,7 +241,7 @@ def experiment_line(phase: str, r: ExperimentResult, settings: Settings) -> str:
     return (
         f"{phase:>6} T={r.threads:<6}{rate} {r.duration_s:>5g} s  "
         f"{r.actions_per_s:>14,.1f} actions/s  "
-        f"{r.within_percent:6.2f}% <= {settings.sla.beta_ms:g} ms  "
+        f"{r.within_percent:6.2f}% <= {beta_ms:g} ms  "
         f"{r.unpredictable_percent:.3f}% unpredictable  {verdict}{why}{steady}"
     )
 

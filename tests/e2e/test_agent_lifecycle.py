@@ -108,7 +108,7 @@ def test_a_stopped_local_agent_is_killed_on_close_not_waited_for(tmp_path):
     try:
         with contextlib.ExitStack() as stack:  # bring_up stops what it spawned on close
             target = stack.enter_context(
-                bring_up(settings(tmp_path), tmp_path / "work", Console(stderr=True))
+                bring_up(settings(tmp_path), tmp_path / "work", Console(stderr=True).print)
             )
             assert target.local is not None and len(target.local.processes) == 2
             agents = [psutil.Process(p.pid) for p in target.local.processes]
@@ -133,7 +133,7 @@ def test_a_stopped_local_agent_is_killed_on_close_not_waited_for(tmp_path):
 
 
 def test_a_load_process_traceback_reaches_agent_log(tmp_path):
-    with bring_up(settings(tmp_path), tmp_path / "work", Console(stderr=True)) as target:
+    with bring_up(settings(tmp_path), tmp_path / "work", Console(stderr=True).print) as target:
         # Where the agent keeps experiments, a file: the load process cannot make its logs.
         (tmp_path / "work" / "agent-0" / "experiments").write_text("in the way")
         result = target.run(2, 1.0, "blocked")

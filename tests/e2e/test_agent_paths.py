@@ -138,7 +138,7 @@ def test_local_agents_share_one_database_at_a_path_relative_to_the_coordinator(
             )
         ],
     )  # fmt: skip
-    with bring_up(settings, tmp_path / "work", Console(stderr=True)) as target:
+    with bring_up(settings, tmp_path / "work", Console(stderr=True).print) as target:
         assert target.cluster is not None and len(target.cluster.clients) == 2
     files = list(tmp_path.rglob("bg.sqlite"))
     assert files == [tmp_path / "shared" / "bg.sqlite"]  # one file, where the user said

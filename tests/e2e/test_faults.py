@@ -71,7 +71,7 @@ def kill_once_running(root, experiment_id: str, logs: int, kill) -> threading.Th
 
 def test_a_killed_agent_is_detected_at_once(tmp_path):
     s = settings(tmp_path)
-    with bring_up(s, tmp_path / "w", Console(stderr=True)) as target:
+    with bring_up(s, tmp_path / "w", Console(stderr=True).print) as target:
         victim = target.local.processes[1]
         result, detected = run_with_fault(target, s, victim.kill)
     assert result.fault and target.local.addresses[1] in result.fault
@@ -83,7 +83,7 @@ def test_a_frozen_agent_is_caught_by_the_heartbeat(tmp_path):
     # Loading keeps the default timeout (a 2 s one also judges the load's progress, which
     # two CPU hogs beside it can stall that long); the run's stream is judged at 2 s.
     s = settings(tmp_path)
-    with bring_up(s, tmp_path / "w", Console(stderr=True)) as target:
+    with bring_up(s, tmp_path / "w", Console(stderr=True).print) as target:
         frozen = target.local.processes[0]
         try:
             result, detected = run_with_fault(
@@ -99,7 +99,7 @@ def test_a_frozen_agent_is_caught_by_the_heartbeat(tmp_path):
 
 def test_retry_respawns_a_dead_agent_and_repeats_the_experiment(tmp_path):
     s = settings(tmp_path, "agents.on_failure=retry")
-    with bring_up(s, tmp_path / "w", Console(stderr=True)) as target:
+    with bring_up(s, tmp_path / "w", Console(stderr=True).print) as target:
         recorded = []
         target.record_fault = recorded.append
         old = target.local.addresses[1]
@@ -158,7 +158,7 @@ def test_listed_agents_retry_without_the_dead_one_then_it_rejoins(tmp_path):
     try:
         for p in ports:
             agents.append(_listed_agent(tmp_path, p))
-        with bring_up(s, tmp_path / "w", Console(stderr=True)) as target:
+        with bring_up(s, tmp_path / "w", Console(stderr=True).print) as target:
             exp_id = f"listed-{time.time()}"
             killer = kill_once_running(tmp_path, exp_id, 2, agents[1].kill)
             result = target.run(4, 3.0, exp_id)

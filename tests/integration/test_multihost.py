@@ -106,7 +106,7 @@ def test_killing_one_host_is_an_infrastructure_failure(tmp_path):
                 )
             ],
         )  # fmt: skip
-        with bring_up(s, tmp_path, Console(stderr=True)) as target:
+        with bring_up(s, tmp_path, Console(stderr=True).print) as target:
             seen: set[int] = set()
             ready = threading.Event()
 

@@ -3,13 +3,12 @@ rating on the embedded SQLite store through a local agent, interrupted, then res
 through the API with the store it was given, from another directory."""
 
 from pathlib import Path
-from typing import Any
 
 import pytest
-from rich.console import Console
 
 from bgbench.coordinator.configuration.config import load_settings, parse_override
 from bgbench.coordinator.rating import api
+from bgbench.coordinator.records.events import Event, ExperimentResultReady
 from bgbench.coordinator.storage.results import ResultsStore
 from bgbench.errors import UserError
 
@@ -27,18 +26,14 @@ def tiny(tmp_path: Path, *extra: str):
     return load_settings(None, [parse_override(p) for p in pairs])
 
 
-class InterruptAfter(Console):
-    """A console that is interrupted (as by Ctrl-C) once `n` experiments were printed."""
+class InterruptAfter:
+    """An event sink that is interrupted (as by Ctrl-C) once `n` experiments were shown."""
 
     def __init__(self, n: int) -> None:
-        super().__init__(stderr=True, quiet=True)
         self.n = n
-        self.lines: list[str] = []
 
-    def print(self, *objects: Any, **kwargs: Any) -> None:
-        text = " ".join(str(o) for o in objects)
-        self.lines.append(text)
-        if text.lstrip().startswith(("search", "final")):
+    def emit(self, event: Event) -> None:
+        if isinstance(event, ExperimentResultReady) and event.phase in ("search", "final"):
             self.n -= 1
             if self.n == 0:
                 raise KeyboardInterrupt
@@ -74,7 +69,7 @@ def test_a_rating_through_the_api_returns_its_record(tmp_path, elsewhere):
 def test_an_interrupted_rating_resumes_through_the_api(tmp_path, elsewhere):
     store = ResultsStore(tmp_path / "store")
     with pytest.raises(KeyboardInterrupt):
-        api.rate(tiny(tmp_path), store, console=InterruptAfter(2))
+        api.rate(tiny(tmp_path), store, events=InterruptAfter(2))
     (row,) = store.ratings()
     assert row["status"] == "failed" and row["message"] == "interrupted"
     assert len(store.experiments(row["id"])) == 2
