@@ -33,7 +33,8 @@ from bgbench.coordinator.interfaces.cli_live import EventsOption, MetricsPortOpt
 from bgbench.coordinator.interfaces.cli_report import report_app
 from bgbench.coordinator.interfaces.console import ConsoleView
 from bgbench.coordinator.rating import api
-from bgbench.coordinator.rating.api import new_rating_id, results_path, resumed_settings
+from bgbench.coordinator.rating.api import new_rating_id, results_path
+from bgbench.coordinator.rating.resume import resumed_settings
 from bgbench.coordinator.rating.study import run_study
 from bgbench.coordinator.records.faults import EXIT_INTERRUPTED as INTERRUPTED
 from bgbench.coordinator.records.faults import ending
