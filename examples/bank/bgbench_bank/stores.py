@@ -1,19 +1,19 @@
 """The bank's SQLite and PostgreSQL bindings: one table, the same SQL on both.
 
 A transfer is one UPDATE of both accounts, applied only while the sender's balance and
-limit cover the amount: the store decides, atomically. Socialites are threads. The
-connections come from bgbench.drivers (busy timeouts, connect timeouts, errors).
+limit cover the amount: the store decides, atomically. Socialites are threads.
 """
 
+import sqlite3
 from contextlib import closing
+from pathlib import Path
 from typing import Any, ClassVar
 
+import psycopg
 from pydantic import BaseModel
 
 from bgbench import sdk
-from bgbench.drivers import postgres, sqlite
-from bgbench.drivers.postgres_options import PostgresOptions
-from bgbench_bank import specs
+from bgbench_bank.specs import PostgresOptions, SQLiteOptions
 
 SCHEMA = "CREATE TABLE IF NOT EXISTS accounts (id BIGINT PRIMARY KEY, balance BIGINT, lim BIGINT)"
 TRANSFER = (
@@ -70,17 +70,20 @@ class SQLBinding(sdk.BlockingBinding):  # both bindings: the schema, loading
 class SQLiteBinding(SQLBinding):
     name: ClassVar[str] = "sqlite"
     embedded: ClassVar[bool] = True
-    Options: ClassVar[type[BaseModel]] = specs.BankSQLiteOptions
+    Options: ClassVar[type[BaseModel]] = SQLiteOptions
     file_options: ClassVar[tuple[str, ...]] = ("path",)
 
-    def __init__(self, options: specs.BankSQLiteOptions) -> None:
-        self.options = options
+    def __init__(self, options: SQLiteOptions) -> None:
+        self.path = Path(options.path)
 
     def connect(self) -> SQLConnection:
-        return SQLConnection(sqlite.open_database(self.options, "journal_mode=WAL"), "?")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, isolation_level=None, timeout=30)
+        conn.execute("PRAGMA journal_mode=WAL")
+        return SQLConnection(conn, "?")
 
     def describe(self) -> str:
-        return sqlite.describe(self.options)
+        return f"SQLite {sqlite3.sqlite_version} (bank accounts in {self.path})"
 
 
 class PostgresBinding(SQLBinding):
@@ -88,10 +91,12 @@ class PostgresBinding(SQLBinding):
     Options: ClassVar[type[BaseModel]] = PostgresOptions
 
     def __init__(self, options: PostgresOptions) -> None:
-        self.options = options
+        self.dsn = options.dsn
 
     def connect(self) -> SQLConnection:
-        return SQLConnection(postgres.connect(self.options), "%s")
+        return SQLConnection(psycopg.connect(self.dsn, autocommit=True), "%s")
 
     def describe(self) -> str:
-        return postgres.describe(self.options)
+        with psycopg.connect(self.dsn) as conn:
+            info = conn.info
+            return f"PostgreSQL {info.server_version} at {info.host}:{info.port}/{info.dbname}"
