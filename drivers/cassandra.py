@@ -7,7 +7,7 @@ every answer (~90 us of client CPU per call, the largest part of a View Profile)
 """
 
 import asyncio
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from cassandra import ConsistencyLevel, DriverException
 from cassandra.cluster import (
@@ -173,3 +173,21 @@ class DriverCallbacks:
         rf.add_callback(self.ok, fut)
         rf.add_errback(self.fail, fut)
         return fut
+
+
+Statements = TypeVar("Statements")
+
+
+class SessionConnection(DriverCallbacks, Generic[Statements]):
+    """A socialite task's view of the shared session: `execute` is its execute_async,
+    `st` the workload's prepared statements (DriverCallbacks hands each answer from the
+    driver's I/O thread over to the task's loop)."""
+
+    __slots__ = ("execute", "st")
+
+    def __init__(
+        self, session: Session, statements: Statements, loop: asyncio.AbstractEventLoop
+    ) -> None:
+        super().__init__(loop)
+        self.execute = session.execute_async
+        self.st = statements

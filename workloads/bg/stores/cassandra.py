@@ -31,7 +31,7 @@ from cassandra.concurrent import execute_concurrent
 from cassandra.query import BatchStatement, BatchType, PreparedStatement, Statement
 from pydantic import BaseModel
 
-from bgbench.drivers.cassandra import DRIVER_ERRORS, Cassandra, DriverCallbacks, level
+from bgbench.drivers.cassandra import DRIVER_ERRORS, Cassandra, SessionConnection, level
 from bgbench.errors import StoreError
 from bgbench.workloads.bg.config import BGDatabaseConfig
 from bgbench.workloads.bg.generator import CONFIRMED, PENDING, Fragment
@@ -386,18 +386,10 @@ class CassandraConnection:
         pass
 
 
-class CassandraAsyncConnection(DriverCallbacks):
-    """A socialite task's view of the shared session (DriverCallbacks hands each answer
-    from the driver's I/O thread over to the task's loop)."""
+class CassandraAsyncConnection(SessionConnection[Statements]):
+    """A socialite task's view of the shared session."""
 
-    __slots__ = ("execute", "st")
-
-    def __init__(
-        self, session: Session, statements: Statements, loop: asyncio.AbstractEventLoop
-    ) -> None:
-        super().__init__(loop)
-        self.execute = session.execute_async
-        self.st = statements
+    __slots__ = ()
 
     async def _rows(self, statement: Statement, args: tuple[Any, ...]) -> list[Any]:
         """Every row, as the blocking ResultSet would page through them."""

@@ -52,7 +52,7 @@ from cassandra.policies import RoundRobinPolicy
 from cassandra.query import BatchStatement, BatchType, PreparedStatement
 from pydantic import BaseModel
 
-from bgbench.drivers.cassandra import DRIVER_ERRORS, Cassandra, DriverCallbacks, level
+from bgbench.drivers.cassandra import DRIVER_ERRORS, Cassandra, SessionConnection, level
 from bgbench.errors import StoreError
 from bgbench.workloads.ehr.config import EHRDatabaseConfig
 from bgbench.workloads.ehr.store import Concurrency, FragmentRows, LabResult
@@ -280,18 +280,10 @@ class CassandraEHRBinding:
         self.cassandra.shutdown()
 
 
-class CassandraEHRConnection(DriverCallbacks):
-    """A socialite task's view of the shared session (DriverCallbacks hands each answer
-    from the driver's I/O thread over to the task's loop)."""
+class CassandraEHRConnection(SessionConnection[Statements]):
+    """A socialite task's view of the shared session."""
 
-    __slots__ = ("execute", "st")
-
-    def __init__(
-        self, session: Session, statements: Statements, loop: asyncio.AbstractEventLoop
-    ) -> None:
-        super().__init__(loop)
-        self.execute = session.execute_async
-        self.st = statements
+    __slots__ = ()
 
     def _call(self, statement: PreparedStatement, args: Iterable[Any]) -> asyncio.Future[Any]:
         return self._answer(self.execute(statement, args))

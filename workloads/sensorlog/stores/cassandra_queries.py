@@ -9,7 +9,7 @@ from typing import Any
 from cassandra.cluster import Session
 from cassandra.query import PreparedStatement
 
-from bgbench.drivers.cassandra import DriverCallbacks, level
+from bgbench.drivers.cassandra import SessionConnection, level
 from bgbench.errors import StoreError
 from bgbench.workloads.sensorlog.store import Reading
 from bgbench.workloads.sensorlog.stores.options import CassandraSensorOptions
@@ -133,18 +133,10 @@ def summarise_trace(events: list[str]) -> str:
     return "; ".join(steps)
 
 
-class CassandraSensorConnection(DriverCallbacks):
-    """A socialite task's view of the shared session (DriverCallbacks hands each answer
-    from the driver's I/O thread over to the task's loop)."""
+class CassandraSensorConnection(SessionConnection[Statements]):
+    """A socialite task's view of the shared session."""
 
-    __slots__ = ("execute", "st")
-
-    def __init__(
-        self, session: Session, statements: Statements, loop: asyncio.AbstractEventLoop
-    ) -> None:
-        super().__init__(loop)
-        self.execute = session.execute_async
-        self.st = statements
+    __slots__ = ()
 
     def _call(self, statement: PreparedStatement, args: tuple[Any, ...]) -> asyncio.Future[Any]:
         return self._answer(self.execute(statement, args))
