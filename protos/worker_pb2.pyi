@@ -112,7 +112,7 @@ class PrepareReply(_message.Message):
     def __init__(self, fragments: _Optional[_Iterable[_Union[FragmentInfo, _Mapping]]] = ..., store_description: _Optional[str] = ..., error: _Optional[_Union[Error, _Mapping]] = ...) -> None: ...
 
 class RunRequest(_message.Message):
-    __slots__ = ("experiment_id", "threads", "duration_seconds", "operation_count", "seed", "start_state", "target_rate", "arrivals")
+    __slots__ = ("experiment_id", "threads", "duration_seconds", "operation_count", "seed", "start_state", "target_rate", "arrivals", "watch")
     EXPERIMENT_ID_FIELD_NUMBER: _ClassVar[int]
     THREADS_FIELD_NUMBER: _ClassVar[int]
     DURATION_SECONDS_FIELD_NUMBER: _ClassVar[int]
@@ -121,6 +121,7 @@ class RunRequest(_message.Message):
     START_STATE_FIELD_NUMBER: _ClassVar[int]
     TARGET_RATE_FIELD_NUMBER: _ClassVar[int]
     ARRIVALS_FIELD_NUMBER: _ClassVar[int]
+    WATCH_FIELD_NUMBER: _ClassVar[int]
     experiment_id: str
     threads: int
     duration_seconds: float
@@ -129,10 +130,87 @@ class RunRequest(_message.Message):
     start_state: str
     target_rate: float
     arrivals: str
-    def __init__(self, experiment_id: _Optional[str] = ..., threads: _Optional[int] = ..., duration_seconds: _Optional[float] = ..., operation_count: _Optional[int] = ..., seed: _Optional[int] = ..., start_state: _Optional[str] = ..., target_rate: _Optional[float] = ..., arrivals: _Optional[str] = ...) -> None: ...
+    watch: StoreWatch
+    def __init__(self, experiment_id: _Optional[str] = ..., threads: _Optional[int] = ..., duration_seconds: _Optional[float] = ..., operation_count: _Optional[int] = ..., seed: _Optional[int] = ..., start_state: _Optional[str] = ..., target_rate: _Optional[float] = ..., arrivals: _Optional[str] = ..., watch: _Optional[_Union[StoreWatch, _Mapping]] = ...) -> None: ...
+
+class StoreWatch(_message.Message):
+    __slots__ = ("pids", "names", "container", "no_discovery")
+    PIDS_FIELD_NUMBER: _ClassVar[int]
+    NAMES_FIELD_NUMBER: _ClassVar[int]
+    CONTAINER_FIELD_NUMBER: _ClassVar[int]
+    NO_DISCOVERY_FIELD_NUMBER: _ClassVar[int]
+    pids: _containers.RepeatedScalarFieldContainer[int]
+    names: _containers.RepeatedScalarFieldContainer[str]
+    container: str
+    no_discovery: bool
+    def __init__(self, pids: _Optional[_Iterable[int]] = ..., names: _Optional[_Iterable[str]] = ..., container: _Optional[str] = ..., no_discovery: _Optional[bool] = ...) -> None: ...
+
+class GroupSample(_message.Message):
+    __slots__ = ("cpu_cores", "cores_allowed", "busiest_cores", "rss_bytes", "processes", "found_by")
+    CPU_CORES_FIELD_NUMBER: _ClassVar[int]
+    CORES_ALLOWED_FIELD_NUMBER: _ClassVar[int]
+    BUSIEST_CORES_FIELD_NUMBER: _ClassVar[int]
+    RSS_BYTES_FIELD_NUMBER: _ClassVar[int]
+    PROCESSES_FIELD_NUMBER: _ClassVar[int]
+    FOUND_BY_FIELD_NUMBER: _ClassVar[int]
+    cpu_cores: float
+    cores_allowed: float
+    busiest_cores: float
+    rss_bytes: int
+    processes: int
+    found_by: str
+    def __init__(self, cpu_cores: _Optional[float] = ..., cores_allowed: _Optional[float] = ..., busiest_cores: _Optional[float] = ..., rss_bytes: _Optional[int] = ..., processes: _Optional[int] = ..., found_by: _Optional[str] = ...) -> None: ...
+
+class HostSample(_message.Message):
+    __slots__ = ("host_id", "host", "source", "elapsed_seconds", "interval_seconds", "cpu_per_core", "memory_used_bytes", "memory_total_bytes", "disk_read_bytes_per_s", "disk_write_bytes_per_s", "disk_busy", "net_rx_bytes_per_s", "net_tx_bytes_per_s", "net_capacity_bytes_per_s", "load", "store", "busiest_disk")
+    HOST_ID_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    ELAPSED_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    INTERVAL_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    CPU_PER_CORE_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_USED_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_TOTAL_BYTES_FIELD_NUMBER: _ClassVar[int]
+    DISK_READ_BYTES_PER_S_FIELD_NUMBER: _ClassVar[int]
+    DISK_WRITE_BYTES_PER_S_FIELD_NUMBER: _ClassVar[int]
+    DISK_BUSY_FIELD_NUMBER: _ClassVar[int]
+    NET_RX_BYTES_PER_S_FIELD_NUMBER: _ClassVar[int]
+    NET_TX_BYTES_PER_S_FIELD_NUMBER: _ClassVar[int]
+    NET_CAPACITY_BYTES_PER_S_FIELD_NUMBER: _ClassVar[int]
+    LOAD_FIELD_NUMBER: _ClassVar[int]
+    STORE_FIELD_NUMBER: _ClassVar[int]
+    BUSIEST_DISK_FIELD_NUMBER: _ClassVar[int]
+    host_id: str
+    host: str
+    source: str
+    elapsed_seconds: float
+    interval_seconds: float
+    cpu_per_core: _containers.RepeatedScalarFieldContainer[float]
+    memory_used_bytes: int
+    memory_total_bytes: int
+    disk_read_bytes_per_s: float
+    disk_write_bytes_per_s: float
+    disk_busy: float
+    net_rx_bytes_per_s: float
+    net_tx_bytes_per_s: float
+    net_capacity_bytes_per_s: float
+    load: GroupSample
+    store: GroupSample
+    busiest_disk: str
+    def __init__(self, host_id: _Optional[str] = ..., host: _Optional[str] = ..., source: _Optional[str] = ..., elapsed_seconds: _Optional[float] = ..., interval_seconds: _Optional[float] = ..., cpu_per_core: _Optional[_Iterable[float]] = ..., memory_used_bytes: _Optional[int] = ..., memory_total_bytes: _Optional[int] = ..., disk_read_bytes_per_s: _Optional[float] = ..., disk_write_bytes_per_s: _Optional[float] = ..., disk_busy: _Optional[float] = ..., net_rx_bytes_per_s: _Optional[float] = ..., net_tx_bytes_per_s: _Optional[float] = ..., net_capacity_bytes_per_s: _Optional[float] = ..., load: _Optional[_Union[GroupSample, _Mapping]] = ..., store: _Optional[_Union[GroupSample, _Mapping]] = ..., busiest_disk: _Optional[str] = ...) -> None: ...
+
+class WatchRequest(_message.Message):
+    __slots__ = ("experiment_id", "duration_seconds", "watch")
+    EXPERIMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    DURATION_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    WATCH_FIELD_NUMBER: _ClassVar[int]
+    experiment_id: str
+    duration_seconds: float
+    watch: StoreWatch
+    def __init__(self, experiment_id: _Optional[str] = ..., duration_seconds: _Optional[float] = ..., watch: _Optional[_Union[StoreWatch, _Mapping]] = ...) -> None: ...
 
 class Progress(_message.Message):
-    __slots__ = ("elapsed_seconds", "actions", "errors", "sessions", "cpu_percent", "response_hist_delta", "client_lag_ms")
+    __slots__ = ("elapsed_seconds", "actions", "errors", "sessions", "cpu_percent", "response_hist_delta", "client_lag_ms", "host")
     ELAPSED_SECONDS_FIELD_NUMBER: _ClassVar[int]
     ACTIONS_FIELD_NUMBER: _ClassVar[int]
     ERRORS_FIELD_NUMBER: _ClassVar[int]
@@ -140,6 +218,7 @@ class Progress(_message.Message):
     CPU_PERCENT_FIELD_NUMBER: _ClassVar[int]
     RESPONSE_HIST_DELTA_FIELD_NUMBER: _ClassVar[int]
     CLIENT_LAG_MS_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
     elapsed_seconds: float
     actions: int
     errors: int
@@ -147,7 +226,8 @@ class Progress(_message.Message):
     cpu_percent: float
     response_hist_delta: bytes
     client_lag_ms: float
-    def __init__(self, elapsed_seconds: _Optional[float] = ..., actions: _Optional[int] = ..., errors: _Optional[int] = ..., sessions: _Optional[int] = ..., cpu_percent: _Optional[float] = ..., response_hist_delta: _Optional[bytes] = ..., client_lag_ms: _Optional[float] = ...) -> None: ...
+    host: HostSample
+    def __init__(self, elapsed_seconds: _Optional[float] = ..., actions: _Optional[int] = ..., errors: _Optional[int] = ..., sessions: _Optional[int] = ..., cpu_percent: _Optional[float] = ..., response_hist_delta: _Optional[bytes] = ..., client_lag_ms: _Optional[float] = ..., host: _Optional[_Union[HostSample, _Mapping]] = ...) -> None: ...
 
 class ActionStats(_message.Message):
     __slots__ = ("action", "count", "errors", "response_hist", "service_hist")

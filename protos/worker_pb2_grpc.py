@@ -64,6 +64,11 @@ class WorkerStub:
                 request_serializer=bgbench_dot_protos_dot_worker__pb2.StatusRequest.SerializeToString,
                 response_deserializer=bgbench_dot_protos_dot_worker__pb2.StatusReply.FromString,
                 _registered_method=True)
+        self.Watch = channel.unary_stream(
+                '/bgbench.v1.Worker/Watch',
+                request_serializer=bgbench_dot_protos_dot_worker__pb2.WatchRequest.SerializeToString,
+                response_deserializer=bgbench_dot_protos_dot_worker__pb2.HostSample.FromString,
+                _registered_method=True)
 
 
 class WorkerServicer:
@@ -113,6 +118,15 @@ class WorkerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Watch(self, request, context):
+        """Watch this agent's host (and the store's processes on it) without running load: a
+        sample per progress interval until the duration ends or the caller leaves. What a
+        monitor-only agent (`bgbench agent --monitor-only`) on a store's host serves.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_WorkerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -145,6 +159,11 @@ def add_WorkerServicer_to_server(servicer, server):
                     servicer.Status,
                     request_deserializer=bgbench_dot_protos_dot_worker__pb2.StatusRequest.FromString,
                     response_serializer=bgbench_dot_protos_dot_worker__pb2.StatusReply.SerializeToString,
+            ),
+            'Watch': grpc.unary_stream_rpc_method_handler(
+                    servicer.Watch,
+                    request_deserializer=bgbench_dot_protos_dot_worker__pb2.WatchRequest.FromString,
+                    response_serializer=bgbench_dot_protos_dot_worker__pb2.HostSample.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -309,6 +328,33 @@ class Worker:
             '/bgbench.v1.Worker/Status',
             bgbench_dot_protos_dot_worker__pb2.StatusRequest.SerializeToString,
             bgbench_dot_protos_dot_worker__pb2.StatusReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Watch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/bgbench.v1.Worker/Watch',
+            bgbench_dot_protos_dot_worker__pb2.WatchRequest.SerializeToString,
+            bgbench_dot_protos_dot_worker__pb2.HostSample.FromString,
             options,
             channel_credentials,
             insecure,
