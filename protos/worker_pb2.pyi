@@ -146,20 +146,22 @@ class StoreWatch(_message.Message):
     def __init__(self, pids: _Optional[_Iterable[int]] = ..., names: _Optional[_Iterable[str]] = ..., container: _Optional[str] = ..., no_discovery: _Optional[bool] = ...) -> None: ...
 
 class GroupSample(_message.Message):
-    __slots__ = ("cpu_cores", "cores_allowed", "busiest_cores", "rss_bytes", "processes", "found_by")
+    __slots__ = ("cpu_cores", "cores_allowed", "busiest_cores", "rss_bytes", "processes", "found_by", "runqueue_cores")
     CPU_CORES_FIELD_NUMBER: _ClassVar[int]
     CORES_ALLOWED_FIELD_NUMBER: _ClassVar[int]
     BUSIEST_CORES_FIELD_NUMBER: _ClassVar[int]
     RSS_BYTES_FIELD_NUMBER: _ClassVar[int]
     PROCESSES_FIELD_NUMBER: _ClassVar[int]
     FOUND_BY_FIELD_NUMBER: _ClassVar[int]
+    RUNQUEUE_CORES_FIELD_NUMBER: _ClassVar[int]
     cpu_cores: float
     cores_allowed: float
     busiest_cores: float
     rss_bytes: int
     processes: int
     found_by: str
-    def __init__(self, cpu_cores: _Optional[float] = ..., cores_allowed: _Optional[float] = ..., busiest_cores: _Optional[float] = ..., rss_bytes: _Optional[int] = ..., processes: _Optional[int] = ..., found_by: _Optional[str] = ...) -> None: ...
+    runqueue_cores: float
+    def __init__(self, cpu_cores: _Optional[float] = ..., cores_allowed: _Optional[float] = ..., busiest_cores: _Optional[float] = ..., rss_bytes: _Optional[int] = ..., processes: _Optional[int] = ..., found_by: _Optional[str] = ..., runqueue_cores: _Optional[float] = ...) -> None: ...
 
 class HostSample(_message.Message):
     __slots__ = ("host_id", "host", "source", "elapsed_seconds", "interval_seconds", "cpu_per_core", "memory_used_bytes", "memory_total_bytes", "disk_read_bytes_per_s", "disk_write_bytes_per_s", "disk_busy", "net_rx_bytes_per_s", "net_tx_bytes_per_s", "net_capacity_bytes_per_s", "load", "store", "busiest_disk")

@@ -15,10 +15,18 @@ class GroupSample:
 
     cpu_cores: float = 0.0  # CPU-seconds per second, all of them together
     cores_allowed: float = 0.0  # their CPU affinity, capped by a cgroup quota
-    busiest_cores: float = 0.0  # the busiest single process
+    # the busiest single process's demand: its CPU plus its threads' run-queue wait
+    busiest_cores: float = 0.0
     rss_bytes: int = 0
     processes: int = 0
     found_by: str = ""  # how the store's were found: "port 5432", "name postgres", "pid 41"
+    # seconds per second their threads were runnable but waited for a CPU (schedstat): with
+    # cpu_cores, what they would have used on free cores (their demand)
+    runqueue_cores: float = 0.0
+
+    @property
+    def demand_cores(self) -> float:
+        return self.cpu_cores + self.runqueue_cores
 
     def to_proto(self) -> pb.GroupSample:
         return pb.GroupSample(**asdict(self))
@@ -138,10 +146,13 @@ class HostFigures:
     net_capacity_bytes_per_s: float = 0.0
     load_cpu_cores: float = 0.0
     load_cores_allowed: float = 0.0
-    load_busiest_cores: float = 0.0  # the busiest single load process
+    load_runqueue_cores: float = 0.0  # run-queue wait per second (GroupSample)
+    load_busiest_cores: float = 0.0  # the busiest single load process's demand
     load_processes: int = 0
     store_cpu_cores: float = 0.0
     store_cores_allowed: float = 0.0
+    store_runqueue_cores: float = 0.0
+    store_busiest_cores: float = 0.0
     store_rss_bytes: int = 0
     store_processes: int = 0
     store_found_by: str = ""  # "" : no store process watched on this host
