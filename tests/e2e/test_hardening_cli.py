@@ -183,7 +183,7 @@ def loaded_while_starting() -> list[str]:
     import _json
 
     first = ["lib-dynload/_json"] if getattr(_json, "__file__", None) else []
-    return [*first, "_pydantic_core", "cygrpc", "scipy/stats"]  # pandas is no longer loaded
+    return [*first, "_pydantic_core", "cygrpc", "scipy/special"]  # no pandas, no scipy.stats
 
 
 def started(events: Path) -> Callable[[int], bool]:
