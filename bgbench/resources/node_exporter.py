@@ -233,4 +233,3 @@ class _Rate:
 
     def __call__(self, delta: float) -> float:
         return max(0.0, delta) / self.dt if self.dt > 0 else 0.0
-

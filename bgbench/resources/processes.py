@@ -86,6 +86,7 @@ class _Tracked:
     start: int
     cpu_ticks: int
     waits: dict[int, int]  # thread id -> run-queue wait so far, ns
+    rss_pages: int = 0  # when it joined
 
 
 @dataclass
@@ -116,15 +117,24 @@ class ProcessGroup:
         """The store's processes as `watch` says, `clients()` being the load processes."""
         return cls(StoreFinder(watch, clients).find)
 
+    @property
+    def pids(self) -> list[int]:
+        """The processes sampled now (as of the last refresh, less those gone since)."""
+        return list(self._tracked)
+
     def sample(self) -> GroupSample | None:
         """The group over the interval since the last sample; None: no process (yet)."""
+        joined: set[int] = set()
+        if time.monotonic() - self._refreshed >= self._refresh_s:
+            joined = self._refresh()
         now = time.monotonic()
-        if now - self._refreshed >= self._refresh_s:
-            self._refresh(now)
         dt, self._at = now - self._at, now
         cpu = wait = busiest = 0.0
         rss = 0
         for pid, was in list(self._tracked.items()):
+            if pid in joined:  # primed just now: counted from the next sample on
+                rss += was.rss_pages
+                continue
             stat = procfs.parse_stat(procfs.read(f"/proc/{pid}/stat") or "")
             if stat is None or stat.start != was.start:
                 del self._tracked[pid]  # gone (or its pid taken by another process)
@@ -148,20 +158,24 @@ class ProcessGroup:
             runqueue_cores=wait * per_s,
         )
 
-    def _refresh(self, now: float) -> None:
-        self._refreshed = now
+    def _refresh(self) -> set[int]:
+        """Membership again; the pids that joined (primed, not yet sampled)."""
         members = self._members()
+        self._refreshed = time.monotonic()
         pids = list(dict.fromkeys(members.pids))[:MAX_PROCESSES]
         self._found_by = members.found_by
         keep = set(pids)
         self._tracked = {p: t for p, t in self._tracked.items() if p in keep}
+        joined = set()
         for pid in pids:
             if pid not in self._tracked:
                 stat = procfs.parse_stat(procfs.read(f"/proc/{pid}/stat") or "")
                 if stat is not None:
                     waits = procfs.run_queue_waits(pid, stat.threads)
-                    self._tracked[pid] = _Tracked(stat.start, stat.cpu_ticks, waits)
+                    self._tracked[pid] = _Tracked(stat.start, stat.cpu_ticks, waits, stat.rss_pages)
+                    joined.add(pid)
         self._allowed = cores_allowed(list(self._tracked))
+        return joined
 
 
 def cores_allowed(pids: list[int]) -> float:

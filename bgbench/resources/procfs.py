@@ -130,9 +130,12 @@ def cgroup_quota(pid: int, root: Path = CGROUP_ROOT) -> float | None:
     """The tightest CPU quota, in cores, on the process's cgroup or any ancestor of it
     (v2, whether mounted at the root or at unified/, and v1's cpu controller); None: none."""
     text = read(f"/proc/{pid}/cgroup")
-    if text is None:
-        return None
-    v2, v1 = parse_cgroup(text)
+    return None if text is None else quota_of(text, root)
+
+
+def quota_of(cgroup: str, root: Path = CGROUP_ROOT) -> float | None:
+    """The tightest CPU quota on the cgroups a /proc/PID/cgroup text names, or ancestors."""
+    v2, v1 = parse_cgroup(cgroup)
     quotas = []
     if v2 is not None:
         for base in (root, root / "unified"):
