@@ -136,7 +136,7 @@ class ProcessGroup:
                 rss += was.rss_pages
                 continue
             stat = procfs.parse_stat(procfs.read(f"/proc/{pid}/stat") or "")
-            if stat is None or stat.start != was.start:
+            if stat is None or stat.start != was.start or stat.state == "Z":
                 del self._tracked[pid]  # gone (or its pid taken by another process)
                 continue
             waits = procfs.run_queue_waits(pid, stat.threads)
@@ -170,7 +170,7 @@ class ProcessGroup:
         for pid in pids:
             if pid not in self._tracked:
                 stat = procfs.parse_stat(procfs.read(f"/proc/{pid}/stat") or "")
-                if stat is not None:
+                if stat is not None and stat.state != "Z":
                     waits = procfs.run_queue_waits(pid, stat.threads)
                     self._tracked[pid] = _Tracked(stat.start, stat.cpu_ticks, waits, stat.rss_pages)
                     joined.add(pid)

@@ -42,6 +42,7 @@ class Stat:
     threads: int
     start: int  # clock ticks after boot: with the pid, who this process is
     rss_pages: int
+    state: str = ""  # R, S, D, ... Z: a zombie (gone, not yet reaped)
 
 
 def parse_stat(text: str) -> Stat | None:
@@ -59,6 +60,7 @@ def parse_stat(text: str) -> Stat | None:
             threads=max(1, int(fields[17])),
             start=int(fields[19]),
             rss_pages=max(0, int(fields[21])),
+            state=fields[0][:1],
         )
     except ValueError:
         return None
