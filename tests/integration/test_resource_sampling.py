@@ -184,5 +184,5 @@ def test_node_exporter_gives_cpu_per_core_memory_and_disk(node_exporter_server):
 
 def test_an_unreachable_node_exporter_is_a_scrape_error_within_its_timeout():
     watch = NodeExporter(f"127.0.0.1:{free_port()}", timeout_s=1)
-    with pytest.raises(ScrapeError, match="127.0.0.1"):
+    with pytest.raises(ScrapeError, match=r"127\.0\.0\.1"):
         watch.sample(0.0)
