@@ -345,8 +345,8 @@ class StoreFinder:
             was = self._listeners.get(port)
             if was is not None and was[0] == inode and os.path.exists(f"/proc/{was[1]}"):
                 known[port] = was
-            elif (pid := discovery.owner_of(inode)) is not None:
-                known[port] = (inode, pid)
+            elif (owner := discovery.owner_of(inode)) is not None:
+                known[port] = (inode, owner)
         self._listeners = known
         return {port: pid for port, (_, pid) in known.items()}
 
