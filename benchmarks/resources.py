@@ -4,6 +4,7 @@ PostgreSQL holding 1, 32 and 256 connections (so its group has about 7, 38 and 2
 processes), found by discovery from the load processes' connections.
 
     .venv/bin/python benchmarks/resources.py [--connections 1 32 256] [--seconds 20]
+    .venv/bin/python benchmarks/resources.py --node-exporter [--scrapes 40]
 
 Two load processes (python children) hold the connections between them. The benchmark
 ticks every 0.5 s, as an agent does, for `--seconds`; membership refreshes (every 3 s,
@@ -11,6 +12,10 @@ discovery included) fall inside, so the mean per tick carries their share. CPU i
 process's (single-threaded: time.process_time) per tick; "wall" is the tick's elapsed time
 (larger on a busy machine: the reads wait for a core). "first" is the first tick, whose
 discovery reads every socket of the host once.
+
+With --node-exporter: what scraping one node_exporter costs the coordinator (NodeExporter:
+HTTP GET, the wanted series picked out and parsed, rates), a real prometheus-node-exporter
+on loopback (its own collection is the wall time's larger part, in its process).
 """
 
 import argparse
@@ -27,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from bgbench.launchers import servers  # noqa: E402
 from bgbench.resources.host import HostSampler  # noqa: E402
+from bgbench.resources.node_exporter import NodeExporter  # noqa: E402
 from bgbench.resources.processes import ProcessGroup, StoreWatch  # noqa: E402
 
 TICK_S = 0.5
@@ -101,11 +107,35 @@ def measure(port: int, connections: int, seconds: float) -> dict[str, float]:
     }
 
 
+def scrapes(count: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        server = servers.start("node-exporter", Path(tmp))
+        try:
+            watch = NodeExporter(server["endpoint"])
+            watch.sample(0.0)
+            cpu, wall = time.process_time(), time.perf_counter()
+            for _ in range(count):
+                sample = watch.sample(0.0)
+            cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+        finally:
+            servers.stop(Path(tmp))
+    print(f"node_exporter scrape, {count} scrapes, {sample.cores} cores")
+    print(f"{'CPU ms/scrape':>14} {'wall ms/scrape':>15} {'% core at 0.5 s':>16}")
+    print(
+        f"{cpu / count * 1e3:14.2f} {wall / count * 1e3:15.1f} {cpu / count / TICK_S * 100:15.2f}%"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--connections", type=int, nargs="+", default=[1, 32, 256])
     parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--node-exporter", action="store_true")
+    parser.add_argument("--scrapes", type=int, default=40)
     args = parser.parse_args()
+    if args.node_exporter:
+        scrapes(args.scrapes)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         server = servers.start("postgres", Path(tmp))
         try:
