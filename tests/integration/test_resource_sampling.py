@@ -100,9 +100,10 @@ def test_a_burning_child_shows_its_cpu_and_demand(children):
     )
     assert sample.processes == 1
     assert sample.cores_allowed == len(os.sched_getaffinity(burner.pid))
-    # its demand is one core, got or waited for; never more than one (one thread)
+    # its demand is one core, got or waited for (one thread): about 1, give or take the
+    # sampler's own delays on a busy machine, never the 2 of two cores
     demand = _sampled_until(group, lambda s: s.demand_cores >= 0.5, "the burner's demand")
-    assert demand.busiest_cores <= 1.3
+    assert demand.busiest_cores < 1.9
     assert demand.demand_cores == pytest.approx(demand.busiest_cores)
 
 
@@ -239,7 +240,7 @@ def test_a_cgroup_cpu_quota_caps_the_cores_allowed(children, cgroup):
     assert group.sample().cores_allowed == pytest.approx(0.3)
     # throttled, it waits for the quota as in a run queue: its demand is still ~1 core
     sample = _sampled_until(group, lambda s: s.demand_cores >= 0.5, "the throttled demand")
-    assert sample.cpu_cores < 0.6
+    assert sample.cpu_cores < 0.8  # 0.3 of a core, give or take a period at each end
     assert sample.demand_cores / sample.cores_allowed > 1.0  # saturated, and it shows
 
 
