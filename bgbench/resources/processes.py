@@ -243,8 +243,11 @@ class ProcessGroup:
     def _refresh(self) -> set[int]:
         """Membership again (each member's RSS, and who it is); the pids that joined
         (primed, not yet sampled)."""
-        members = self._members()
         self._refreshed = time.monotonic()
+        try:
+            members = self._members()
+        except (OSError, psutil.Error):  # the host changed under the walk: next refresh
+            members = _Members(list(self._tracked), self._found_by)
         self._found_by = members.found_by
         old, tracked, joined = self._tracked, {}, set()
         held = sum(t.fd >= 0 for t in old.values())
