@@ -22,6 +22,7 @@ process from the refresh that sees it. A process joining counts from its second 
 
 import os
 import re
+import resource
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,7 +36,9 @@ from bgbench.resources.model import GroupSample
 
 REFRESH_S = 3.0
 MAX_PROCESSES = 4096  # members of a group (beyond: not sampled)
-MAX_HELD = 512  # schedstat files a group keeps open (beyond: opened on each read)
+# schedstat files a group keeps open (beyond: opened on each read): at most a quarter of
+# the process's file limit, so a few groups never take the agent's last descriptors
+MAX_HELD = min(512, resource.getrlimit(resource.RLIMIT_NOFILE)[0] // 4)
 MAX_CLIENTS = 1024  # load processes whose connections discovery reads
 MAX_NAMES = 64
 PID_MAX = 1 << 22  # the kernel's largest pid_max
