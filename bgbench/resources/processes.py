@@ -38,7 +38,8 @@ REFRESH_S = 3.0
 MAX_PROCESSES = 4096  # members of a group (beyond: not sampled)
 # schedstat files a group keeps open (beyond: opened on each read): at most a quarter of
 # the process's file limit, so a few groups never take the agent's last descriptors
-MAX_HELD = min(512, resource.getrlimit(resource.RLIMIT_NOFILE)[0] // 4)
+_FILES = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+MAX_HELD = 512 if _FILES == resource.RLIM_INFINITY else min(512, _FILES // 4)
 MAX_CLIENTS = 1024  # load processes whose connections discovery reads
 MAX_NAMES = 64
 PID_MAX = 1 << 22  # the kernel's largest pid_max
