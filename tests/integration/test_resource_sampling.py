@@ -152,6 +152,27 @@ def test_postgres_processes_are_found_from_a_clients_connection(children, postgr
     assert sample.rss_bytes > 0 and sample.cores_allowed >= 1
 
 
+def test_postgres_working_for_a_client_shows_its_cpu(children, postgres_server):
+    dsn = f"host=127.0.0.1 port={postgres_server['port']} user=postgres dbname=postgres"
+    busy = children(
+        "import psycopg, sys\n"
+        "conn = psycopg.connect(sys.argv[1], autocommit=True)\n"
+        "print('connected', flush=True)\n"
+        "for _ in range(100_000):\n"  # bounded: the finalizer kills it sooner
+        "    conn.execute('select count(*) from generate_series(1, 200000)').fetchone()\n",
+        dsn,
+    )
+    assert busy.stdout.readline().strip() == "connected"
+    group = ProcessGroup.store(StoreWatch(), lambda: [busy.pid])
+    assert group.sample() is not None  # primes
+    # the backend computing for it: the store's CPU, and its busiest process's demand
+    sample = _sampled_until(
+        group, lambda s: s.cpu_cores > 0.05 and s.busiest_cores > 0.05, "the server's CPU"
+    )
+    assert sample.demand_cores >= sample.busiest_cores > 0
+    assert sample.cpu_cores <= sample.processes  # no process is more than a core
+
+
 def test_postgres_found_by_pid_and_name_says_so(children, postgres_server):
     client = _holding(children, postgres_server)
     watch = StoreWatch(pids=(postgres_server["pid"],), names=("postgres",), discover=False)
