@@ -144,9 +144,11 @@ def test_a_monitor_only_agent_refuses_load_and_says_so(start_agent):
 
 
 def test_the_agent_help_documents_monitor_only():
-    shown = helpers.bgbench("agent", "--help", timeout=60)
+    wide = {**os.environ, "COLUMNS": "400"}  # each option's help on one line
+    shown = helpers.bgbench("agent", "--help", timeout=60, env=wide)
     assert shown.returncode == 0
-    assert "--monitor-only" in shown.stdout and "resources.monitors" in shown.stdout
+    option = [x for x in shown.stdout.splitlines() if "--monitor-only " in x and "<bool>" in x]
+    assert option and "run no load" in option[0] and "resources.monitors" in option[0]
 
 
 def test_a_monitor_streams_its_host_with_the_store_processes(start_agent, postgres_server):
