@@ -22,14 +22,14 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
-def read(path: str) -> str | None:
-    """A small file's text (its first 4 KiB), None when it cannot be read."""
+def read(path: str, limit: int = READ_BYTES) -> str | None:
+    """A small file's text (its first `limit` bytes), None when it cannot be read."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
         return None
     try:
-        return os.read(fd, READ_BYTES).decode("ascii", "replace")
+        return os.read(fd, limit).decode("ascii", "replace")
     except OSError:
         return None
     finally:
@@ -42,6 +42,8 @@ class Stat:
     threads: int
     start: int  # clock ticks after boot: with the pid, who this process is
     rss_pages: int
+    state: str = ""  # R, S, D, ... Z: a zombie (gone, not yet reaped)
+    parent: int = 0
 
 
 def parse_stat(text: str) -> Stat | None:
@@ -59,6 +61,8 @@ def parse_stat(text: str) -> Stat | None:
             threads=max(1, int(fields[17])),
             start=int(fields[19]),
             rss_pages=max(0, int(fields[21])),
+            state=fields[0][:1],
+            parent=int(fields[1]),
         )
     except ValueError:
         return None
@@ -130,9 +134,12 @@ def cgroup_quota(pid: int, root: Path = CGROUP_ROOT) -> float | None:
     """The tightest CPU quota, in cores, on the process's cgroup or any ancestor of it
     (v2, whether mounted at the root or at unified/, and v1's cpu controller); None: none."""
     text = read(f"/proc/{pid}/cgroup")
-    if text is None:
-        return None
-    v2, v1 = parse_cgroup(text)
+    return None if text is None else quota_of(text, root)
+
+
+def quota_of(cgroup: str, root: Path = CGROUP_ROOT) -> float | None:
+    """The tightest CPU quota on the cgroups a /proc/PID/cgroup text names, or ancestors."""
+    v2, v1 = parse_cgroup(cgroup)
     quotas = []
     if v2 is not None:
         for base in (root, root / "unified"):
