@@ -85,7 +85,19 @@ class HostWatch:
         from the next tick on."""
         fresh = self._new_store()
         if self._group("store processes", fresh) is not None:
+            self._close(self.store)
             self.store, self._found = fresh, True
+        else:
+            self._close(fresh)
+
+    def close(self) -> None:
+        """The files the groups hold open, closed (the watch is over)."""
+        for group in (self.load, self.store):
+            self._close(group)
+
+    def _close(self, group: ProcessGroup | None) -> None:
+        if group is not None:
+            self._guard("closing", group.close)
 
     def _group(self, what: str, group: ProcessGroup | None) -> GroupSample | None:
         return None if group is None else self._guard(what, group.sample)
@@ -134,19 +146,22 @@ def watch_samples(
     """A Watch call's samples, one per interval, until the duration (and its grace) ends,
     the caller leaves or the agent stops. The request was checked (check_watch_request)."""
     watch = HostWatch(StoreWatch.from_proto(request.watch), source="monitor")
-    watch.prime()
-    t0 = time.monotonic()
-    end = t0 + request.duration_seconds + WATCH_GRACE_S
-    due = t0 + SAMPLE_EVERY_S
-    while caller_active():
-        if stopping.wait(max(0.0, due - time.monotonic())):
-            return
-        now = time.monotonic()
-        if now > end or not caller_active():
-            return
-        due += SAMPLE_EVERY_S
-        if due < now:  # after a stall, on with the next interval
-            due = now + SAMPLE_EVERY_S
-        sample = watch.sample(now - t0)
-        if sample is not None:
-            yield sample
+    try:
+        watch.prime()
+        t0 = time.monotonic()
+        end = t0 + request.duration_seconds + WATCH_GRACE_S
+        due = t0 + SAMPLE_EVERY_S
+        while caller_active():
+            if stopping.wait(max(0.0, due - time.monotonic())):
+                return
+            now = time.monotonic()
+            if now > end or not caller_active():
+                return
+            due += SAMPLE_EVERY_S
+            if due < now:  # after a stall, on with the next interval
+                due = now + SAMPLE_EVERY_S
+            sample = watch.sample(now - t0)
+            if sample is not None:
+                yield sample
+    finally:
+        watch.close()
