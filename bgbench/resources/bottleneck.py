@@ -137,9 +137,10 @@ def _load_cpu(h: HostFigures, embedded: bool) -> list[Bottleneck]:
         )
         out.append(_named("client", "load processes' CPU", h, demand, allowed, text))
     if h.load_busiest_cores > 0:
+        waited = ", its threads' wait for a core included" if h.load_busiest_cores > 1 else ""
         text = (
             f"a load process at {_pct(h.load_busiest_cores)} of its core on {h.host} "
-            f"(one interpreter runs on one core{inside})"
+            f"(one interpreter runs on one core{waited}{inside})"
         )
         out.append(_named("client", "a load process's core", h, h.load_busiest_cores, 1.0, text))
     return out
