@@ -9,7 +9,9 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from bgbench.errors import UserError
 from bgbench.resources.bottleneck import Thresholds
+from bgbench.resources.node_exporter import endpoint_url
 
 STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
 MAX_LISTED = 64  # pids, names, endpoints or monitors listed
@@ -30,18 +32,24 @@ def host_port(text: str, what: str) -> str:
 
 
 def endpoint(text: str) -> str:
-    """A node_exporter endpoint: host:port, or an http(s) URL of its metrics."""
+    """A node_exporter endpoint: host:port, or an http(s) URL of its metrics (and one the
+    scraper takes: bgbench/resources/node_exporter.py)."""
     if "://" not in text:
-        return host_port(text, "node_exporter endpoint")
-    url = urlsplit(text)
-    if url.scheme not in ("http", "https") or not url.hostname:
-        raise ValueError(f"node_exporter endpoint {text!r} must be host:port or an http(s) URL")
+        host_port(text, "node_exporter endpoint")
+    else:
+        url = urlsplit(text)
+        if url.scheme not in ("http", "https") or not url.hostname:
+            raise ValueError(f"node_exporter endpoint {text!r} must be host:port or an http(s) URL")
+        try:
+            url.port  # noqa: B018 (raises on a port out of range)
+        except ValueError:
+            raise ValueError(f"node_exporter endpoint {text!r} has a bad port") from None
+        if url.username or url.password:
+            raise ValueError(f"node_exporter endpoint {text!r}: no credentials in the URL")
     try:
-        url.port  # noqa: B018 (raises on a port out of range)
-    except ValueError:
-        raise ValueError(f"node_exporter endpoint {text!r} has a bad port") from None
-    if url.username or url.password:
-        raise ValueError(f"node_exporter endpoint {text!r}: no credentials in the URL")
+        endpoint_url(text)
+    except UserError as exc:
+        raise ValueError(str(exc)) from None
     return text
 
 
