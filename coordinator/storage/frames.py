@@ -85,6 +85,7 @@ from bgbench.coordinator.storage.frames_resources import (
     bottleneck_columns,
     figures_of,
     rating_bottleneck,
+    redacted_result,
     resource_rows,
     resources_frame,
     series_frame,
@@ -152,7 +153,7 @@ class ResultFrames:
             raise UserError(f"no experiment {seq} of rating {rating_id!r} in {self.path}")
         where = f"experiments row {rating_id!r} seq {seq}"
         value = _checked(self.path, where, _parsed, row[0])
-        return dict(redacted(value))
+        return dict(redacted_result(value))
 
     def resource_series(self, rating_id: str, seq: int) -> pd.DataFrame:
         """Every host sample of one experiment (columns: frames_resources.py)."""
@@ -249,7 +250,7 @@ def _experiment_rows(
 ) -> Rows:
     """An experiment's row, and its rows of per_agent, per_action, validation and
     resources."""
-    result = _object(redacted(json.loads(e["result_json"])))  # older records held secrets
+    result = _object(redacted_result(_parsed(e["result_json"])))  # older records held secrets
     rid = e["rating_id"]
     row = {**e, "reasons": redacted(e["reasons"])}
     interval = _interval(result, confidence.get(rid))

@@ -35,6 +35,12 @@ from typing import Any
 
 import pandas as pd
 
+from bgbench.coordinator.configuration.redaction import (
+    is_secret_name,
+    redact_strings,
+    redact_text,
+    redact_value,
+)
 from bgbench.resources.model import GroupSample, HostFigures, HostSample, ResourceFigures
 
 KEY = "resources"  # of an experiment's result JSON
@@ -62,6 +68,45 @@ SERIES_COLUMNS = (
     "stream", "host_id", "host", "source", "elapsed_s", "interval_s", "rated", *SAMPLE_FIGURES,
     *(f"{g}_{f}" for g in ("load", "store") for f in GROUP_FIGURES),
 )  # fmt: skip
+
+
+def redacted_result(result: dict[str, Any]) -> Any:
+    """A recorded result with its secrets redacted (records of older bgbench held some):
+    every string as text, every value under a secret name. Its resources' series, many
+    samples of fixed fields, are redacted field by field (their strings, once each)."""
+    figures = result.get(KEY)
+    series = figures.pop("series", None) if isinstance(figures, dict) else None
+    out = redact_strings(result)
+    if isinstance(series, dict):
+        out[KEY]["series"] = _redacted_series(series)
+    return out
+
+
+def _redacted_series(series: dict[str, Any]) -> dict[str, Any]:
+    texts: dict[str, str] = {}
+    secret: dict[str, bool] = {}
+
+    def value(key: str, v: Any) -> Any:
+        if key not in secret:
+            secret[key] = is_secret_name(key)
+        if secret[key]:
+            return redact_value(key, redact_strings(v))
+        if isinstance(v, str):
+            if v not in texts:
+                texts[v] = redact_text(v)
+            return texts[v]
+        if isinstance(v, dict):
+            return {str(k): value(str(k), x) for k, x in v.items()}
+        if v is None or isinstance(v, int | float):
+            return v
+        return redact_strings(v)
+
+    return {
+        value("stream", stream): [value("sample", s) for s in samples]
+        if isinstance(samples, list)
+        else []
+        for stream, samples in series.items()
+    }
 
 
 def figures_of(result: Mapping[str, Any]) -> ResourceFigures | None:
