@@ -39,7 +39,7 @@ class HandshakeRequest(_message.Message):
     def __init__(self, protocol_version: _Optional[int] = ..., token: _Optional[str] = ..., measure_capacity: _Optional[bool] = ...) -> None: ...
 
 class HandshakeReply(_message.Message):
-    __slots__ = ("protocol_version", "agent_id", "hostname", "cores", "memory_bytes", "load_processes", "bgbench_version", "python_version", "error", "capacity")
+    __slots__ = ("protocol_version", "agent_id", "hostname", "cores", "memory_bytes", "load_processes", "bgbench_version", "python_version", "error", "capacity", "monitor_only")
     PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
     HOSTNAME_FIELD_NUMBER: _ClassVar[int]
@@ -50,6 +50,7 @@ class HandshakeReply(_message.Message):
     PYTHON_VERSION_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     CAPACITY_FIELD_NUMBER: _ClassVar[int]
+    MONITOR_ONLY_FIELD_NUMBER: _ClassVar[int]
     protocol_version: int
     agent_id: str
     hostname: str
@@ -60,7 +61,8 @@ class HandshakeReply(_message.Message):
     python_version: str
     error: Error
     capacity: float
-    def __init__(self, protocol_version: _Optional[int] = ..., agent_id: _Optional[str] = ..., hostname: _Optional[str] = ..., cores: _Optional[int] = ..., memory_bytes: _Optional[int] = ..., load_processes: _Optional[int] = ..., bgbench_version: _Optional[str] = ..., python_version: _Optional[str] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., capacity: _Optional[float] = ...) -> None: ...
+    monitor_only: bool
+    def __init__(self, protocol_version: _Optional[int] = ..., agent_id: _Optional[str] = ..., hostname: _Optional[str] = ..., cores: _Optional[int] = ..., memory_bytes: _Optional[int] = ..., load_processes: _Optional[int] = ..., bgbench_version: _Optional[str] = ..., python_version: _Optional[str] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., capacity: _Optional[float] = ..., monitor_only: _Optional[bool] = ...) -> None: ...
 
 class PrepareRequest(_message.Message):
     __slots__ = ("workload", "workload_config_json", "store", "store_options_json", "capacities", "fragments", "phase", "start_state")

@@ -35,10 +35,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(directory)
 
 
-def _running(kind: str, tmp_path_factory):
+def _running(kind: str, tmp_path_factory, **options):
     directory = tmp_path_factory.mktemp(kind)
     try:
-        yield servers.start(kind, directory)
+        yield servers.start(kind, directory, **options)
     finally:
         servers.stop(directory)
 
@@ -46,6 +46,18 @@ def _running(kind: str, tmp_path_factory):
 @pytest.fixture(scope="session")
 def postgres_server(tmp_path_factory):
     yield from _running("postgres", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def postgres_one_core(tmp_path_factory):
+    """A PostgreSQL of its own confined to CPU 0 (taskset): its processes may use one core."""
+    yield from _running("postgres", tmp_path_factory, cpus={0})
+
+
+@pytest.fixture(scope="session")
+def node_exporter_server(tmp_path_factory):
+    """Prometheus' node_exporter on loopback; its "endpoint" is 127.0.0.1:PORT."""
+    yield from _running("node-exporter", tmp_path_factory)
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,7 @@
 
 `python -m bgbench.worker.agent --listen 127.0.0.1:0` prints one line
 "BGBENCH-AGENT LISTENING host:port" once it serves, so a parent can find the port.
+With --monitor-only it runs no load: it watches its host (a store's) for the coordinator.
 The gRPC service is worker/service.py; its load processes, worker/load_processes.py;
 a run across them, worker/run_coordination.py; tokens and TLS, worker/security.py.
 """
@@ -76,6 +77,7 @@ def serve(
     token: str | None = None,
     tls: tuple[Path, Path, Path | None] | None = None,
     allow_store_paths: bool = False,
+    monitor_only: bool = False,
 ) -> None:
     logging.basicConfig(
         level=logging.INFO,
@@ -85,7 +87,7 @@ def serve(
     stopper = threading.Event()
     if parent_pid:
         threading.Thread(target=_watch_parent, args=(parent_pid, stopper), daemon=True).start()
-    service = AgentService(work_dir, stopper, processes, allow_store_paths)
+    service = AgentService(work_dir, stopper, processes, allow_store_paths, monitor_only)
     interceptors: list[grpc.ServerInterceptor] = [TokenInterceptor(token)] if token else []
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=8), interceptors=interceptors)
     pb_grpc.add_WorkerServicer_to_server(service, server)
@@ -157,9 +159,21 @@ def main(
             "directory); without it they stay inside --work-dir",
         ),
     ] = False,
+    monitor_only: Annotated[
+        bool,
+        typer.Option(
+            "--monitor-only",
+            envvar="BGBENCH_AGENT_MONITOR_ONLY",
+            help="run no load: only watch this host (CPU, memory, disk, network) and the "
+            "store's processes on it, for a coordinator that lists this agent under "
+            "resources.monitors; it refuses prepare and run, and starts no load processes "
+            "(--processes is ignored)",
+        ),
+    ] = False,
     parent_pid: Annotated[int, typer.Option(help="exit when this parent process is gone")] = 0,
 ) -> None:
-    """Run a bgbench worker agent."""
+    """Run a bgbench worker agent: load processes driven by a coordinator, or with
+    --monitor-only a watcher of a store's host."""
     # Every refusal names the flag, never the token's value.
     if not is_loopback(listen):
         if not token:
@@ -188,7 +202,7 @@ def main(
     _check_listen(listen)
     tls = (tls_cert, tls_key, tls_client_ca) if tls_cert and tls_key else None
     count = _processes(processes)
-    serve(listen, work_dir, count, parent_pid, token, tls, allow_store_paths)
+    serve(listen, work_dir, count, parent_pid, token, tls, allow_store_paths, monitor_only)
 
 
 def _processes(value: str) -> int:

@@ -13,9 +13,11 @@ from pathlib import Path
 import psutil
 
 from bgbench.protos import worker_pb2 as pb
+from bgbench.resources.processes import StoreWatch
 from bgbench.run_result import RunResult
 from bgbench.run_result.histograms import merged
 from bgbench.worker.contracts import ACTIONS, COUNTERS, ERRORS, SESSIONS, Answer, RunCommand
+from bgbench.worker.host_watch import HostWatch, check_watch
 from bgbench.worker.load_processes import LoadProcess, cpu_seconds, take_lag
 from bgbench.worker.replies import error, first_error, result_of
 from bgbench.worker.runner import ARRIVALS, LIVE_EVERY_S
@@ -24,7 +26,8 @@ PROGRESS_EVERY_S = LIVE_EVERY_S  # one progress per live latency delta of the lo
 RUN_GRACE_S = 60.0
 
 
-def check_pacing(request: pb.RunRequest) -> pb.Error | None:
+def check_request(request: pb.RunRequest) -> pb.Error | None:
+    """The run's pacing and its store watch within bounds."""
     rate, arrivals = request.target_rate, request.arrivals
     if not (math.isfinite(rate) and rate >= 0):
         return error(
@@ -36,7 +39,7 @@ def check_pacing(request: pb.RunRequest) -> pb.Error | None:
         return error(
             "user", f"arrivals {arrivals!r} is not one of {', '.join(ARRIVALS)}", "arrivals"
         )
-    return None
+    return check_watch(request.watch)
 
 
 def rate_share(rate: float, threads: int, total: int) -> float:
@@ -68,10 +71,14 @@ def start(processes: list[LoadProcess], request: pb.RunRequest, log_dir: Path) -
 
 
 class RunningFragments:
-    """The load processes' answers as they come, and the progress between them."""
+    """The load processes' answers as they come, and the progress between them, each with
+    a sample of the host (the load processes and the store's processes on it)."""
 
-    def __init__(self, processes: list[LoadProcess], duration_s: float) -> None:
+    def __init__(
+        self, processes: list[LoadProcess], duration_s: float, host: HostWatch | None = None
+    ) -> None:
         self.processes = processes
+        self.host = host
         self.children = [psutil.Process(p.process.pid) for p in processes]
         self.replies: dict[int, Answer] = {}
         self.deltas: list[bytes] = []
@@ -124,6 +131,9 @@ class RunningFragments:
             progress.cpu_percent = 100.0 * (cpu_now - self.cpu_last) / (now - self.last_tick)
             progress.client_lag_ms = take_lag(processes)
             self.cpu_last, self.last_tick = cpu_now, now
+            sample = self.host.sample(now - self.t0) if self.host is not None else None
+            if sample is not None:
+                progress.host.CopyFrom(sample)
         return progress
 
     def answers(self) -> list[Answer]:
@@ -141,8 +151,11 @@ def run_events(
     if not processes:
         yield pb.RunEvent(error=error("user", "prepare must come before run"))
         return
+    pids = [p.process.pid for p in processes if p.process.pid]
+    host = HostWatch(StoreWatch.from_proto(request.watch), load=lambda: list(pids))
+    host.prime()
     start(processes, request, log_dir)
-    run = RunningFragments(processes, request.duration_seconds)
+    run = RunningFragments(processes, request.duration_seconds, host)
     while not run.done:
         run.collect()
         now = time.monotonic()

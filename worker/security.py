@@ -14,7 +14,7 @@ import grpc
 from bgbench.errors import UserError
 from bgbench.protos import AUTH_METADATA_KEY
 
-STREAMING_METHODS = ("/Run",)
+STREAMING_METHODS = ("/Run", "/Watch")
 # Beyond loopback a token is all that stands between the network and the agent.
 MIN_TOKEN_CHARS = 16
 # What the coordinator's ids look like: "20250101-120000-T8", "R...-abcd-T8-2s-retry1",

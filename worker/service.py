@@ -2,7 +2,9 @@
 
 Handshake and Status answer at once; Prepare, Run and Validate take the agent for their
 duration (one at a time) and hand the work to the load processes (worker/
-load_processes.py); a run is coordinated by worker/run_coordination.py.
+load_processes.py); a run is coordinated by worker/run_coordination.py. Watch samples the
+host beside whatever else runs (worker/host_watch.py); a monitor-only agent serves it, and
+refuses the load's calls.
 """
 
 import dataclasses
@@ -27,7 +29,7 @@ from bgbench.protos import worker_pb2 as pb
 from bgbench.protos import worker_pb2_grpc as pb_grpc
 from bgbench.run_result.histograms import merged_or_empty
 from bgbench.run_result.run import payloads
-from bgbench.worker import run_coordination
+from bgbench.worker import host_watch, run_coordination
 from bgbench.worker.calibration import measure_capacity
 from bgbench.worker.contracts import (
     Answer,
@@ -59,6 +61,12 @@ from bgbench.workloads import registry
 PREPARE_TIMEOUT_S = VALIDATE_TIMEOUT_S = 3600.0
 # A request waits this long for the previous one to wind down (a cancelled run stopping).
 BUSY_WAIT_S = 30.0
+# Watch calls at once: each holds one of the server's threads for its duration.
+MAX_WATCHES = 4
+MONITOR_ONLY = (
+    "this agent is monitor-only (started with --monitor-only): it watches its host and runs "
+    "no load; list it under resources.monitors, and start load agents without the flag"
+)
 
 
 class AgentService(pb_grpc.WorkerServicer):  # type: ignore[misc]
@@ -68,10 +76,13 @@ class AgentService(pb_grpc.WorkerServicer):  # type: ignore[misc]
         stopper: threading.Event,
         processes: int,
         allow_store_paths: bool = False,
+        monitor_only: bool = False,
     ) -> None:
         self.work_dir = work_dir
         self.allow_store_paths = allow_store_paths
-        self.load_processes = processes
+        self.monitor_only = monitor_only
+        self.load_processes = 0 if monitor_only else processes
+        self._watches = threading.BoundedSemaphore(MAX_WATCHES)
         self.agent_id = uuid.uuid4().hex[:12]
         self.processes: list[LoadProcess] = []
         self.fragments: list[int] = []
@@ -142,8 +153,9 @@ class AgentService(pb_grpc.WorkerServicer):  # type: ignore[misc]
             load_processes=self.load_processes,
             bgbench_version=__version__,
             python_version=platform.python_version(),
+            monitor_only=self.monitor_only,
         )
-        if request.measure_capacity:
+        if request.measure_capacity and not self.monitor_only:
             reply.capacity = measure_capacity(self.load_processes)
         if request.protocol_version != PROTOCOL_VERSION:
             reply.error.CopyFrom(
@@ -162,6 +174,8 @@ class AgentService(pb_grpc.WorkerServicer):  # type: ignore[misc]
         )
 
     def Prepare(self, request: pb.PrepareRequest, context: grpc.ServicerContext) -> pb.PrepareReply:
+        if self.monitor_only:
+            return pb.PrepareReply(error=_error("user", MONITOR_ONLY))
         if not self._busy.acquire(timeout=BUSY_WAIT_S):
             return pb.PrepareReply(error=_error("user", "agent busy with another request"))
         try:
@@ -263,14 +277,17 @@ class AgentService(pb_grpc.WorkerServicer):  # type: ignore[misc]
         return answer
 
     def Run(self, request: pb.RunRequest, context: grpc.ServicerContext) -> Iterator[pb.RunEvent]:
+        if self.monitor_only:
+            yield pb.RunEvent(error=_error("user", MONITOR_ONLY))
+            return
         try:
             self._log_dir(request.experiment_id)
         except UserError as exc:
             yield pb.RunEvent(error=_error("user", str(exc), "experiment_id"))
             return
-        bad_pacing = run_coordination.check_pacing(request)
-        if bad_pacing is not None:
-            yield pb.RunEvent(error=bad_pacing)
+        bad_request = run_coordination.check_request(request)
+        if bad_request is not None:
+            yield pb.RunEvent(error=bad_request)
             return
         if not self._busy.acquire(timeout=BUSY_WAIT_S):
             yield pb.RunEvent(error=_error("user", "agent busy with another request"))
@@ -293,6 +310,8 @@ class AgentService(pb_grpc.WorkerServicer):  # type: ignore[misc]
     def Validate(
         self, request: pb.ValidateRequest, context: grpc.ServicerContext
     ) -> pb.ValidateReply:
+        if self.monitor_only:
+            return pb.ValidateReply(error=_error("user", MONITOR_ONLY))
         try:
             log_dir = self._log_dir(request.experiment_id)
         except UserError as exc:
@@ -311,6 +330,25 @@ class AgentService(pb_grpc.WorkerServicer):  # type: ignore[misc]
         if failed is not None:
             return pb.ValidateReply(error=failed)
         return _merge_validations([_result(a, ValidateSummary) for a in answers])
+
+    def Watch(
+        self, request: pb.WatchRequest, context: grpc.ServicerContext
+    ) -> Iterator[pb.HostSample]:
+        """A sample of the host every progress interval until the duration (and a grace)
+        ends or the caller leaves. A bad request ends the call as INVALID_ARGUMENT, one
+        line; too many watches at once, as RESOURCE_EXHAUSTED."""
+        bad = host_watch.check_watch_request(request)
+        if bad is not None:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, bad.message)
+        if not self._watches.acquire(blocking=False):
+            context.abort(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"{MAX_WATCHES} watches already in progress on this agent",
+            )
+        try:
+            yield from host_watch.watch_samples(request, context.is_active, self._stopper)
+        finally:
+            self._watches.release()
 
     def Shutdown(
         self, request: pb.ShutdownRequest, context: grpc.ServicerContext

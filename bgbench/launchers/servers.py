@@ -4,6 +4,7 @@ processes recorded here are ever stopped. From a checkout, deploy/local/servers.
 this without bgbench installed; installed, `python -m bgbench.launchers.servers`.
 
     python deploy/local/servers.py start postgres DIR   # prints {"port": ..., "pid": ...}
+    python deploy/local/servers.py start postgres DIR --cpus 0  # confined to CPU 0
     python deploy/local/servers.py start memcached DIR
     python deploy/local/servers.py start mongo-wire DIR  # SecantusDB (pip), no mongod here
     python deploy/local/servers.py start cassandra DIR   # one node (Maven Central jars)
@@ -11,6 +12,7 @@ this without bgbench installed; installed, `python -m bgbench.launchers.servers`
     python deploy/local/servers.py start cassandra-dcs DIR  # the same, 3 data centres
     python deploy/local/servers.py start cassandra-batch DIR  # one node, commit log batch
     python deploy/local/servers.py start hbase DIR       # standalone + Thrift (happybase)
+    python deploy/local/servers.py start node-exporter DIR  # Prometheus node_exporter
     python deploy/local/servers.py stop DIR
     python deploy/local/servers.py fetch cassandra hbase  # only fetch (and cache) the jars
 
@@ -33,7 +35,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from bgbench.launchers import cassandra_server, hbase_server
+from bgbench.launchers import cassandra_server, hbase_server, node_exporter
 from bgbench.launchers.procs import (
     apt,
     fetch_jars,
@@ -50,7 +52,11 @@ STATE = "server.json"
 OWNER = "bgbench-owner"  # in a cluster made in postgres's home: the directory it serves
 
 
-def start_postgres(directory: Path, port: int | None = None) -> dict[str, Any]:
+def start_postgres(
+    directory: Path, port: int | None = None, cpus: set[int] | None = None
+) -> dict[str, Any]:
+    """PostgreSQL 15 on 127.0.0.1; with `cpus`, confined to those CPUs (the postmaster's
+    affinity, set before it starts anything, which every backend it forks inherits)."""
     if not (PG_BIN / "initdb").exists():
         apt("postgresql")
     port = port or free_port()
@@ -73,14 +79,18 @@ def start_postgres(directory: Path, port: int | None = None) -> dict[str, Any]:
         f"-p {port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={sockets} "
         "-c fsync=off -c synchronous_commit=off -c max_connections=300 -c shared_buffers=256MB"
     )
+    confine = ["taskset", "-c", ",".join(map(str, sorted(cpus)))] if cpus else []
+    if confine and shutil.which("taskset") is None:
+        apt("util-linux")
     subprocess.run(
-        [*as_pg, str(PG_BIN / "pg_ctl"), "-D", str(data), "-l", str(home / "pg.log"),
+        [*confine, *as_pg, str(PG_BIN / "pg_ctl"), "-D", str(data), "-l", str(home / "pg.log"),
          "-w", "-t", "60", "-o", options, "start"],
         check=True, capture_output=True,
     )  # fmt: skip
     pid = int((data / "postmaster.pid").read_text().splitlines()[0])
     wait_for(lambda: _pg_ready(port), "PostgreSQL", 30)
-    return {"server": "postgres", "port": port, "pid": pid, "dir": str(directory)}
+    info = {"server": "postgres", "port": port, "pid": pid, "dir": str(directory)}
+    return {**info, "cpus": sorted(cpus)} if cpus else info
 
 
 def _pg_home(directory: Path) -> Path:
@@ -227,13 +237,23 @@ def kinds() -> dict[str, Any]:
         "cassandra-dcs": lambda d: cassandra_server.start(d, nodes=3, datacenters=True),
         "cassandra-batch": lambda d: cassandra_server.start(d, commitlog="batch"),
         "hbase": hbase_server.start,
+        "node-exporter": node_exporter.start,
     }
 
 
-def start(kind: str, directory: Path, port: int | None = None) -> dict[str, Any]:
+def start(
+    kind: str, directory: Path, port: int | None = None, cpus: set[int] | None = None
+) -> dict[str, Any]:
     """Start a server of `kind` with its data in `directory`; `port` (PostgreSQL, memcached
     and the MongoDB-wire server) asks for the port it had before, so the connection
-    settings recorded with a rating still reach its data after a restart."""
+    settings recorded with a rating still reach its data after a restart. `cpus`
+    (PostgreSQL only) confines the server to those CPUs."""
+    if cpus:
+        if kind != "postgres":
+            raise SystemExit(f"--cpus confines PostgreSQL only, not {kind!r}")
+        info = start_postgres(directory, port, cpus)
+        (directory / STATE).write_text(json.dumps(info))
+        return info
     if port is not None and kind in ("postgres", "memcached", "mongo-wire"):
         info: dict[str, Any] = {"postgres": start_postgres, "memcached": start_memcached,
                 "mongo-wire": start_mongo_wire}[kind](directory, port)  # fmt: skip
@@ -273,6 +293,9 @@ def main(argv: list[str]) -> None:
     """The command line above (argv without the program name)."""
     if len(argv) == 3 and argv[0] == "start":
         print(json.dumps(start(argv[1], Path(argv[2]).resolve())))
+    elif len(argv) == 5 and argv[0] == "start" and argv[3] == "--cpus":
+        cpus = {int(c) for c in argv[4].split(",") if c.strip().isdigit()}
+        print(json.dumps(start(argv[1], Path(argv[2]).resolve(), cpus=cpus or None)))
     elif len(argv) >= 2 and argv[0] == "fetch":
         versions = {"cassandra": cassandra_server.VERSION, "hbase": hbase_server.VERSION}
         for name in argv[1:]:

@@ -22,6 +22,7 @@ from pydantic import (
 )
 
 from bgbench.coordinator.configuration.redaction import REDACTED, redact_options
+from bgbench.coordinator.configuration.resources import ResourcesConfig
 from bgbench.coordinator.configuration.settings_files import parse_value, read_file, shown
 from bgbench.errors import UserError
 from bgbench.workloads import registry
@@ -188,6 +189,11 @@ class SLAConfig(BaseModel):
         description="action: alpha% of actions (pooled, as BG) within beta; "
         "session: alpha% of sessions whose every action is within beta",
     )
+    client_bound: Literal["warn", "fail"] = Field(
+        "warn",
+        description="an experiment whose bottleneck is the client (the load processes, not "
+        "the store): warn loudly, or fail it",
+    )
 
 
 # Klein et al.'s thread counts (their section 4): the default sweep.
@@ -350,6 +356,7 @@ class Settings(BaseModel):
     sla: SLAConfig = SLAConfig()
     rating: RatingConfig = RatingConfig()
     model: ModelConfig = ModelConfig()
+    resources: ResourcesConfig = ResourcesConfig()
     results_dir: Path = Field(Path("results"), description="where experiments are recorded")
 
     @property

@@ -63,7 +63,8 @@ def check_handshake(address: str, reply: pb.HandshakeReply, measured: bool) -> N
         )
     if reply.error.message:
         return  # the caller raises it
-    _within(address, "load_processes", reply.load_processes, 1, MAX_LOAD_PROCESSES)
+    fewest = 0 if reply.monitor_only else 1  # a monitor-only agent runs no load
+    _within(address, "load_processes", reply.load_processes, fewest, MAX_LOAD_PROCESSES)
     _within(address, "cores", reply.cores, 1, MAX_CORES)
     _within(address, "memory_bytes", reply.memory_bytes, 1, MAX_MEMORY_BYTES)
     for name in ("agent_id", "hostname", "bgbench_version", "python_version"):

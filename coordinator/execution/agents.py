@@ -18,6 +18,7 @@ import grpc
 import psutil
 
 from bgbench.coordinator.execution import agent_checks as checks
+from bgbench.coordinator.execution.host_checks import check_host_sample
 from bgbench.coordinator.records.faults import Liveness, LivenessFault
 from bgbench.errors import SystemFault, UserError
 from bgbench.protos import AGENT_READY_LINE as READY_LINE
@@ -158,12 +159,19 @@ class AgentClient:
             raise _fault(self.address, exc, self.tls) from None
         return reply  # type: ignore[no-any-return]
 
-    def handshake(self, measure_capacity: bool = False) -> pb.HandshakeReply:
+    def handshake(self, measure_capacity: bool = False, monitor: bool = False) -> pb.HandshakeReply:
+        """The agent's facts; a monitor-only agent is refused unless `monitor` (it would
+        refuse the load's calls)."""
         request = pb.HandshakeRequest(
             protocol_version=PROTOCOL_VERSION, measure_capacity=measure_capacity
         )
         reply = self._watched(self.stub.Handshake, request, HANDSHAKE_TIMEOUT_S, "handshaking")
-        checks.check_handshake(self.address, reply, measure_capacity)
+        if reply.monitor_only and not monitor and reply.protocol_version == PROTOCOL_VERSION:
+            raise UserError(
+                f"agent {self.address} is monitor-only (started with --monitor-only): list "
+                "it under resources.monitors, not agents"
+            )
+        checks.check_handshake(self.address, reply, measure_capacity and not monitor)
         _raise(reply.error, self.address)
         self.facts = reply
         return reply  # type: ignore[no-any-return]
@@ -187,6 +195,8 @@ class AgentClient:
                     _raise(event.error, self.address)
                 elif event.HasField("progress"):
                     checks.check_progress(self.address, event.progress)
+                    if event.progress.HasField("host"):
+                        check_host_sample(self.address, event.progress.host)
                 elif event.HasField("result"):
                     checks.check_result(self.address, event.result, self._processes())
                 if seen >= most:
@@ -197,6 +207,29 @@ class AgentClient:
         except grpc.RpcError as exc:
             raise _fault(self.address, exc, self.tls) from None
         finally:
+            self._track(stream, False)
+
+    def watch(self, request: pb.WatchRequest) -> Iterator[pb.HostSample]:
+        """The agent's samples of its host, one per progress interval, until the duration
+        ends; `cancel()` (or closing the iterator) ends it early. A refused request is the
+        user's (UserError); anything else, a fault."""
+        stream = self.stub.Watch(
+            request, timeout=request.duration_seconds + RUN_SLACK_S, metadata=self.metadata
+        )
+        self._track(stream, True)
+        most = max_events(request.duration_seconds)
+        try:
+            for seen, sample in enumerate(stream):
+                check_host_sample(self.address, sample)
+                if seen >= most:
+                    raise checks.AgentFault(self.address, "watch", f"more than {most} samples")
+                yield sample
+        except grpc.RpcError as exc:
+            if exc.code() == grpc.StatusCode.INVALID_ARGUMENT:
+                raise UserError(f"agent {self.address}: {exc.details()}") from None
+            raise _fault(self.address, exc, self.tls) from None
+        finally:
+            stream.cancel()
             self._track(stream, False)
 
     def validate(self, experiment_id: str) -> pb.ValidateReply:

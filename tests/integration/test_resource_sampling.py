@@ -1,0 +1,188 @@
+"""Sampling real processes and real servers: CPU-burning children, a child pinned to one
+core, PostgreSQL's processes found from a client's connection (and confined to one core),
+and a real node_exporter on loopback. The machine is shared and busy: the assertions are
+bounds that hold under load (a burner's demand, its CPU plus its run-queue wait, is about
+one core whether it gets the core or waits for it)."""
+
+import os
+import subprocess
+import sys
+
+import psutil
+import pytest
+
+from bgbench.launchers.procs import free_port
+from bgbench.resources.host import HostSampler
+from bgbench.resources.node_exporter import NodeExporter, ScrapeError
+from bgbench.resources.processes import ProcessGroup, StoreWatch
+from tests.helpers import wait_until
+
+BURN = "while True: pass"
+HOLD = (
+    "import psycopg, sys\n"
+    "conn = psycopg.connect(sys.argv[1])\n"
+    "conn.execute('select 1')\n"
+    "print('connected', flush=True)\n"
+    "sys.stdin.read()\n"
+)
+
+
+@pytest.fixture
+def children():
+    """Start python children; every one is killed at the end."""
+    started: list[subprocess.Popen[str]] = []
+
+    def start(code: str, *args: str) -> subprocess.Popen[str]:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code, *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        proc.kill()
+        proc.wait(10)
+
+
+def _sampled_until(group: ProcessGroup, holds, what: str):
+    """Sample the group (a tick each poll) until a sample satisfies `holds`; that sample."""
+    return wait_until(
+        lambda: (s := group.sample()) is not None and holds(s) and s, what, 60, poll_s=0.3
+    )
+
+
+def test_a_burning_child_shows_its_cpu_and_demand(children):
+    burner = children(BURN)
+    group = ProcessGroup.of_pids(lambda: [burner.pid])
+    first = group.sample()
+    assert first is not None and first.processes == 1 and first.cpu_cores == 0.0  # primes
+    sample = _sampled_until(group, lambda s: s.cpu_cores > 0, "the burner's CPU")
+    assert sample.processes == 1 and sample.rss_bytes > 1_000_000
+    assert sample.cores_allowed == len(os.sched_getaffinity(burner.pid))
+    # its demand is one core, got or waited for; never more than one (one thread)
+    demand = _sampled_until(group, lambda s: s.demand_cores >= 0.5, "the burner's demand")
+    assert demand.busiest_cores <= 1.3
+    assert demand.demand_cores == pytest.approx(demand.busiest_cores)
+
+
+def test_a_child_pinned_to_one_core_is_allowed_one(children):
+    pinned = children(BURN)
+    os.sched_setaffinity(pinned.pid, {0})
+    group = ProcessGroup.of_pids(lambda: [pinned.pid])
+    sample = group.sample()
+    assert sample is not None and sample.cores_allowed == 1.0
+    free = children(BURN)
+    both = ProcessGroup.of_pids(lambda: [pinned.pid, free.pid]).sample()
+    assert both is not None and both.cores_allowed == len(os.sched_getaffinity(0))
+
+
+def test_processes_that_vanish_are_dropped(children):
+    gone, stays = children(BURN), children(BURN)
+    group = ProcessGroup.of_pids(lambda: [gone.pid, stays.pid])
+    assert group.sample().processes == 2
+    gone.kill()
+    wait_until(lambda: psutil.Process(gone.pid).status() == "zombie", "the child's death", 30)
+    assert group.sample().processes == 1  # a zombie (not reaped yet) is gone too
+    gone.wait(10)
+    stays.kill()
+    stays.wait(10)
+    assert group.sample() is None
+    assert ProcessGroup.of_pids(lambda: []).sample() is None
+
+
+def _holding(children, server) -> subprocess.Popen[str]:
+    dsn = f"host=127.0.0.1 port={server['port']} user=postgres dbname=postgres"
+    client = children(HOLD, dsn)
+    assert client.stdout.readline().strip() == "connected"
+    return client
+
+
+def test_postgres_processes_are_found_from_a_clients_connection(children, postgres_server):
+    client = _holding(children, postgres_server)
+    group = ProcessGroup.store(StoreWatch(), lambda: [client.pid])
+    sample = group.sample()
+    assert sample is not None
+    assert sample.found_by == f"port {postgres_server['port']}"
+    assert postgres_server["pid"] in group.pids and client.pid not in group.pids
+    assert sample.processes >= 3  # the postmaster, its background workers, our backend
+    backends = [psutil.Process(p) for p in group.pids]
+    assert {p.name() for p in backends} == {"postgres"}
+    assert any(p.ppid() == postgres_server["pid"] for p in backends)
+    assert sample.rss_bytes > 0 and sample.cores_allowed >= 1
+
+
+def test_postgres_found_by_pid_and_name_says_so(children, postgres_server):
+    client = _holding(children, postgres_server)
+    watch = StoreWatch(pids=(postgres_server["pid"],), names=("postgres",), discover=False)
+    group = ProcessGroup.store(watch, lambda: [client.pid])
+    sample = group.sample()
+    assert sample is not None
+    assert sample.found_by == f"pid {postgres_server['pid']}, name postgres"
+    assert postgres_server["pid"] in group.pids
+    nothing = ProcessGroup.store(StoreWatch(discover=False), lambda: [client.pid])
+    assert nothing.sample() is None
+
+
+def test_a_client_with_no_server_finds_no_store(children):
+    lonely = children(BURN)
+    assert ProcessGroup.store(StoreWatch(), lambda: [lonely.pid]).sample() is None
+
+
+def test_postgres_confined_to_one_core_is_allowed_one(children, postgres_one_core):
+    client = _holding(children, postgres_one_core)
+    group = ProcessGroup.store(StoreWatch(), lambda: [client.pid])
+    sample = group.sample()
+    assert sample is not None and sample.found_by == f"port {postgres_one_core['port']}"
+    assert sample.cores_allowed == 1.0
+    assert all(os.sched_getaffinity(p) == {0} for p in group.pids if psutil.pid_exists(p))
+
+
+def test_the_host_sampler_gives_every_core_memory_disk_and_network(children):
+    sampler = HostSampler()
+    burner = children(BURN)
+    load = ProcessGroup.of_pids(lambda: [burner.pid])
+    load.sample()
+    sample = wait_until(
+        lambda: (s := sampler.sample(1.0, load.sample())) and s.cpu_cores > 0.3 and s,
+        "the host's CPU busy",
+        60,
+        poll_s=0.3,
+    )
+    assert sample.cores == psutil.cpu_count() and sample.host_id.endswith(sample.host)
+    assert all(0.0 <= c <= 1.0 for c in sample.cpu_per_core)
+    assert 0 < sample.memory_used_bytes < sample.memory_total_bytes
+    assert sample.memory_total_bytes == psutil.virtual_memory().total
+    assert sample.interval_s > 0 and sample.source == "agent" and sample.elapsed_s == 1.0
+    assert sample.disk_read_bytes_per_s >= 0 and sample.disk_write_bytes_per_s >= 0
+    assert 0.0 <= sample.disk_busy <= 1.0
+    assert sample.net_rx_bytes_per_s >= 0 and sample.net_capacity_bytes_per_s >= 0
+    assert sample.load is not None and sample.store is None
+    assert HostSampler().host_id == sampler.host_id  # one host, whoever samples it
+
+
+def test_node_exporter_gives_cpu_per_core_memory_and_disk(node_exporter_server):
+    watch = NodeExporter(node_exporter_server["endpoint"], timeout_s=5)
+    assert watch.name == f"node_exporter {node_exporter_server['endpoint']}"
+    first = watch.sample(0.0)
+    assert first.interval_s == 0.0 and first.disk_read_bytes_per_s == 0.0  # primes
+    sample = wait_until(
+        lambda: (s := watch.sample(0.5)).interval_s > 0.2 and s, "a second scrape", 60
+    )
+    assert sample.source == "node_exporter" and sample.host_id == watch.name
+    assert sample.cores == psutil.cpu_count()
+    assert all(0.0 <= c <= 1.0 for c in sample.cpu_per_core)
+    assert sample.memory_total_bytes == pytest.approx(psutil.virtual_memory().total, rel=0.01)
+    assert 0 < sample.memory_used_bytes < sample.memory_total_bytes
+    assert sample.busiest_disk in {d for d in psutil.disk_io_counters(perdisk=True)}
+    assert 0.0 <= sample.disk_busy <= 1.0 and sample.disk_write_bytes_per_s >= 0
+    assert sample.load is None and sample.store is None
+
+
+def test_an_unreachable_node_exporter_is_a_scrape_error_within_its_timeout():
+    watch = NodeExporter(f"127.0.0.1:{free_port()}", timeout_s=1)
+    with pytest.raises(ScrapeError, match=r"127\.0\.0\.1"):
+        watch.sample(0.0)

@@ -1,0 +1,149 @@
+"""The agent watching its host while it works: a HostSample per progress interval, with the
+agent's load processes and the store's processes on the host (bgbench/resources).
+
+A run samples on its progress tick (worker/run_coordination.py); the Watch RPC, which a
+monitor-only agent on a store's host serves, samples with no load of its own. Sampling
+never breaks nor stops what it watches: a group whose processes cannot be read (gone,
+denied, anything psutil or /proc refuses) is left out of that sample, a host that cannot be
+read gives no sample, and either is said once in the agent's log.
+"""
+
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import TypeVar
+
+from bgbench.protos import worker_pb2 as pb
+from bgbench.resources.host import HostSampler
+from bgbench.resources.model import GroupSample
+from bgbench.resources.processes import ProcessGroup, StoreWatch
+from bgbench.worker.replies import error
+from bgbench.worker.runner import LIVE_EVERY_S
+from bgbench.worker.security import EXPERIMENT_ID
+
+log = logging.getLogger("bgbench.agent")
+
+SAMPLE_EVERY_S = LIVE_EVERY_S  # the progress interval
+MAX_WATCH_S = 86_400.0  # a watch's longest duration: an experiment's longest
+WATCH_GRACE_S = 10.0  # a watch outlives its duration by this, for the run's stopping
+# What a StoreWatch may name (untrusted input): more is refused, never truncated.
+MAX_WATCH_PIDS = 1024
+MAX_WATCH_NAMES = 64
+MAX_NAME_CHARS = 255
+
+Pids = Callable[[], list[int]]
+T = TypeVar("T")
+
+
+def _no_pids() -> list[int]:
+    return []
+
+
+class HostWatch:
+    """Samples the host, the load processes (`load`: their pids) and the store's processes
+    found by `watch` (discovery follows the load processes' connections)."""
+
+    def __init__(self, watch: StoreWatch, load: Pids | None = None, source: str = "agent") -> None:
+        self._said: set[str] = set()
+        self.host = self._guard("host", lambda: HostSampler(source))
+        clients = load or _no_pids
+        self.load = self._guard("load", lambda: ProcessGroup.of_pids(clients)) if load else None
+        self.store = self._guard("store", lambda: ProcessGroup.store(watch, clients=clients))
+
+    def prime(self) -> None:
+        """A first look at the groups: counters primed, the store's processes sought, so
+        the first interval's sample has them."""
+        for group in (self.load, self.store):
+            if group is not None:
+                self._guard("sample", group.sample)
+
+    def sample(self, elapsed_s: float) -> pb.HostSample | None:
+        """The host over the interval since the last sample; None if the host could not be
+        read. A group that could not be read is missing from it."""
+        load = self._group("load processes", self.load)
+        store = self._group("store processes", self.store)
+        host = self.host
+        if host is None:
+            return None
+        taken = self._guard("host", lambda: host.sample(elapsed_s, load=load, store=store))
+        return None if taken is None else taken.to_proto()
+
+    def _group(self, what: str, group: ProcessGroup | None) -> GroupSample | None:
+        return None if group is None else self._guard(what, group.sample)
+
+    def _guard(self, what: str, call: Callable[[], T]) -> T | None:
+        # Anything at all: a sample is an extra, the run or watch it rides on is the work.
+        try:
+            return call()
+        except Exception as exc:  # noqa: BLE001
+            if what not in self._said:
+                self._said.add(what)
+                log.warning("cannot sample the %s (left out of samples): %s", what, exc)
+            return None
+
+
+def check_watch(watch: pb.StoreWatch, field: str = "watch") -> pb.Error | None:
+    """A StoreWatch within bounds: a few pids and names, a plain container name."""
+    def bad(name: str, why: str) -> pb.Error:
+        return error("user", f"{field}.{name}: {why}", f"{field}.{name}")
+
+    if len(watch.pids) > MAX_WATCH_PIDS:
+        return bad("pids", f"{len(watch.pids)} of them, at most {MAX_WATCH_PIDS}")
+    if any(pid <= 0 for pid in watch.pids):
+        return bad("pids", "0 is not a process id")
+    if len(watch.names) > MAX_WATCH_NAMES:
+        return bad("names", f"{len(watch.names)} of them, at most {MAX_WATCH_NAMES}")
+    for name in watch.names:
+        if not name or len(name) > MAX_NAME_CHARS or not name.isprintable():
+            shown = repr(name[:40])
+            return bad("names", f"{shown} is not 1 to {MAX_NAME_CHARS} printable characters")
+    container = watch.container
+    if container and (len(container) > MAX_NAME_CHARS or not EXPERIMENT_ID.fullmatch(container)):
+        return bad(
+            "container",
+            f"{container[:40]!r} is not a container id or name (letters, digits, '.', '_', '-')",
+        )
+    return None
+
+
+def check_watch_request(request: pb.WatchRequest) -> pb.Error | None:
+    seconds = request.duration_seconds
+    if not (math.isfinite(seconds) and 0 < seconds <= MAX_WATCH_S):
+        return error(
+            "user",
+            f"duration_seconds: {seconds!r} is not a duration within (0, {MAX_WATCH_S:.0f}] s",
+            "duration_seconds",
+        )
+    if request.experiment_id and not EXPERIMENT_ID.fullmatch(request.experiment_id):
+        return error(
+            "user",
+            f"experiment_id: {request.experiment_id[:80]!r} is not a plain name",
+            "experiment_id",
+        )
+    return check_watch(request.watch)
+
+
+def watch_samples(
+    request: pb.WatchRequest, caller_active: Callable[[], bool], stopping: threading.Event
+) -> Iterator[pb.HostSample]:
+    """A Watch call's samples, one per interval, until the duration (and its grace) ends,
+    the caller leaves or the agent stops. The request was checked (check_watch_request)."""
+    watch = HostWatch(StoreWatch.from_proto(request.watch), source="monitor")
+    watch.prime()
+    t0 = time.monotonic()
+    end = t0 + request.duration_seconds + WATCH_GRACE_S
+    due = t0 + SAMPLE_EVERY_S
+    while caller_active():
+        if stopping.wait(max(0.0, due - time.monotonic())):
+            return
+        now = time.monotonic()
+        if now > end or not caller_active():
+            return
+        due += SAMPLE_EVERY_S
+        if due < now:  # after a stall, on with the next interval
+            due = now + SAMPLE_EVERY_S
+        sample = watch.sample(now - t0)
+        if sample is not None:
+            yield sample
