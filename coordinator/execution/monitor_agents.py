@@ -122,7 +122,7 @@ class MonitorAgents:
         except (UserError, SystemFault) as exc:
             if not self._stopping.is_set():
                 stream.fail(_reason(exc, stream.client.address))
-        except Exception as exc:  # noqa: BLE001 - a monitor never ends the experiment
+        except Exception as exc:
             stream.fail(f"{type(exc).__name__}: {exc}")
         finally:
             stream.ended.set()

@@ -26,7 +26,7 @@ from bgbench.errors import UserError
 from bgbench.inputs import open_output
 from bgbench.protos import new_histogram
 from bgbench.protos import worker_pb2 as pb
-from bgbench.resources.model import Bottleneck, HostSample, ResourceFigures
+from bgbench.resources.model import Bottleneck, HostSample
 from bgbench.run_result import ExperimentResult
 
 log = logging.getLogger(__name__)
@@ -156,8 +156,7 @@ class ExperimentEnded:
     def of(cls, phase: str, r: ExperimentResult) -> "ExperimentEnded":
         verdict = {"fault": "fault", "passed": "pass", "failed": "fail"}[r.status]
         reasons = [r.fault] if r.fault else sorted({x for a in r.agents for x in a.reasons})
-        figures: ResourceFigures | None = getattr(r, "resources", None)
-        b = Bottleneck(kind="", text="") if figures is None else figures.bottleneck
+        b = r.bottleneck or Bottleneck(kind="", text="")
         return cls(
             experiment_id=r.experiment_id,
             phase=phase,

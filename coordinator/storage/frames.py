@@ -20,8 +20,8 @@ ratings
     experiments (how many recorded), created, updated, message, notes (list of the
     summary's notes), config (the recorded settings as a dict, secrets redacted), hosts
     (list of dicts), versions (dict), bottleneck_kind, bottleneck, client_bound (what
-    bound the experiment that stands for the rating: its last final, else its last pass
-    at SoAR's T; None: resources not recorded).
+    bound the rating's final experiment, as its headline names it; None: resources not
+    recorded).
 experiments
     rating_id, seq, experiment_id, phase (warmup|search|final|sweep|retried|run), threads,
     target_rate, duration_s, elapsed_s, status (passed|failed|fault), passed,
@@ -215,9 +215,8 @@ def load(path: str | Path) -> ResultFrames:
         r["experiments"] = int(counts.get(r["id"], 0))
         mine = by_rating.get(r["id"], [])
         where = f"ratings row {r['id']!r} (bottleneck)"
-        r.update(
-            _checked(file, where, rating_bottleneck, r.pop("summary"), mine, r["soar_threads"])
-        )
+        at = r["soar_threads"] if r["soar_threads"] is not None else r["socialites"]
+        r.update(_checked(file, where, rating_bottleneck, r.pop("summary"), mine, at))
     return ResultFrames(
         path=file,
         ratings=_typed(_frame(rating_rows, RATING_COLUMNS)),

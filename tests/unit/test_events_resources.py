@@ -5,6 +5,7 @@ exports the hosts' figures (labelled by host, escaped, bounded) and the last bot
 import json
 
 from prometheus_client import generate_latest
+from rich.console import Console
 
 from bgbench.coordinator.interfaces import prometheus_hosts
 from bgbench.coordinator.interfaces.prometheus import MetricsSink
@@ -14,9 +15,11 @@ from bgbench.coordinator.records.events import (
     JsonLinesSink,
     ProgressTap,
 )
+from bgbench.coordinator.reports.report import _experiments_table, experiment_line
 from bgbench.protos import worker_pb2 as pb
-from bgbench.resources.model import GroupSample, HostSample
+from bgbench.resources.model import Bottleneck, GroupSample, HostSample
 from tests.unit.test_events import Collect, metric, progress
+from tests.unit.test_resources_result import CLIENT, passing, resources
 
 HOSTILE = 'db"1\\n<script>'
 
@@ -104,3 +107,42 @@ def test_hosts_beyond_the_bound_get_no_series():
     text = generate_latest(sink.registry).decode()
     series = [x for x in text.splitlines() if x.startswith("bgbench_host_cores{")]
     assert len(series) == prometheus_hosts.MAX_HOSTS
+
+
+def test_a_verdict_carries_what_bound_the_experiment_and_the_console_line_says_it():
+    result = passing()
+    assert ExperimentEnded.of("final", result).bottleneck_kind == ""  # not measured
+    assert "bottleneck" not in experiment_line("final", result, 100.0)
+    result.resources = resources(CLIENT)
+    event = ExperimentEnded.of("final", result)
+    assert (event.bottleneck_kind, event.client_bound, event.bottleneck_host) == (
+        "client",
+        True,
+        "vm",
+    )
+    assert event.bottleneck == CLIENT.text and event.bottleneck_utilisation == 0.97
+    first, second = experiment_line("final", result, 100.0).splitlines()
+    assert first.strip().startswith("final T=4") and second.strip() == (
+        f"CLIENT-BOUND: {CLIENT.text} (the client, not the store, set the limit)"
+    )
+    server = Bottleneck("server_cpu", "server CPU", "db", 1.9, 2, 0.95, "server CPU 1.90 of 2")
+    result.resources = resources(server)
+    assert experiment_line("final", result, 100.0).splitlines()[1].strip() == (
+        "bottleneck: server CPU 1.90 of 2"
+    )
+
+
+def test_a_recorded_ratings_table_has_a_bottleneck_column_when_any_was_measured():
+    result = passing()
+    result.resources = resources(CLIENT)
+    row = {"seq": 1, "phase": "final", "threads": 4, "duration_s": 4.0, "status": "passed",
+           "reasons": "", "actions_per_s": 10.0, "within_percent": 100.0,
+           "unpredictable_percent": 0.0, "result_json": json.dumps(result.to_record())}  # fmt: skip
+    bare = {**row, "seq": 2, "result_json": json.dumps(passing().to_record())}
+    console = Console(width=300, record=True)
+    console.print(_experiments_table([row, bare], None))  # type: ignore[arg-type]
+    shown = console.export_text()
+    assert "bottleneck" in shown and "CLIENT-BOUND: a load process at 97%" in shown
+    console = Console(width=300, record=True)
+    console.print(_experiments_table([bare], None))  # type: ignore[arg-type]
+    assert "bottleneck" not in console.export_text()
