@@ -10,9 +10,9 @@ from rich.table import Table
 from rich.text import Text
 
 from bgbench.coordinator.configuration.config import Settings
+from bgbench.coordinator.rating.bottleneck_of import bottleneck_of
 from bgbench.coordinator.records.sweep import ALL_ACTIONS, SweepTable
 from bgbench.coordinator.reports.live import LiveProgress as LiveProgress
-from bgbench.coordinator.storage.frames_resources import figures_of
 from bgbench.resources.model import Bottleneck
 from bgbench.run_result import ExperimentResult
 from bgbench.sdk import StudyTable
@@ -207,10 +207,10 @@ def _stored_bottleneck(e: Mapping[str, Any]) -> str:
     """A recorded experiment's bottleneck line ("" : none recorded, or a result that does
     not hold what bgbench writes)."""
     try:
-        figures = figures_of(json.loads(e.get("result_json") or "{}"))
+        found = json.loads(e.get("result_json") or "{}").get("resources", {}).get("bottleneck")
+        return bottleneck_said(bottleneck_of(found))[0] if isinstance(found, dict) else ""
     except (ValueError, TypeError, LookupError, AttributeError):
         return ""
-    return "" if figures is None else bottleneck_said(figures.bottleneck)[0]
 
 
 def sweep_table(table: SweepTable, settings: Settings) -> Table:
