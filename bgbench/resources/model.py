@@ -200,7 +200,7 @@ class ResourceFigures:
             series={
                 k: [HostSample.from_record(s) for s in v] for k, v in data.get("series", {}).items()
             },
-            window_s=tuple(data.get("window_s", (0.0, 0.0))),  # type: ignore[arg-type]
+            window_s=tuple(data.get("window_s", (0.0, 0.0))),
             notes=list(data.get("notes", [])),
         )
 

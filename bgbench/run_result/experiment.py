@@ -15,6 +15,7 @@ from typing import Any
 
 from bgbench.protos import new_histogram
 from bgbench.protos import worker_pb2 as pb
+from bgbench.resources.model import ResourceFigures
 from bgbench.run_result.histograms import LatencySummary, decode, share_within
 from bgbench.run_result.run import ActionStats, RunResult
 
@@ -221,6 +222,9 @@ class ExperimentResult:
     # an experiment without a progress stream).
     steady: Steadiness | None = None
     target_rate: float = 0.0  # open loop: the arrival rate asked for, actions/s (0: closed)
+    # The hosts' and processes' figures over the rated window and the bottleneck named from
+    # them (None: not measured, e.g. the model store, or a record older than them).
+    resources: ResourceFigures | None = None
 
     @classmethod
     def of_agents(
@@ -324,6 +328,7 @@ class ExperimentResult:
             "by_item": _read_figures,
             "by_action": _read_figures,
             "steady": lambda s: None if s is None else Steadiness(**_known(Steadiness, s, {})),
+            "resources": lambda r: None if r is None else ResourceFigures.from_record(r),
         }
         return cls(**_known(cls, data, nested))
 

@@ -15,10 +15,15 @@ from bgbench.coordinator.configuration.plan import AgentSlot, FragmentLayout, la
 from bgbench.coordinator.configuration.redaction import redact_text
 from bgbench.coordinator.execution.agent_checks import AgentFault
 from bgbench.coordinator.execution.agents import HEARTBEAT_TIMEOUT_S, AgentClient, Credentials
+from bgbench.coordinator.execution.resource_watch import (
+    ExperimentResources,
+    ResourceSource,
+    store_watch,
+)
 from bgbench.coordinator.execution.run_watch import watch_run
 from bgbench.coordinator.execution.steady import Tick, analyse, tick_of, window_within_counts
 from bgbench.coordinator.records.faults import fault_time
-from bgbench.coordinator.records.metrics import Verdict, judge
+from bgbench.coordinator.records.metrics import Verdict, client_bound_reason, judge
 from bgbench.errors import BGBenchError, SystemFault, UserError
 from bgbench.protos import START_READIED
 from bgbench.protos import worker_pb2 as pb
@@ -135,10 +140,13 @@ def run_experiment(
     start_state: str = "carry",
     heartbeat_timeout: float = 5.0,
     rate: float | None = None,
+    sources: Sequence[ResourceSource] = (),
 ) -> ExperimentResult:
     """One experiment; `rate` (actions/s over all agents) runs it open loop, else
-    settings.run.target_rate does, else it is closed loop."""
+    settings.run.target_rate does, else it is closed loop. Its resources are the agents'
+    samples of their hosts and those of `sources` (remote store hosts) over its run."""
     rate = rate or settings.run.target_rate or 0.0
+    resources = ExperimentResources([c.address for c in cluster.clients], list(sources))
     shares = split_threads(threads, cluster.capacities)
     outcomes = [AgentOutcome(c.address, n) for c, n in zip(cluster.clients, shares, strict=True)]
     results: list[pb.RunResult | None] = [None] * len(cluster.clients)
@@ -180,6 +188,7 @@ def run_experiment(
             start_state=START_READIED,
             target_rate=rate * shares[i] / threads if threads else 0.0,
             arrivals=settings.run.arrivals,
+            watch=store_watch(settings).to_proto(),
         )
         try:
             for event in client.run(request):
@@ -190,6 +199,7 @@ def run_experiment(
                     ticks[i].append(
                         tick_of(p.elapsed_seconds, p.actions, p.response_hist_delta, bound_us)
                     )
+                    resources.progress(i, p)
                     lag = event.progress.client_lag_ms
                     outcomes[i].client_lag_max_ms = max(outcomes[i].client_lag_max_ms, lag)
                     if on_progress:
@@ -202,9 +212,13 @@ def run_experiment(
                 fail(f"{exc} (after {lost:.1f} s of the experiment)", client)
 
     workers = [threading.Thread(target=drive, args=(i,), daemon=True) for i in range(len(shares))]
-    for w in workers:
-        w.start()
-    watch_run(cluster.clients, workers, last_seen, heartbeat_timeout, lambda m: fail(m, None))
+    resources.start(duration_s)
+    try:
+        for w in workers:
+            w.start()
+        watch_run(cluster.clients, workers, last_seen, heartbeat_timeout, lambda m: fail(m, None))
+    finally:
+        resources.stop()
     coordinator_cpu = _cpu_seconds() - cpu_started
     if faults or any(r is None for r in results):
         fault = "; ".join(faults) or "an agent ended the experiment without a result"
@@ -221,7 +235,20 @@ def run_experiment(
     )
     result.coordinator_cpu_s, result.progress_events = coordinator_cpu, events[0]
     result.target_rate = rate
-    return rate_steady(result, ticks, settings.sla, settings.rating)
+    result = rate_steady(result, ticks, settings.sla, settings.rating)
+    result.resources = resources.finish(result, settings)
+    return judge_resources(result, settings.sla)
+
+
+def judge_resources(result: ExperimentResult, sla: SLAConfig) -> ExperimentResult:
+    """With sla.client_bound = fail, an experiment bound by the client fails: one reason,
+    given with its first agent's (the load is not the store's limit)."""
+    reason = client_bound_reason(result.resources, sla)
+    if reason and result.agents and not result.fault:
+        first = result.agents[0]
+        first.reasons.append(reason)
+        first.passed = result.passed = False
+    return result
 
 
 def rate_steady(

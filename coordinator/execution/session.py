@@ -18,6 +18,12 @@ from bgbench.coordinator.execution.agents import (
     spawn_local_agents,
 )
 from bgbench.coordinator.execution.experiment import Cluster, ProgressCallback, run_experiment
+from bgbench.coordinator.execution.monitor_agents import MonitorAgents
+from bgbench.coordinator.execution.resource_watch import (
+    NodeExporterWatch,
+    ResourceSource,
+    store_watch,
+)
 from bgbench.coordinator.execution.sizing import resolve_local_layout
 from bgbench.coordinator.execution.target import (
     ExperimentTarget,
@@ -54,6 +60,8 @@ class AgentsTarget:
     record_fault: FaultRecorder | None = None
     # each agent's progress and the ticks go here (coordinator/records/events.py)
     events: EventSink | None = None
+    # remote store hosts watched during each experiment (node_exporter, monitor agents)
+    sources: tuple[ResourceSource, ...] = ()
 
     def run(
         self, threads: int, duration_s: float, experiment_id: str, rate: float | None = None
@@ -65,6 +73,7 @@ class AgentsTarget:
             exp_id = experiment_id if attempt == 0 else f"{experiment_id}-retry{attempt}"
             result = self._run_once(threads, duration_s, exp_id, rate)
             result = count_sessions(result, self.settings)
+            self._warn_client_bound(result)
             if not should_retry(self.settings.agents.on_failure, attempt, result.fault):
                 return result
             if self.record_fault:
@@ -103,10 +112,21 @@ class AgentsTarget:
                 self.start_state,
                 self.settings.agents.heartbeat_timeout,
                 rate,
+                self.sources,
             )
         finally:
             if events is not None:
                 events.emit(AgentsStopped(experiment_id))
+
+    def _warn_client_bound(self, result: ExperimentResult) -> None:
+        """A loud line for an experiment the client bound (sla.client_bound = warn: it
+        still passes; fail: its verdict says so too)."""
+        r = result.resources
+        if r is not None and r.bottleneck.client_bound:
+            self.say(
+                f"WARNING: T={result.threads} was bound by the client, not the store: "
+                f"{r.bottleneck.text}"
+            )
 
     def rejoin(self) -> None:
         """Before an experiment: a listed agent dropped earlier that answers again rejoins
@@ -254,7 +274,13 @@ def bring_up(
         local = spawn_local_agents(a.local, processes, work_dir, a.start_timeout, creds.token)
         addresses = local.addresses
     cluster = target = None
+    exporters = NodeExporterWatch(settings.resources.node_exporters)
+    monitors: MonitorAgents | None = None
     try:
+        if settings.resources.monitors:
+            monitors = MonitorAgents(
+                list(settings.resources.monitors), creds, store_watch(settings), a.heartbeat_timeout
+            )
         cluster = Cluster.connect(
             addresses, a.capacities, creds, a.capacity == "measure", a.heartbeat_timeout
         )
@@ -289,9 +315,13 @@ def bring_up(
             local=local,
             creds=creds,
             events=events,
+            sources=(exporters, *([monitors] if monitors else [])),
         )
         yield target
     finally:
+        exporters.close()
+        if monitors is not None:
+            monitors.close()
         if target is not None and target.cluster is not None:
             target.cluster.close()
         elif cluster is not None:

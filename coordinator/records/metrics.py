@@ -7,6 +7,7 @@ from hdrh.histogram import HdrHistogram
 
 from bgbench.coordinator.configuration.config import SLAConfig
 from bgbench.protos import new_histogram as new_histogram
+from bgbench.resources.model import ResourceFigures
 from bgbench.run_result.histograms import LatencySummary as LatencySummary
 from bgbench.run_result.histograms import counts_of, medians
 from bgbench.run_result.histograms import decode as decode
@@ -44,6 +45,15 @@ def judge(
     if saturated:
         reasons.append("saturated client: a load process used its whole core")
     return Verdict(not reasons, reasons)
+
+
+def client_bound_reason(resources: ResourceFigures | None, sla: SLAConfig) -> str:
+    """Why an experiment bound by the client fails under sla.client_bound = "fail" ("":
+    it does not fail for it; "warn" flags it in the result and the headline only)."""
+    if sla.client_bound != "fail" or resources is None:
+        return ""
+    bottleneck = resources.bottleneck
+    return f"client-bound: {bottleneck.text}" if bottleneck.client_bound else ""
 
 
 def distribution(h: HdrHistogram) -> tuple[np.ndarray, np.ndarray]:
