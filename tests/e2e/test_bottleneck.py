@@ -45,9 +45,7 @@ def store_host(resources: dict) -> dict:
 def stored(tmp: Path, experiment_id: str) -> tuple[dict, list[dict]]:
     """The experiment's row and its hosts' rows as `bgbench.results.load` gives them."""
     frames = results.load(tmp / "results")
-    (row,) = frames.experiments[frames.experiments["rating_id"] == experiment_id].to_dict(
-        "records"
-    )
+    (row,) = frames.experiments[frames.experiments["rating_id"] == experiment_id].to_dict("records")
     hosts = frames.resources[frames.resources["rating_id"] == experiment_id].to_dict("records")
     return row, hosts
 
