@@ -15,7 +15,7 @@ from typing import Any
 
 from bgbench.protos import new_histogram
 from bgbench.protos import worker_pb2 as pb
-from bgbench.resources.model import ResourceFigures
+from bgbench.resources.model import Bottleneck, ResourceFigures
 from bgbench.run_result.histograms import LatencySummary, decode, share_within
 from bgbench.run_result.run import ActionStats, RunResult
 
@@ -297,6 +297,11 @@ class ExperimentResult:
             experiment_id, threads, duration_s, 0.0, store, 0, 0, 0, 0.0, 0.0,
             0.0, 0.0, 0, 0, [], empty, outcomes, False, fault, fault_at=at,
         )  # fmt: skip
+
+    @property
+    def bottleneck(self) -> Bottleneck | None:
+        """What bound it (None: its resources were not measured)."""
+        return self.resources.bottleneck if self.resources is not None else None
 
     @property
     def status(self) -> str:

@@ -31,7 +31,7 @@ from bgbench.coordinator.interfaces.cli_campaign import campaign_app
 from bgbench.coordinator.interfaces.cli_deck import deck
 from bgbench.coordinator.interfaces.cli_live import EventsOption, MetricsPortOption, live_sink
 from bgbench.coordinator.interfaces.cli_report import report_app
-from bgbench.coordinator.interfaces.console import ConsoleView
+from bgbench.coordinator.interfaces.console import ConsoleView, with_bottleneck
 from bgbench.coordinator.rating import api
 from bgbench.coordinator.rating.api import new_rating_id, results_path
 from bgbench.coordinator.rating.resume import resumed_settings
@@ -163,7 +163,7 @@ def run(
     if as_json:
         print(record.result.to_json())
     else:
-        out.print(render(record.result, settings))
+        out.print(with_bottleneck(render(record.result, settings), record.result.bottleneck))
         if not record.unrecorded:
             out.print(f"recorded in {record.path}")
     if record.unrecorded:
@@ -246,7 +246,8 @@ def rate(
         print(json.dumps(record.summary.to_dict(), indent=2))
     else:
         experiments = ResultsStore.existing(record.results.parent).experiments(record.rating_id)
-        out.print(render_rating(record.summary, experiments, settings))
+        shown = render_rating(record.summary, experiments, settings)
+        out.print(with_bottleneck(shown, record.summary.bottleneck))
 
 
 @app.command()

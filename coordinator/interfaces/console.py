@@ -1,7 +1,8 @@
 """The console view: one more event sink. It shows the live per-agent table while an
 experiment runs on agents and prints each finished experiment's line, on the CLI's stderr."""
 
-from rich.console import Console
+from rich.console import Console, Group, RenderableType
+from rich.text import Text
 
 from bgbench.coordinator.records.events import (
     AgentProgress,
@@ -12,6 +13,7 @@ from bgbench.coordinator.records.events import (
     JobStarting,
 )
 from bgbench.coordinator.reports.report import LiveProgress, experiment_line
+from bgbench.resources.model import Bottleneck
 
 
 class ConsoleView:
@@ -41,3 +43,23 @@ class ConsoleView:
         live, self.live = self.live, None
         if live is not None:
             live.__exit__(None, None, None)
+
+
+def with_bottleneck(shown: RenderableType, bottleneck: Bottleneck | None) -> Group:
+    """A result or rating as shown, then what bound it; a client-bound one loudly: its
+    figures are the client's limit, not the store's."""
+    if bottleneck is None:
+        return Group(shown)
+    text = Text()
+    text.append("Bottleneck: ", style="bold")
+    text.append(f"{bottleneck.text}\n")
+    for other in bottleneck.others:
+        text.append(f"  also saturated: {other}\n")
+    if bottleneck.client_bound:
+        text.append(
+            "WARNING: client-bound: the load processes, not the store, set this limit; "
+            "the figures understate the store (add agents or hosts for the load, or "
+            'set sla.client_bound = "fail")\n',
+            style="bold red",
+        )
+    return Group(shown, text)

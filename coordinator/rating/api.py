@@ -23,6 +23,7 @@ from bgbench.coordinator.configuration.config import Settings
 from bgbench.coordinator.execution.experiment import faulted, new_experiment_id, save
 from bgbench.coordinator.execution.target import ExperimentTarget
 from bgbench.coordinator.execution.target_kinds import target_kind
+from bgbench.coordinator.rating.bottleneck_of import final_bottleneck
 from bgbench.coordinator.rating.ratings import Rating, RatingSummary
 from bgbench.coordinator.rating.resume import resolve_at_origin, resumed_settings
 from bgbench.coordinator.records.events import (
@@ -242,8 +243,12 @@ def _execute(
             plan = clip(settings.rating.sweep_threads, sweep_limits(settings, target))
             for line in plan.clipped:
                 say(line)
-            return rating.sweep(plan, target.min_threads())
-        return rating.execute(target.max_threads(), target.min_threads())
+            summary = rating.sweep(plan, target.min_threads())
+        else:
+            summary = rating.execute(target.max_threads(), target.min_threads())
+    threads = summary.soar_threads or summary.socialites
+    summary.bottleneck = final_bottleneck(store.experiments(rating_id), threads)
+    return summary
 
 
 def sweep_limits(settings: Settings, target: ExperimentTarget) -> Limits:

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from bgbench.coordinator.configuration.config import Settings, final_duration, search_duration
+from bgbench.coordinator.rating.bottleneck_of import bottleneck_of
 from bgbench.coordinator.records.faults import experiment_fault
 from bgbench.coordinator.records.stats import compare
 from bgbench.coordinator.records.sweep import (
@@ -35,6 +36,7 @@ from bgbench.coordinator.search.socialites import socialites
 from bgbench.coordinator.storage.evidence import RunFigures, outcome_of, reasons_of
 from bgbench.coordinator.storage.results import ResultsStore
 from bgbench.errors import UserError
+from bgbench.resources.model import Bottleneck
 from bgbench.run_result import ExperimentResult
 
 # (threads, duration, experiment id, open-loop rate or None) -> the experiment's result
@@ -92,6 +94,9 @@ class RatingSummary:
     over: str = "threads"  # what was searched: threads, or the open-loop rate
     soar_rate: float | None = None  # rate search: the highest rate that met the SLA
     threads_fixed: int | None = None  # rate search: the socialites every rate ran with
+    # What bound the final experiment (coordinator/rating/bottleneck_of.py); None: nothing
+    # measured (the model store, a record older than resources)
+    bottleneck: Bottleneck | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -104,7 +109,9 @@ class RatingSummary:
             for k in ("final_soar", "final_socialites")
         }
         sweep = SweepTable.from_dict(data["sweep"]) if data.get("sweep") else None
-        return cls(**{**data, **finals, "sweep": sweep})
+        found = data.get("bottleneck")
+        bottleneck = bottleneck_of(found) if isinstance(found, dict) else None
+        return cls(**{**data, **finals, "sweep": sweep, "bottleneck": bottleneck})
 
 
 class Rating:
