@@ -60,8 +60,9 @@ def resource_sections(
                     "disk busy time; network over the link's speed where it is known. "
                     "1 is saturation.")  # fmt: skip
     rows = [{str(k): v for k, v in row.items()} for _, row in exps.iterrows()]
-    soar_threads = frames.rating(rating_id)["soar_threads"]
-    e = standing(rows, soar_threads if pd.notna(soar_threads) else None)
+    r = frames.rating(rating_id)
+    at = r["soar_threads"] if pd.notna(r["soar_threads"]) else r["socialites"]
+    e = standing(rows, at if pd.notna(at) else None)
     if e is not None:
         seq = int(e["seq"])
         series = frames.resource_series(rating_id, seq)

@@ -10,10 +10,10 @@ from rich.table import Table
 from rich.text import Text
 
 from bgbench.coordinator.configuration.config import Settings
+from bgbench.coordinator.rating.bottleneck_of import bottleneck_of
 from bgbench.coordinator.records.sweep import ALL_ACTIONS, SweepTable
 from bgbench.coordinator.reports.live import LiveProgress as LiveProgress
-from bgbench.coordinator.storage.frames_resources import figures_of, standing
-from bgbench.resources.model import Bottleneck, ResourceFigures
+from bgbench.resources.model import Bottleneck
 from bgbench.run_result import ExperimentResult
 from bgbench.sdk import StudyTable
 from bgbench.workloads import registry
@@ -82,17 +82,7 @@ def _head(result: ExperimentResult, settings: Settings) -> Text:
         f"judged per agent): ",
     )
     head.append(verdict, style="bold green" if result.passed else "bold red")
-    bound = bottleneck_of(result)
-    if bound is not None:
-        head.append("\n")
-        head.append(*bottleneck_said(bound))
     return head
-
-
-def bottleneck_of(result: ExperimentResult) -> Bottleneck | None:
-    """What bound the experiment (None: its resources were not measured)."""
-    figures: ResourceFigures | None = getattr(result, "resources", None)
-    return None if figures is None else figures.bottleneck
 
 
 def bottleneck_said(b: Bottleneck) -> tuple[str, str]:
@@ -181,7 +171,7 @@ def experiment_line(phase: str, r: ExperimentResult, beta_ms: float) -> str:
     if r.steady is not None and r.steady.cut:
         steady = f"  (warm-up {r.steady.warmup_s:.1f} s cut)"
     rate = f" R={r.target_rate:,.0f}/s" if r.target_rate else ""
-    bound = bottleneck_of(r)
+    bound = r.bottleneck
     said = "" if bound is None else f"\n{'':>6} {bottleneck_said(bound)[0]}"
     return (
         f"{phase:>6} T={r.threads:<6}{rate} {r.duration_s:>5g} s  "
@@ -217,10 +207,10 @@ def _stored_bottleneck(e: Mapping[str, Any]) -> str:
     """A recorded experiment's bottleneck line ("" : none recorded, or a result that does
     not hold what bgbench writes)."""
     try:
-        figures = figures_of(json.loads(e.get("result_json") or "{}"))
+        found = json.loads(e.get("result_json") or "{}").get("resources", {}).get("bottleneck")
+        return bottleneck_said(bottleneck_of(found))[0] if isinstance(found, dict) else ""
     except (ValueError, TypeError, LookupError, AttributeError):
         return ""
-    return "" if figures is None else bottleneck_said(figures.bottleneck)[0]
 
 
 def sweep_table(table: SweepTable, settings: Settings) -> Table:
@@ -332,10 +322,6 @@ def render_rating(
         "the finals' own runs); "
         f"{summary.experiments_run_now} run in this session\n"
     )
-    standing_one = standing(experiments, summary.soar_threads)
-    bound = _stored_bottleneck(standing_one) if standing_one is not None else ""
-    if bound:
-        head.append(bound + "\n", style="bold red" if bound.startswith("CLIENT") else "")
     for note in summary.notes:
         head.append(note + "\n")
     return Group(head, _experiments_table(experiments, settings))

@@ -20,8 +20,8 @@ ratings
     experiments (how many recorded), created, updated, message, notes (list of the
     summary's notes), config (the recorded settings as a dict, secrets redacted), hosts
     (list of dicts), versions (dict), bottleneck_kind, bottleneck, client_bound (what
-    bound the experiment that stands for the rating: its last final, else its last pass
-    at SoAR's T; None: resources not recorded).
+    bound the rating's final experiment, as its headline names it; None: resources not
+    recorded).
 experiments
     rating_id, seq, experiment_id, phase (warmup|search|final|sweep|retried|run), threads,
     target_rate, duration_s, elapsed_s, status (passed|failed|fault), passed,
@@ -85,6 +85,7 @@ from bgbench.coordinator.storage.frames_resources import (
     bottleneck_columns,
     figures_of,
     rating_bottleneck,
+    redacted_result,
     resource_rows,
     resources_frame,
     series_frame,
@@ -152,7 +153,7 @@ class ResultFrames:
             raise UserError(f"no experiment {seq} of rating {rating_id!r} in {self.path}")
         where = f"experiments row {rating_id!r} seq {seq}"
         value = _checked(self.path, where, _parsed, row[0])
-        return dict(redacted(value))
+        return dict(redacted_result(value))
 
     def resource_series(self, rating_id: str, seq: int) -> pd.DataFrame:
         """Every host sample of one experiment (columns: frames_resources.py)."""
@@ -214,9 +215,8 @@ def load(path: str | Path) -> ResultFrames:
         r["experiments"] = int(counts.get(r["id"], 0))
         mine = by_rating.get(r["id"], [])
         where = f"ratings row {r['id']!r} (bottleneck)"
-        r.update(
-            _checked(file, where, rating_bottleneck, r.pop("summary"), mine, r["soar_threads"])
-        )
+        at = r["soar_threads"] if r["soar_threads"] is not None else r["socialites"]
+        r.update(_checked(file, where, rating_bottleneck, r.pop("summary"), mine, at))
     return ResultFrames(
         path=file,
         ratings=_typed(_frame(rating_rows, RATING_COLUMNS)),
@@ -249,7 +249,7 @@ def _experiment_rows(
 ) -> Rows:
     """An experiment's row, and its rows of per_agent, per_action, validation and
     resources."""
-    result = _object(redacted(json.loads(e["result_json"])))  # older records held secrets
+    result = _object(redacted_result(_parsed(e["result_json"])))  # older records held secrets
     rid = e["rating_id"]
     row = {**e, "reasons": redacted(e["reasons"])}
     interval = _interval(result, confidence.get(rid))

@@ -25,8 +25,8 @@ resource_series(rating_id, seq) (one row per sample of one experiment)
     store_processes (a group not sampled: NaN).
 
 The experiments frame adds bottleneck_kind, bottleneck (its text) and client_bound; the
-ratings frame the same of the rating: its summary's when it names one, else those of the
-experiment that stands for it (`standing`).
+ratings frame the same of the rating: its summary's (RatingSummary.bottleneck) when it
+names one, else those of the experiment that stands for it (`standing`).
 """
 
 import math
@@ -35,6 +35,12 @@ from typing import Any
 
 import pandas as pd
 
+from bgbench.coordinator.configuration.redaction import (
+    is_secret_name,
+    redact_strings,
+    redact_text,
+    redact_value,
+)
 from bgbench.resources.model import GroupSample, HostFigures, HostSample, ResourceFigures
 
 KEY = "resources"  # of an experiment's result JSON
@@ -62,6 +68,45 @@ SERIES_COLUMNS = (
     "stream", "host_id", "host", "source", "elapsed_s", "interval_s", "rated", *SAMPLE_FIGURES,
     *(f"{g}_{f}" for g in ("load", "store") for f in GROUP_FIGURES),
 )  # fmt: skip
+
+
+def redacted_result(result: dict[str, Any]) -> Any:
+    """A recorded result with its secrets redacted (records of older bgbench held some):
+    every string as text, every value under a secret name. Its resources' series, many
+    samples of fixed fields, are redacted field by field (their strings, once each)."""
+    figures = result.get(KEY)
+    series = figures.pop("series", None) if isinstance(figures, dict) else None
+    out = redact_strings(result)
+    if isinstance(series, dict):
+        out[KEY]["series"] = _redacted_series(series)
+    return out
+
+
+def _redacted_series(series: dict[str, Any]) -> dict[str, Any]:
+    texts: dict[str, str] = {}
+    secret: dict[str, bool] = {}
+
+    def value(key: str, v: Any) -> Any:
+        if key not in secret:
+            secret[key] = is_secret_name(key)
+        if secret[key]:
+            return redact_value(key, redact_strings(v))
+        if isinstance(v, str):
+            if v not in texts:
+                texts[v] = redact_text(v)
+            return texts[v]
+        if isinstance(v, dict):
+            return {str(k): value(str(k), x) for k, x in v.items()}
+        if v is None or isinstance(v, int | float):
+            return v
+        return redact_strings(v)
+
+    return {
+        value("stream", stream): [value("sample", s) for s in samples]
+        if isinstance(samples, list)
+        else []
+        for stream, samples in series.items()
+    }
 
 
 def figures_of(result: Mapping[str, Any]) -> ResourceFigures | None:
@@ -145,28 +190,31 @@ def resources_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(RESOURCE_COLUMNS))
 
 
-def standing(
-    experiments: Sequence[Mapping[str, Any]], soar_threads: Any
-) -> Mapping[str, Any] | None:
+UNRATED = ("warmup", "retried")
+
+
+def standing(experiments: Sequence[Mapping[str, Any]], threads: Any) -> Mapping[str, Any] | None:
     """The experiment that stands for a rating's outcome among its experiments (frame or
-    store rows, in the order they ran): its last final at SoAR's T; else its last final; else its
-    last passed one at SoAR's T; else its last one that was not a warm-up nor a fault."""
-    ran = [e for e in experiments if e.get("status") != "fault" and e.get("phase") != "warmup"]
-    finals = [e for e in ran if e.get("phase") == "final"]
-    at_soar = [e for e in ran if e.get("threads") == soar_threads]
-    final_at_soar = [e for e in finals if e in at_soar]
-    passed_at_soar = [e for e in at_soar if e.get("passed") or e.get("status") == "passed"]
-    for rows in (final_at_soar, finals, passed_at_soar, ran):
-        if rows:
-            return rows[-1]
+    store rows, in the order they ran), as coordinator/rating/bottleneck_of.py chooses it
+    for the headline: the last final at `threads` (SoAR's T, else Socialites'); else the
+    last run at that T; else the last rated one. Those that measured their resources
+    first, when any did; never a warm-up, a retried attempt or a fault."""
+    ran = [e for e in experiments if e.get("status") != "fault" and e.get("phase") not in UNRATED]
+    measured = [e for e in ran if isinstance(e.get("bottleneck_kind"), str)]
+    rows = measured or ran
+    finals = [e for e in rows if e.get("phase") == "final" and e.get("threads") == threads]
+    at_t = [e for e in rows if e.get("threads") == threads]
+    for chosen in (finals, at_t, rows):
+        if chosen:
+            return chosen[-1]
     return None
 
 
 def rating_bottleneck(
-    summary: Mapping[str, Any], experiments: Sequence[Mapping[str, Any]], soar_threads: Any
+    summary: Mapping[str, Any], experiments: Sequence[Mapping[str, Any]], threads: Any
 ) -> dict[str, Any]:
-    """A rating's bottleneck columns: its summary's when the summary names one, else those
-    of the experiment that stands for it."""
+    """A rating's bottleneck columns: its summary's when the summary names one (a finished
+    rating), else those of the experiment that stands for it at `threads`."""
     named = summary.get("bottleneck")
     if isinstance(named, dict) and named.get("kind"):
         return {
@@ -174,7 +222,7 @@ def rating_bottleneck(
             "bottleneck": str(named.get("text", "")),
             "client_bound": bool(named.get("client_bound", named["kind"] == "client")),
         }
-    e = standing(experiments, soar_threads)
+    e = standing(experiments, threads)
     if e is None:
         return {c: None for c in BOTTLENECK_COLUMNS}
     return {c: e.get(c) for c in BOTTLENECK_COLUMNS}
