@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
+from bgbench.errors import UserError
 from bgbench.protos import worker_pb2 as pb
 from bgbench.resources.host import HostSampler
 from bgbench.resources.model import GroupSample
@@ -28,10 +29,9 @@ log = logging.getLogger("bgbench.agent")
 SAMPLE_EVERY_S = LIVE_EVERY_S  # the progress interval
 MAX_WATCH_S = 86_400.0  # a watch's longest duration: an experiment's longest
 WATCH_GRACE_S = 10.0  # a watch outlives its duration by this, for the run's stopping
-# What a StoreWatch may name (untrusted input): more is refused, never truncated.
-MAX_WATCH_PIDS = 1024
-MAX_WATCH_NAMES = 64
-MAX_NAME_CHARS = 255
+# Until the store's processes are found, and for this long, they are sought on every tick
+# (the load processes connect as the run starts), not only on the group's own refresh.
+SEEK_S = 5.0
 
 Pids = Callable[[], list[int]]
 T = TypeVar("T")
@@ -47,17 +47,24 @@ class HostWatch:
 
     def __init__(self, watch: StoreWatch, load: Pids | None = None, source: str = "agent") -> None:
         self._said: set[str] = set()
+        self._watch = watch
+        self._clients = load or _no_pids
+        clients = self._clients
         self.host = self._guard("host", lambda: HostSampler(source))
-        clients = load or _no_pids
         self.load = self._guard("load", lambda: ProcessGroup.of_pids(clients)) if load else None
-        self.store = self._guard("store", lambda: ProcessGroup.store(watch, clients=clients))
+        self.store = self._new_store()
+        self._found = False
+
+    def _new_store(self) -> ProcessGroup | None:
+        watch, clients = self._watch, self._clients
+        return self._guard("store", lambda: ProcessGroup.store(watch, clients=clients))
 
     def prime(self) -> None:
         """A first look at the groups: counters primed, the store's processes sought, so
         the first interval's sample has them."""
-        for group in (self.load, self.store):
-            if group is not None:
-                self._guard("sample", group.sample)
+        if self.load is not None:
+            self._group("load processes", self.load)
+        self._found = self._group("store processes", self.store) is not None
 
     def sample(self, elapsed_s: float) -> pb.HostSample | None:
         """The host over the interval since the last sample; None if the host could not be
@@ -65,10 +72,32 @@ class HostWatch:
         load = self._group("load processes", self.load)
         store = self._group("store processes", self.store)
         host = self.host
-        if host is None:
-            return None
-        taken = self._guard("host", lambda: host.sample(elapsed_s, load=load, store=store))
+        taken = None
+        if host is not None:
+            taken = self._guard("host", lambda: host.sample(elapsed_s, load=load, store=store))
+        self._found = self._found or store is not None
+        if not self._found and elapsed_s < SEEK_S:  # after the host's sample: its interval
+            self._seek()
         return None if taken is None else taken.to_proto()
+
+    def _seek(self) -> None:
+        """A fresh look for the store's processes; one found is primed now and sampled
+        from the next tick on."""
+        fresh = self._new_store()
+        if self._group("store processes", fresh) is not None:
+            self._close(self.store)
+            self.store, self._found = fresh, True
+        else:
+            self._close(fresh)
+
+    def close(self) -> None:
+        """The files the groups hold open, closed (the watch is over)."""
+        for group in (self.load, self.store):
+            self._close(group)
+
+    def _close(self, group: ProcessGroup | None) -> None:
+        if group is not None:
+            self._guard("closing", group.close)
 
     def _group(self, what: str, group: ProcessGroup | None) -> GroupSample | None:
         return None if group is None else self._guard(what, group.sample)
@@ -77,7 +106,7 @@ class HostWatch:
         # Anything at all: a sample is an extra, the run or watch it rides on is the work.
         try:
             return call()
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # whatever it is: the sample is the extra
             if what not in self._said:
                 self._said.add(what)
                 log.warning("cannot sample the %s (left out of samples): %s", what, exc)
@@ -85,26 +114,12 @@ class HostWatch:
 
 
 def check_watch(watch: pb.StoreWatch, field: str = "watch") -> pb.Error | None:
-    """A StoreWatch within bounds: a few pids and names, a plain container name."""
-    def bad(name: str, why: str) -> pb.Error:
-        return error("user", f"{field}.{name}: {why}", f"{field}.{name}")
-
-    if len(watch.pids) > MAX_WATCH_PIDS:
-        return bad("pids", f"{len(watch.pids)} of them, at most {MAX_WATCH_PIDS}")
-    if any(pid <= 0 for pid in watch.pids):
-        return bad("pids", "0 is not a process id")
-    if len(watch.names) > MAX_WATCH_NAMES:
-        return bad("names", f"{len(watch.names)} of them, at most {MAX_WATCH_NAMES}")
-    for name in watch.names:
-        if not name or len(name) > MAX_NAME_CHARS or not name.isprintable():
-            shown = repr(name[:40])
-            return bad("names", f"{shown} is not 1 to {MAX_NAME_CHARS} printable characters")
-    container = watch.container
-    if container and (len(container) > MAX_NAME_CHARS or not EXPERIMENT_ID.fullmatch(container)):
-        return bad(
-            "container",
-            f"{container[:40]!r} is not a container id or name (letters, digits, '.', '_', '-')",
-        )
+    """A StoreWatch within bounds (StoreWatch says which): a few pids and names, a plain
+    container name."""
+    try:
+        StoreWatch.from_proto(watch)
+    except UserError as exc:
+        return error("user", f"{field}: {exc}", field)
     return None
 
 
@@ -131,19 +146,22 @@ def watch_samples(
     """A Watch call's samples, one per interval, until the duration (and its grace) ends,
     the caller leaves or the agent stops. The request was checked (check_watch_request)."""
     watch = HostWatch(StoreWatch.from_proto(request.watch), source="monitor")
-    watch.prime()
-    t0 = time.monotonic()
-    end = t0 + request.duration_seconds + WATCH_GRACE_S
-    due = t0 + SAMPLE_EVERY_S
-    while caller_active():
-        if stopping.wait(max(0.0, due - time.monotonic())):
-            return
-        now = time.monotonic()
-        if now > end or not caller_active():
-            return
-        due += SAMPLE_EVERY_S
-        if due < now:  # after a stall, on with the next interval
-            due = now + SAMPLE_EVERY_S
-        sample = watch.sample(now - t0)
-        if sample is not None:
-            yield sample
+    try:
+        watch.prime()
+        t0 = time.monotonic()
+        end = t0 + request.duration_seconds + WATCH_GRACE_S
+        due = t0 + SAMPLE_EVERY_S
+        while caller_active():
+            if stopping.wait(max(0.0, due - time.monotonic())):
+                return
+            now = time.monotonic()
+            if now > end or not caller_active():
+                return
+            due += SAMPLE_EVERY_S
+            if due < now:  # after a stall, on with the next interval
+                due = now + SAMPLE_EVERY_S
+            sample = watch.sample(now - t0)
+            if sample is not None:
+                yield sample
+    finally:
+        watch.close()

@@ -153,7 +153,21 @@ def run_events(
         return
     pids = [p.process.pid for p in processes if p.process.pid]
     host = HostWatch(StoreWatch.from_proto(request.watch), load=lambda: list(pids))
-    host.prime()
+    try:
+        host.prime()
+        yield from _events(processes, request, log_dir, caller_active, stopping, host)
+    finally:
+        host.close()
+
+
+def _events(
+    processes: list[LoadProcess],
+    request: pb.RunRequest,
+    log_dir: Path,
+    caller_active: Callable[[], bool],
+    stopping: threading.Event,
+    host: HostWatch,
+) -> Iterator[pb.RunEvent]:
     start(processes, request, log_dir)
     run = RunningFragments(processes, request.duration_seconds, host)
     while not run.done:

@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -248,6 +249,7 @@ def start(
     and the MongoDB-wire server) asks for the port it had before, so the connection
     settings recorded with a rating still reach its data after a restart. `cpus`
     (PostgreSQL only) confines the server to those CPUs."""
+    info: dict[str, Any]
     if cpus:
         if kind != "postgres":
             raise SystemExit(f"--cpus confines PostgreSQL only, not {kind!r}")
@@ -255,8 +257,10 @@ def start(
         (directory / STATE).write_text(json.dumps(info))
         return info
     if port is not None and kind in ("postgres", "memcached", "mongo-wire"):
-        info: dict[str, Any] = {"postgres": start_postgres, "memcached": start_memcached,
-                "mongo-wire": start_mongo_wire}[kind](directory, port)  # fmt: skip
+        again: dict[str, Callable[[Path, int], dict[str, Any]]] = {
+            "postgres": start_postgres, "memcached": start_memcached,
+            "mongo-wire": start_mongo_wire}  # fmt: skip
+        info = again[kind](directory, port)
         (directory / STATE).write_text(json.dumps(info))
         return info
     starters = kinds()

@@ -147,23 +147,26 @@ def _load_cpu(h: HostFigures, embedded: bool) -> list[Bottleneck]:
 
 
 def _host_cpu(h: HostFigures, embedded: bool) -> Bottleneck | None:
-    """The host's whole CPU, named after its larger consumer."""
+    """The host's whole CPU, named after its larger consumer (the CPU each group used;
+    what other processes used is said, not named: it is the setup's)."""
     if h.cores <= 0:
         return None
-    store = h.store_cpu_cores + h.store_runqueue_cores
-    load = h.load_cpu_cores + h.load_runqueue_cores
     busy = f"host CPU {h.cpu_cores:.2f} of {_cores(h.cores)} busy on {h.host}"
     if h.source in ("node_exporter", "monitor") and not h.load_processes:
         return _named("server_cpu", "server host CPU", h, h.cpu_cores, h.cores, busy)
+    store, load = h.store_cpu_cores, h.load_cpu_cores
+    other = max(0.0, h.cpu_cores - store - load)
+    inside = " (the store inside them)" if embedded else ""
+    parts = [f"the load processes {load:.2f}{inside}"] if h.load_processes else []
+    if h.store_found_by:
+        parts.append(f"the store's processes {store:.2f} ({h.store_found_by})")
+    text = f"{busy}: {', '.join([*parts, f'other processes {other:.2f}'])}"
     if h.store_found_by and store >= load:
-        text = f"{busy}, most of it the store's ({store:.2f} cores, {h.store_found_by})"
         return _named("server_cpu", "server host CPU", h, h.cpu_cores, h.cores, text)
     if h.load_processes:
-        inside = ", the store inside them" if embedded else ""
-        text = f"{busy}, most of it the load processes' ({load:.2f} cores{inside})"
         return _named("client", "client host CPU", h, h.cpu_cores, h.cores, text)
     kind = "server_cpu" if h.watches_store else "client"
-    return _named(kind, "host CPU", h, h.cpu_cores, h.cores, busy)
+    return _named(kind, "host CPU", h, h.cpu_cores, h.cores, text)
 
 
 def _named(

@@ -2,21 +2,24 @@
 processes on the agent's host (found by pid, name, container, or discovered from the load
 processes' connections). A group's figures over the interval since its last sample:
 
-- cpu_cores: Δ(user + system) / Δt summed over its processes (/proc/PID/stat);
-- runqueue_cores: Δ run-queue wait / Δt (/proc/PID/schedstat, per thread when a process
-  has several): what its threads would have run more on free cores;
+- cpu_cores: Δ CPU time / Δt summed over its processes: a process with one thread (most
+  servers' processes: PostgreSQL's backends) from /proc/PID/schedstat alone, its time on a
+  CPU in ns; one with threads from /proc/PID/stat's user + system ticks;
+- runqueue_cores: Δ run-queue wait / Δt (schedstat, per thread when a process has
+  several): what its threads would have run more on free cores;
 - busiest_cores: the largest single process's (cpu + run-queue wait) per second;
 - cores_allowed: the CPUs their affinity allows (the union over the group), capped by the
   CPU quotas of their cgroups (v2 cpu.max, v1 cfs quota; no cap when any has none);
-- rss_bytes: resident memory summed.
+- rss_bytes: resident memory summed, as of the last refresh.
 
-Membership (and cores_allowed) is refreshed every REFRESH_S, not every tick: finding the
-store walks every process and socket of the host. A process that vanishes is dropped; a
-pid reused by another process (another start time) counts as a new process. A process
-joining counts from its second sample on (its first primes its counters).
+Membership, cores_allowed and RSS are refreshed every REFRESH_S, not every tick (a tick
+reads one file per single-threaded process): finding the store reads the host's sockets
+and the processes' trees. A process that vanishes is dropped at once, a zombie at the
+next refresh; a pid reused by another process (another start time) counts as a new
+process from the refresh that sees it. A process joining counts from its second sample on
+(its first primes its counters).
 """
 
-import ipaddress
 import os
 import re
 import time
@@ -27,11 +30,12 @@ import psutil
 
 from bgbench.errors import UserError
 from bgbench.protos import worker_pb2 as pb
-from bgbench.resources import procfs
+from bgbench.resources import discovery, procfs
 from bgbench.resources.model import GroupSample
 
 REFRESH_S = 3.0
 MAX_PROCESSES = 4096  # members of a group (beyond: not sampled)
+MAX_HELD = 512  # schedstat files a group keeps open (beyond: opened on each read)
 MAX_CLIENTS = 1024  # load processes whose connections discovery reads
 MAX_NAMES = 64
 PID_MAX = 1 << 22  # the kernel's largest pid_max
@@ -83,16 +87,75 @@ class StoreWatch:
 
 @dataclass
 class _Tracked:
-    start: int
-    cpu_ticks: int
+    start: int  # with the pid, who the process is
+    threads: int  # at the last refresh: 1 reads schedstat alone, more read per thread
+    cpu_ns: int
     waits: dict[int, int]  # thread id -> run-queue wait so far, ns
-    rss_pages: int = 0  # when it joined
+    rss_pages: int = 0  # at the last refresh
+    # its /proc/PID/schedstat kept open (one thread): a tick reads it with one pread, and
+    # once the process is gone it fails (ESRCH) even if its pid is taken again
+    fd: int = -1
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
 
 
 @dataclass
 class _Members:
     pids: list[int] = field(default_factory=list)
     found_by: str = ""
+
+
+def _open_schedstat(pid: int) -> int:
+    try:
+        return os.open(f"/proc/{pid}/schedstat", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return -1
+
+
+def _read_held(fd: int) -> tuple[int, int] | None:
+    """(ns on a CPU, ns waiting) from a held schedstat; None: the process is gone."""
+    try:
+        fields = os.pread(fd, 256, 0).split()
+        return int(fields[0]), int(fields[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _same(was: _Tracked, stat: procfs.Stat | None) -> bool:
+    """Whether a tracked process is still the one it was, read the same way."""
+    return (
+        stat is not None
+        and stat.state != "Z"
+        and stat.start == was.start
+        and (stat.threads == 1) == (was.threads == 1)
+    )
+
+
+def _join(pid: int, stat: procfs.Stat, hold: bool) -> "_Tracked | None":
+    """A process joining, its counters primed (its schedstat held open if `hold` and it
+    has one thread); None: it is gone already."""
+    read = _read_cpu(pid, stat.threads)
+    if read is None:
+        return None
+    joining = _Tracked(stat.start, stat.threads, *read)
+    if stat.threads == 1 and hold:
+        joining.fd = _open_schedstat(pid)
+    return joining
+
+
+def _read_cpu(pid: int, threads: int) -> tuple[int, dict[int, int]] | None:
+    """(CPU time so far in ns, run-queue waits by thread) of a process; None: gone."""
+    if threads <= 1:
+        one = procfs.parse_schedstat(procfs.read(f"/proc/{pid}/schedstat") or "")
+        return None if one is None else (one[0], {pid: one[1]})
+    stat = procfs.parse_stat(procfs.read(f"/proc/{pid}/stat") or "")
+    if stat is None:
+        return None
+    ns = stat.cpu_ticks * 1_000_000_000 // procfs.CLOCK_TICKS
+    return ns, procfs.run_queue_waits(pid, threads)
 
 
 class ProcessGroup:
@@ -117,6 +180,20 @@ class ProcessGroup:
         """The store's processes as `watch` says, `clients()` being the load processes."""
         return cls(StoreFinder(watch, clients).find)
 
+    def close(self) -> None:
+        """Close the files held open (the group samples nothing until it refreshes)."""
+        for was in self._tracked.values():
+            was.close()
+        self._tracked = {}
+        self._refreshed = -float("inf")
+
+    def __del__(self) -> None:
+        for was in getattr(self, "_tracked", {}).values():
+            was.close()
+
+    def _drop(self, pid: int) -> None:
+        self._tracked.pop(pid).close()
+
     @property
     def pids(self) -> list[int]:
         """The processes sampled now (as of the last refresh, less those gone since)."""
@@ -129,52 +206,69 @@ class ProcessGroup:
             joined = self._refresh()
         now = time.monotonic()
         dt, self._at = now - self._at, now
-        cpu = wait = busiest = 0.0
-        rss = 0
+        cpu = wait = busiest = 0
         for pid, was in list(self._tracked.items()):
             if pid in joined:  # primed just now: counted from the next sample on
-                rss += was.rss_pages
                 continue
-            stat = procfs.parse_stat(procfs.read(f"/proc/{pid}/stat") or "")
-            if stat is None or stat.start != was.start or stat.state == "Z":
-                del self._tracked[pid]  # gone (or its pid taken by another process)
-                continue
-            waits = procfs.run_queue_waits(pid, stat.threads)
-            used = max(0, stat.cpu_ticks - was.cpu_ticks) / procfs.CLOCK_TICKS
-            waited = sum(max(0, w - was.waits[t]) for t, w in waits.items() if t in was.waits)
-            cpu, wait, rss = cpu + used, wait + waited / 1e9, rss + stat.rss_pages
-            busiest = max(busiest, used + waited / 1e9)
-            was.cpu_ticks, was.waits = stat.cpu_ticks, waits
+            if was.fd >= 0:  # the common case, kept short: one pread
+                held = _read_held(was.fd)
+                if held is None:
+                    self._drop(pid)
+                    continue
+                used = max(0, held[0] - was.cpu_ns)
+                waited = max(0, held[1] - was.waits.get(pid, held[1]))
+                was.cpu_ns, was.waits = held[0], {pid: held[1]}
+            else:
+                read = _read_cpu(pid, was.threads)
+                if read is None:
+                    self._drop(pid)
+                    continue
+                used = max(0, read[0] - was.cpu_ns)
+                waited = sum(max(0, w - was.waits.get(t, w)) for t, w in read[1].items())
+                was.cpu_ns, was.waits = read
+            cpu, wait, busiest = cpu + used, wait + waited, max(busiest, used + waited)
         if not self._tracked:
             return None
-        per_s = 1.0 / dt if dt > 0 else 0.0
+        per_s = 1e-9 / dt if dt > 0 else 0.0
         return GroupSample(
             cpu_cores=cpu * per_s,
             cores_allowed=self._allowed,
             busiest_cores=busiest * per_s,
-            rss_bytes=rss * procfs.PAGE_BYTES,
+            rss_bytes=sum(t.rss_pages for t in self._tracked.values()) * procfs.PAGE_BYTES,
             processes=len(self._tracked),
             found_by=self._found_by,
             runqueue_cores=wait * per_s,
         )
 
     def _refresh(self) -> set[int]:
-        """Membership again; the pids that joined (primed, not yet sampled)."""
+        """Membership again (each member's RSS, and who it is); the pids that joined
+        (primed, not yet sampled)."""
         members = self._members()
         self._refreshed = time.monotonic()
-        pids = list(dict.fromkeys(members.pids))[:MAX_PROCESSES]
         self._found_by = members.found_by
-        keep = set(pids)
-        self._tracked = {p: t for p, t in self._tracked.items() if p in keep}
-        joined = set()
-        for pid in pids:
-            if pid not in self._tracked:
-                stat = procfs.parse_stat(procfs.read(f"/proc/{pid}/stat") or "")
-                if stat is not None and stat.state != "Z":
-                    waits = procfs.run_queue_waits(pid, stat.threads)
-                    self._tracked[pid] = _Tracked(stat.start, stat.cpu_ticks, waits, stat.rss_pages)
-                    joined.add(pid)
-        self._allowed = cores_allowed(list(self._tracked))
+        old, tracked, joined = self._tracked, {}, set()
+        held = sum(t.fd >= 0 for t in old.values())
+        for pid in list(dict.fromkeys(members.pids))[:MAX_PROCESSES]:
+            stat = procfs.parse_stat(procfs.read(f"/proc/{pid}/stat") or "")
+            was = old.pop(pid, None)
+            if was is not None and not _same(was, stat):
+                held -= was.fd >= 0
+                was.close()
+                was = None
+            if stat is None or stat.state == "Z":
+                continue
+            if was is None:
+                was = _join(pid, stat, held < MAX_HELD)
+                if was is None:
+                    continue
+                held += was.fd >= 0
+                joined.add(pid)
+            was.threads, was.rss_pages = stat.threads, stat.rss_pages
+            tracked[pid] = was
+        for gone in old.values():  # no longer members
+            gone.close()
+        self._tracked = tracked
+        self._allowed = cores_allowed(list(tracked))
         return joined
 
 
@@ -182,20 +276,19 @@ def cores_allowed(pids: list[int]) -> float:
     """The CPUs the processes may run on together (their affinities' union), capped by
     their cgroups' CPU quotas summed (no cap if any process's cgroup has none)."""
     cpus: set[int] = set()
-    quotas: dict[str, float] = {}
-    capped = bool(pids)
+    quotas: dict[str, float | None] = {}  # by the text of /proc/PID/cgroup
     for pid in pids:
         try:
             cpus |= os.sched_getaffinity(pid)
         except OSError:
             continue
-        quota = procfs.cgroup_quota(pid)
-        if quota is None:
-            capped = False
-        else:
-            quotas[procfs.read(f"/proc/{pid}/cgroup") or str(pid)] = quota
+        cgroup = procfs.read(f"/proc/{pid}/cgroup") or ""
+        if cgroup not in quotas:
+            quotas[cgroup] = procfs.quota_of(cgroup)
     allowed = float(len(cpus))
-    return min(allowed, sum(quotas.values())) if capped and quotas else allowed
+    if not quotas or any(q is None for q in quotas.values()):
+        return allowed
+    return min(allowed, sum(q for q in quotas.values() if q is not None))
 
 
 class StoreFinder:
@@ -205,7 +298,8 @@ class StoreFinder:
     def __init__(self, watch: StoreWatch, clients: Callable[[], list[int]]) -> None:
         self.watch = watch
         self.clients = clients
-        self._listeners: dict[int, int] = {}  # port -> the pid that listens on it
+        self._listeners: dict[int, tuple[int, int]] = {}  # port -> (inode, listening pid)
+        self._inodes: set[int] = set()  # the clients' sockets when the servers were found
         me = psutil.Process()
         self._never = {me.pid, *(p.pid for p in me.parents())}
 
@@ -222,48 +316,39 @@ class StoreFinder:
                 how.append(reason)
 
         for pid in self.watch.pids:
-            add(with_descendants([pid]), f"pid {pid}")
+            add(discovery.descendants([pid]), f"pid {pid}")
         if self.watch.names:
             named = _by_name(set(self.watch.names))
             for name in self.watch.names:
                 add(named.get(name, []), f"name {name}")
         if self.watch.container:
             add(_in_container(self.watch.container), f"container {self.watch.container}")
-        if self.watch.discover:
+        if self.watch.discover and clients:
             for port, pid in sorted(self._servers_of(clients).items()):
                 if pid not in never:
-                    add(with_descendants([pid]), f"port {port}")
+                    add(discovery.descendants([pid]), f"port {port}")
         return _Members(list(found)[:MAX_PROCESSES], ", ".join(how))
 
     def _servers_of(self, clients: list[int]) -> dict[int, int]:
-        """port -> listening pid, for the local TCP servers the clients are connected to."""
-        ports = set()
-        local = _local_addresses()
+        """port -> listening pid, for the local TCP servers the clients are connected to
+        (a listener's process looked for once, kept while it holds that socket)."""
+        inodes: set[int] = set()
         for pid in clients:
-            try:
-                conns = psutil.Process(pid).net_connections(kind="tcp")
-            except (psutil.Error, OSError):
-                continue
-            for c in conns:
-                if c.status == psutil.CONN_ESTABLISHED and c.raddr and _is_local(c.raddr.ip, local):
-                    ports.add(c.raddr.port)
-        known = {p: pid for p, pid in self._listeners.items() if p in ports and _alive(pid)}
-        if ports - set(known):
-            known.update(_listeners(ports - set(known)))
+            inodes |= discovery.socket_inodes(pid)
+        alive = all(os.path.exists(f"/proc/{pid}") for _, pid in self._listeners.values())
+        if inodes == self._inodes and alive:  # the same connections: the same servers
+            return {port: pid for port, (_, pid) in self._listeners.items()}
+        self._inodes = inodes
+        listening = discovery.servers_of(inodes, _local_addresses())
+        known = {}
+        for port, inode in listening.items():
+            was = self._listeners.get(port)
+            if was is not None and was[0] == inode and os.path.exists(f"/proc/{was[1]}"):
+                known[port] = was
+            elif (owner := discovery.owner_of(inode)) is not None:
+                known[port] = (inode, owner)
         self._listeners = known
-        return known
-
-
-def with_descendants(pids: list[int]) -> list[int]:
-    """The processes and every descendant of theirs that runs."""
-    out: list[int] = []
-    for pid in pids:
-        try:
-            proc = psutil.Process(pid)
-            out += [pid, *(c.pid for c in proc.children(recursive=True))]
-        except (psutil.Error, OSError):
-            continue
-    return out
+        return {port: pid for port, (_, pid) in known.items()}
 
 
 def _by_name(names: set[str]) -> dict[str, list[int]]:
@@ -285,36 +370,3 @@ def _local_addresses() -> set[str]:
     except OSError:
         return set()
     return {a.address.split("%")[0] for nic in addrs.values() for a in nic}
-
-
-def _is_local(ip: str, local: set[str]) -> bool:
-    if ip in local:
-        return True
-    try:
-        address = ipaddress.ip_address(ip)
-    except ValueError:
-        return False
-    mapped = getattr(address, "ipv4_mapped", None)
-    if mapped is not None:
-        return bool(mapped.is_loopback) or str(mapped) in local
-    return address.is_loopback
-
-
-def _listeners(ports: set[int]) -> dict[int, int]:
-    """port -> the pid listening on it (the host's TCP sockets, read once)."""
-    out: dict[int, int] = {}
-    try:
-        conns = psutil.net_connections(kind="tcp")
-    except (psutil.Error, OSError):
-        return out
-    for c in conns:
-        if c.status == psutil.CONN_LISTEN and c.pid and c.laddr and c.laddr.port in ports:
-            out.setdefault(c.laddr.port, c.pid)
-    return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).is_running()
-    except (psutil.Error, OSError):
-        return False

@@ -22,14 +22,14 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
-def read(path: str) -> str | None:
-    """A small file's text (its first 4 KiB), None when it cannot be read."""
+def read(path: str, limit: int = READ_BYTES) -> str | None:
+    """A small file's text (its first `limit` bytes), None when it cannot be read."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
         return None
     try:
-        return os.read(fd, READ_BYTES).decode("ascii", "replace")
+        return os.read(fd, limit).decode("ascii", "replace")
     except OSError:
         return None
     finally:
@@ -43,6 +43,7 @@ class Stat:
     start: int  # clock ticks after boot: with the pid, who this process is
     rss_pages: int
     state: str = ""  # R, S, D, ... Z: a zombie (gone, not yet reaped)
+    parent: int = 0
 
 
 def parse_stat(text: str) -> Stat | None:
@@ -61,6 +62,7 @@ def parse_stat(text: str) -> Stat | None:
             start=int(fields[19]),
             rss_pages=max(0, int(fields[21])),
             state=fields[0][:1],
+            parent=int(fields[1]),
         )
     except ValueError:
         return None

@@ -1,6 +1,7 @@
 """Reaching worker agents: spawning local ones, and a client with a deadline on every call."""
 
 import contextlib
+import math
 import os
 import re
 import socket
@@ -31,6 +32,7 @@ PREPARE_TIMEOUT_S = 3600.0
 VALIDATE_TIMEOUT_S = 3600.0
 RUN_SLACK_S = 120.0  # beyond the duration, for stopping and flushing logs
 TLS_PROBE_TIMEOUT_S = 2.0
+MAX_WATCH_S = 86_400.0  # a Watch's longest duration (an experiment's)
 HEARTBEAT_TIMEOUT_S = 5.0  # agents.heartbeat_timeout's default
 CHILD_GRACE_S = 2.0  # a closed local agent's load processes get this long to end with it
 PREPARE_DOING = {
@@ -213,11 +215,11 @@ class AgentClient:
         """The agent's samples of its host, one per progress interval, until the duration
         ends; `cancel()` (or closing the iterator) ends it early. A refused request is the
         user's (UserError); anything else, a fault."""
-        stream = self.stub.Watch(
-            request, timeout=request.duration_seconds + RUN_SLACK_S, metadata=self.metadata
-        )
+        seconds = request.duration_seconds  # the agent refuses one out of bounds
+        seconds = min(seconds, MAX_WATCH_S) if math.isfinite(seconds) and seconds > 0 else 0.0
+        stream = self.stub.Watch(request, timeout=seconds + RUN_SLACK_S, metadata=self.metadata)
         self._track(stream, True)
-        most = max_events(request.duration_seconds)
+        most = max_events(seconds)
         try:
             for seen, sample in enumerate(stream):
                 check_host_sample(self.address, sample)

@@ -12,6 +12,7 @@ from bgbench.coordinator.execution.agent_checks import (
 )
 from bgbench.protos import worker_pb2 as pb
 
+MAX_SAMPLED_CORES = 4096  # the agent's sampler reads no more
 MAX_SHARE = 2.0  # a busy share is 0..1; beyond this slack for a clock's jitter, it is wrong
 MAX_BYTES_PER_S = 1e15  # a petabyte a second: beyond any disk or network
 MAX_PROCESSES = 1 << 22  # Linux's pid_max
@@ -32,8 +33,9 @@ def check_host_sample(address: str, sample: pb.HostSample, field: str = "host sa
         _text(address, f"{field} {name}", getattr(sample, name))
     for name in ("elapsed_seconds", "interval_seconds"):
         _number(address, f"{field} {name}", getattr(sample, name), MAX_SECONDS)
-    if len(sample.cpu_per_core) > MAX_CORES:
-        raise AgentFault(address, f"{field} cpu_per_core", f"{len(sample.cpu_per_core)} cores")
+    if len(sample.cpu_per_core) > MAX_SAMPLED_CORES:
+        cores = len(sample.cpu_per_core)
+        raise AgentFault(address, f"{field} cpu_per_core", f"{cores} cores, more than 4096")
     for share in sample.cpu_per_core:
         _number(address, f"{field} cpu_per_core", share, MAX_SHARE)
     _number(address, f"{field} disk_busy", sample.disk_busy, MAX_SHARE)

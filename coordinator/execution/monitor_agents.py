@@ -21,6 +21,8 @@ from bgbench.resources.processes import StoreWatch
 STREAM_PREFIX = "monitor "
 JOIN_S = 2.0  # stop() waits at most this for each stream's thread to end (a cancel is quick)
 SUPERVISE_EVERY_S = 0.25
+# Per stream: an hour at 0.5 s (as resource_watch keeps of an endpoint); beyond, dropped.
+MAX_SAMPLES = 7200
 
 
 class _Stream:
@@ -29,6 +31,7 @@ class _Stream:
     def __init__(self, client: AgentClient) -> None:
         self.client = client
         self.samples: list[HostSample] = []
+        self.dropped = 0
         self.note = ""
         self.last = time.monotonic()  # when it last spoke (or began)
         self.ended = threading.Event()
@@ -112,8 +115,11 @@ class MonitorAgents:
     def _follow(self, stream: _Stream, request: pb.WatchRequest) -> None:
         try:
             for sample in stream.client.watch(request):
-                stream.samples.append(HostSample.from_proto(sample))
                 stream.last = time.monotonic()
+                if len(stream.samples) < MAX_SAMPLES:
+                    stream.samples.append(HostSample.from_proto(sample))
+                else:
+                    stream.dropped += 1
                 if self._stopping.is_set():
                     break
             else:
@@ -122,7 +128,7 @@ class MonitorAgents:
         except (UserError, SystemFault) as exc:
             if not self._stopping.is_set():
                 stream.fail(_reason(exc, stream.client.address))
-        except Exception as exc:
+        except Exception as exc:  # a monitor never ends the experiment
             stream.fail(f"{type(exc).__name__}: {exc}")
         finally:
             stream.ended.set()
@@ -141,8 +147,13 @@ class MonitorAgents:
         return {s.name: len(s.samples) for s in self._streams}
 
     def notes(self) -> list[str]:
-        """The monitors lost so far."""
-        return [s.note for s in self._streams if s.note]
+        """The monitors lost so far, and samples dropped beyond the bound."""
+        lost = [s.note for s in self._streams if s.note]
+        return lost + [
+            f"{s.name}: {s.dropped} samples beyond {MAX_SAMPLES} dropped"
+            for s in self._streams
+            if s.dropped
+        ]
 
     def stop(self) -> tuple[dict[str, list[HostSample]], list[str]]:
         """Every Watch ended; the samples by stream, and a note per monitor lost."""

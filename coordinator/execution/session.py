@@ -273,10 +273,9 @@ def bring_up(
         )
         local = spawn_local_agents(a.local, processes, work_dir, a.start_timeout, creds.token)
         addresses = local.addresses
-    cluster = target = None
-    exporters = NodeExporterWatch(settings.resources.node_exporters)
-    monitors: MonitorAgents | None = None
+    cluster = target = exporters = monitors = None
     try:
+        exporters = NodeExporterWatch(settings.resources.node_exporters)
         if settings.resources.monitors:
             monitors = MonitorAgents(
                 list(settings.resources.monitors), creds, store_watch(settings), a.heartbeat_timeout
@@ -319,9 +318,9 @@ def bring_up(
         )
         yield target
     finally:
-        exporters.close()
-        if monitors is not None:
-            monitors.close()
+        for watch in (exporters, monitors):
+            if watch is not None:
+                watch.close()
         if target is not None and target.cluster is not None:
             target.cluster.close()
         elif cluster is not None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from bgbench.coordinator.rating.api import results_path
 from bgbench.coordinator.storage.results import ResultsStore
 from bgbench.run_result import ExperimentResult
+from tests.conftest import servers
 from tests.helpers import bgbench
 
 KINDS = {"server_cpu", "server_disk", "network", "client", "none"}
@@ -94,3 +95,42 @@ def test_check_config_refuses_a_bad_resources_section_in_one_line(tmp_path):
         '[resources]\nstore_process_names = ["postgres"]\n[sla]\nclient_bound = "fail"\n'
     )
     assert bgbench("check-config", str(good)).returncode == 0
+
+
+def test_a_postgres_run_finds_the_servers_processes(tmp_path, postgres_server):
+    dsn = servers.new_database(postgres_server)
+    proc = bgbench(
+        "run", "--store", "postgres", "--threads", "4", "--duration", "4", "--users", "300",
+        "--agents", "1", "--processes", "2", "--results", str(tmp_path / "results"), "--json",
+        "-p", f"store.options.dsn={dsn}",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    resources = json.loads(proc.stdout)["resources"]
+    [host] = resources["hosts"]
+    assert host["store_found_by"] == f"port {postgres_server['port']}"  # discovered
+    assert host["store_processes"] >= 2  # the postmaster and the backends
+    assert host["store_cpu_cores"] > 0 and host["store_cores_allowed"] >= 1
+    bottleneck = resources["bottleneck"]
+    assert bottleneck["kind"] in KINDS
+    if bottleneck["kind"] == "none":  # names the busiest resource with its figures
+        assert (
+            bottleneck["text"].startswith("no resource saturated")
+            and "busiest" in bottleneck["text"]
+        )
+
+
+def test_a_ratings_json_and_headline_carry_its_final_bottleneck(tmp_path):
+    common = [
+        "rate", "--store", "sqlite", "--users", "300", "--delta", "2", "--max-threads", "2",
+        "--results", str(tmp_path / "results"), "-p", f"store.options.path={tmp_path / 'r.db'}",
+        "-p", "rating.final_runs=1", "-p", "rating.objective=soar",
+        "-p", "resources.client_saturation=0.01", "-p", "resources.cpu_saturation=1",
+    ]  # fmt: skip
+    proc = bgbench(*common, "--json")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    bottleneck = json.loads(proc.stdout)["bottleneck"]
+    assert bottleneck["kind"] == "client" and bottleneck["client_bound"] is True
+    assert "WARNING: T=" in proc.stderr  # each client-bound experiment said so as it ended
+    shown = bgbench(*common)
+    assert shown.returncode == 0, shown.stderr[-3000:]
+    assert "Bottleneck: " in shown.stdout and "WARNING: client-bound" in shown.stdout

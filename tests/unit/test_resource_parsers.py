@@ -163,7 +163,9 @@ def test_this_process_stat_and_schedstat_parse():
 def test_a_process_name_with_spaces_and_parentheses_parses():
     fields = " ".join(str(i) for i in range(3, 53))
     stat = procfs.parse_stat(f"41 (post) gres (x)) {fields}")
-    assert stat == procfs.Stat(cpu_ticks=14 + 15, threads=20, start=22, rss_pages=24, state="3")
+    assert stat == procfs.Stat(
+        cpu_ticks=14 + 15, threads=20, start=22, rss_pages=24, state="3", parent=4
+    )
 
 
 @settings(max_examples=200)
