@@ -5,8 +5,11 @@
     r.experiments.plot.scatter("threads", "actions_per_s")
 
 `load` returns a ResultFrames: ratings, experiments, per_agent, per_action, validation,
-sweep, measurements, campaigns and campaign_jobs, each a DataFrame whose columns
-bgbench.coordinator.storage.frames documents.
+sweep, measurements, campaigns, campaign_jobs and resources (each experiment's
+hosts), each a DataFrame whose columns bgbench.coordinator.storage.frames documents;
+r.resource_series(rating_id, seq) is
+the time series of one experiment's hosts (CPU, memory, disk, network, the store's and
+the load processes' CPU).
 """
 
 from bgbench.coordinator.storage.frames import ResultFrames, load

@@ -87,7 +87,8 @@ def job(j: Job, nonce: str, csrf: str) -> str:
 <canvas id="chart" width="760" height="260"></canvas>
 <h2>Agents</h2>
 <table><thead><tr><th>agent</th><th>health</th><th class="num">actions/s</th>
-<th class="num">actions</th><th class="num">errors</th><th class="num">CPU %</th></tr></thead>
+<th class="num">actions</th><th class="num">errors</th><th class="num">CPU %</th>
+<th>host</th><th class="num">host CPU cores</th></tr></thead>
 <tbody id="agents-body"></tbody></table>
 <h2>Experiments</h2>
 <ol id="verdicts"></ol>

@@ -2,7 +2,8 @@
 
 A registry of its own (never prometheus-client's global one), updated by the events of
 coordinator/records/events.py, served by prometheus-client's own HTTP server for the rating's
-length and shut down after it.
+length and shut down after it. The hosts' figures and the bottleneck are
+prometheus_hosts.py's.
 """
 
 import threading
@@ -10,6 +11,7 @@ from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
+from bgbench.coordinator.interfaces.prometheus_hosts import HostGauges
 from bgbench.coordinator.records.events import (
     Event,
     ExperimentEnded,
@@ -70,6 +72,7 @@ class MetricsSink:
             "bgbench_experiments", "Experiments finished, by verdict", ["verdict"], registry=r
         )
         self.running = Gauge("bgbench_rating_running", "1 while a rating runs", registry=r)
+        self.hosts = HostGauges(r)
         for q in ("0.5", "0.95", "0.99"):
             self.latency.labels(q)
         for p in PHASES:
@@ -86,6 +89,7 @@ class MetricsSink:
             self.errors.set(event.errors)
             for a in event.agents:
                 self.agent_up.labels(a.address).set(1 if a.state == "ok" else 0)
+            self.hosts.update(event.agents)
         elif isinstance(event, ExperimentStarted):
             self.threads.set(event.threads)
             for p in PHASES:
@@ -97,6 +101,7 @@ class MetricsSink:
                 self.unpredictable.set(event.unpredictable_reads)
                 self.unpredictable_ratio.set(event.unpredictable_percent / 100)
             self.throughput.set(0)
+            self.hosts.bottleneck(event)
         elif isinstance(event, RatingStarted):
             self.running.set(1)
         elif isinstance(event, RatingEnded):

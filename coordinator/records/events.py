@@ -1,12 +1,13 @@
 """The live event seam: what a rating (or a run) is doing, as typed events, to any sink.
 
 The coordinator emits a rating's start and end, each experiment's start and verdict, and
-a progress tick per progress round of the agents (ProgressTap). Sinks (the --events JSON
-lines file, the --metrics-port Prometheus registry, the console view) subscribe through one
-Fanout. The console view also takes the events no file records (LIVE_ONLY): each agent's
-raw progress report between an attempt's start and end on the agents, and each finished
-experiment's full result. Work
-per tick is constant (one histogram merge, three percentiles), so a sink cannot slow the
+a progress tick per progress round of the agents (ProgressTap), with each agent's latest
+sample of its host (HostLoad), and with each verdict what bound the experiment. Sinks (the
+--events JSON lines file, the --metrics-port Prometheus registry, the console view)
+subscribe through one Fanout. The console view also takes the events no file records
+(LIVE_ONLY): each agent's raw progress report between an attempt's start and end on the
+agents, and each finished experiment's full result. Work per tick is constant (one
+histogram merge, three percentiles), so a sink cannot slow the
 engine more than its own write; a sink that raises is dropped with one warning.
 """
 
@@ -25,12 +26,14 @@ from bgbench.errors import UserError
 from bgbench.inputs import open_output
 from bgbench.protos import new_histogram
 from bgbench.protos import worker_pb2 as pb
+from bgbench.resources.model import Bottleneck, HostSample
 from bgbench.run_result import ExperimentResult
 
 log = logging.getLogger(__name__)
 
 SILENT_AFTER_S = 2.5  # an agent whose last progress is older than this shows as silent
 TICK_AT_LEAST_S = 1.0  # a tick waits for every agent's report, at most this long
+MAX_NAME = 512  # characters of a host's name or a bottleneck's line an event carries
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,46 @@ class ExperimentStarted:
 
 
 @dataclass(frozen=True)
+class HostLoad:
+    """An agent's host as its latest progress report sampled it (pb.HostSample, checked on
+    arrival by coordinator/execution: bounded, finite): busy cores and of whom, memory,
+    disk, network."""
+
+    host: str  # the host's name as the agent gives it (untrusted text: escape it)
+    host_id: str  # several agents on one host give the same
+    cores: int
+    cpu_cores: float  # busy cores, the whole host
+    memory_used_bytes: int
+    memory_total_bytes: int
+    disk_busy: float  # the busiest disk's busy share
+    disk_read_bytes_per_s: float
+    disk_write_bytes_per_s: float
+    net_rx_bytes_per_s: float
+    net_tx_bytes_per_s: float
+    load_cpu_cores: float | None  # this agent's load processes (None: none sampled)
+    store_cpu_cores: float | None  # the store's processes on the host (None: not found)
+
+    @classmethod
+    def of(cls, msg: pb.HostSample) -> "HostLoad":
+        s = HostSample.from_proto(msg)
+        return cls(
+            host=s.host[:MAX_NAME],
+            host_id=s.host_id[:MAX_NAME],
+            cores=s.cores,
+            cpu_cores=s.cpu_cores,
+            memory_used_bytes=s.memory_used_bytes,
+            memory_total_bytes=s.memory_total_bytes,
+            disk_busy=s.disk_busy,
+            disk_read_bytes_per_s=s.disk_read_bytes_per_s,
+            disk_write_bytes_per_s=s.disk_write_bytes_per_s,
+            net_rx_bytes_per_s=s.net_rx_bytes_per_s,
+            net_tx_bytes_per_s=s.net_tx_bytes_per_s,
+            load_cpu_cores=None if s.load is None else s.load.cpu_cores,
+            store_cpu_cores=None if s.store is None else s.store.cpu_cores,
+        )
+
+
+@dataclass(frozen=True)
 class AgentHealth:
     address: str
     state: str  # waiting | ok | silent
@@ -61,6 +104,7 @@ class AgentHealth:
     errors: int
     cpu_percent: float
     actions_per_s: float
+    host: HostLoad | None = None  # its latest sample of its host (None: none sent)
 
 
 @dataclass(frozen=True)
@@ -100,12 +144,19 @@ class ExperimentEnded:
     reads: int
     unpredictable_reads: int
     unpredictable_percent: float
+    # what bound it (coordinator/reports: the bottleneck); "" : resources not measured
+    bottleneck_kind: str = ""
+    bottleneck: str = ""
+    bottleneck_host: str = ""
+    bottleneck_utilisation: float = 0.0
+    client_bound: bool = False
     time: float = field(default_factory=time.time)
 
     @classmethod
     def of(cls, phase: str, r: ExperimentResult) -> "ExperimentEnded":
         verdict = {"fault": "fault", "passed": "pass", "failed": "fail"}[r.status]
         reasons = [r.fault] if r.fault else sorted({x for a in r.agents for x in a.reasons})
+        b = r.bottleneck or Bottleneck(kind="", text="")
         return cls(
             experiment_id=r.experiment_id,
             phase=phase,
@@ -120,6 +171,11 @@ class ExperimentEnded:
             reads=r.reads,
             unpredictable_reads=r.unpredictable_reads,
             unpredictable_percent=r.unpredictable_percent,
+            bottleneck_kind=b.kind,
+            bottleneck=b.text[:MAX_NAME],
+            bottleneck_host=b.host[:MAX_NAME],
+            bottleneck_utilisation=b.utilisation,
+            client_bound=b.client_bound,
         )
 
 
@@ -302,6 +358,7 @@ class ProgressTap:
         self.threads = threads
         self.duration_s = duration_s
         self.latest: dict[int, pb.Progress] = {}
+        self.hosts: dict[int, HostLoad] = {}  # each agent's latest sample of its host
         self.seen: dict[int, float] = {}  # monotonic time of each agent's last report
         self.previous: dict[int, tuple[float, int]] = {}
         self.rates: dict[int, float] = {}
@@ -320,6 +377,8 @@ class ProgressTap:
                 self.rates[i] = (progress.actions - prev[1]) / elapsed
             self.previous[i] = (progress.elapsed_seconds, progress.actions)
             self.latest[i] = progress
+            if progress.HasField("host"):
+                self.hosts[i] = HostLoad.of(progress.host)
             self.seen[i] = now
             self.reported.add(i)
             if progress.response_hist_delta:
@@ -358,4 +417,7 @@ class ProgressTap:
         if p is None:
             return AgentHealth(address, "waiting", 0, 0, 0.0, 0.0)
         state = "ok" if now - self.seen[i] < SILENT_AFTER_S else "silent"
-        return AgentHealth(address, state, p.actions, p.errors, p.cpu_percent, self.rates.get(i, 0))
+        rate = self.rates.get(i, 0)
+        return AgentHealth(
+            address, state, p.actions, p.errors, p.cpu_percent, rate, self.hosts.get(i)
+        )

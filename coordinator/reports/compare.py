@@ -1,5 +1,5 @@
-"""`bgbench compare`: ratings side by side, the settings that differ, and for each pair
-whether their SoAR differ by more than the noise.
+"""`bgbench compare`: ratings side by side (with what bound each), the settings that
+differ, and for each pair whether their SoAR differ by more than the noise.
 
 Two SoAR whose confidence intervals overlap are "within noise": the measurements cannot
 tell them apart. Otherwise the higher is named with the difference. A rating without an
@@ -89,7 +89,7 @@ class Comparison:
 SUMMARY_COLUMNS = (
     "id", "status", "store", "workload", "objective", "store_description", "soar", "soar_low",
     "soar_high", "soar_threads", "confidence", "socialites", "socialites_low",
-    "socialites_high", "created",
+    "socialites_high", "bottleneck_kind", "bottleneck", "client_bound", "created",
 )  # fmt: skip
 
 
@@ -129,6 +129,19 @@ def socialites_text(r: "pd.Series[Any]") -> str:
     return f"{s:.0f} (uncertain {low:.0f}..{high:.0f})"
 
 
+def bottleneck_text(r: "pd.Series[Any]") -> str:
+    """What bound the rating (its standing experiment), client-bound said loudly."""
+    text = r["bottleneck"]
+    if not isinstance(text, str) or not text:
+        return "-"
+    return f"CLIENT-BOUND: {text}" if said_true(r["client_bound"]) else text
+
+
+def said_true(value: Any) -> bool:
+    """A frame's flag that may be missing (None, NaN, NA) or numpy's bool."""
+    return value is not None and not pd.isna(value) and bool(value)
+
+
 def render(c: Comparison) -> Group:
     """The comparison as rich tables for the terminal."""
     side = Table(title="ratings side by side", title_justify="left")
@@ -141,6 +154,7 @@ def render(c: Comparison) -> Group:
     side.add_row("SoAR actions/s (CI)", *(soar_text(r) for r in rows))
     side.add_row("SoAR at T", *(_int_text(r["soar_threads"]) for r in rows))
     side.add_row("Socialites", *(socialites_text(r) for r in rows))
+    side.add_row("bottleneck", *(bottleneck_text(r) for r in rows))
     for _, s in c.settings.iterrows():
         side.add_row(str(s["setting"]), *(_value_text(s[rid]) for rid in c.ratings["id"]))
     pairs = Table(title="SoAR, pair by pair", title_justify="left")

@@ -19,7 +19,14 @@ from hdrh.histogram import HdrHistogram
 from matplotlib.figure import Figure
 
 from bgbench.coordinator.reports import charts
-from bgbench.coordinator.reports.compare import Comparison, flatten, soar_text, socialites_text
+from bgbench.coordinator.reports.compare import (
+    Comparison,
+    bottleneck_text,
+    flatten,
+    soar_text,
+    socialites_text,
+)
+from bgbench.coordinator.reports.html_resources import bottleneck_line, resource_sections
 from bgbench.coordinator.storage.frames import ResultFrames, lag_histogram, response_histogram
 from bgbench.errors import UserError
 
@@ -129,6 +136,7 @@ SEARCH_PATH = {
     "actions_per_s": "actions/s", "actions_per_s_low": "CI low", "actions_per_s_high": "CI high",
     "within_percent": "% within beta", "unpredictable_percent": "% unpredictable",
     "p50_ms": "p50 ms", "p95_ms": "p95 ms", "p99_ms": "p99 ms", "reasons": "reasons",
+    "bottleneck": "bottleneck",
 }  # fmt: skip
 AGENT_TABLE = {
     "seq": "#", "threads": "T", "agent": "agent", "agent_threads": "its T",
@@ -157,6 +165,9 @@ def _headline(page: Page, r: "pd.Series[Any]") -> None:
         page.text(f"SoAR {soar_text(r)} actions/s{at}", "headline")
     if pd.notna(r["socialites"]):
         page.text(f"Socialites {socialites_text(r)}", "headline")
+    bound = bottleneck_line(r)
+    if bound is not None:
+        page.text(*bound)
     if r["message"]:
         page.text(str(r["message"]), "failed")
     for note in r["notes"]:
@@ -211,9 +222,13 @@ def _histograms(
     return [(f"T={t}", merged[t]) for t in sorted(merged)]
 
 
+def _x_axis(r: "pd.Series[Any]") -> charts.XAxis:
+    return charts.RATE if r["over"] == "rate" else charts.THREADS
+
+
 def _against_threads(exps: pd.DataFrame, r: "pd.Series[Any]", page: Page, prefix: str) -> None:
     """The figures against T (against the arrival rate for a rating that searched it)."""
-    x = charts.RATE if r["over"] == "rate" else charts.THREADS
+    x = _x_axis(r)
     page.figure(prefix + "throughput", charts.throughput(exps, r, x),
                 f"Throughput of each experiment against {x.short}; bars: its interval; star "
                 "and band: SoAR and its interval.")  # fmt: skip
@@ -258,6 +273,7 @@ def rating_sections(frames: ResultFrames, rating_id: str, page: Page, prefix: st
     # a closed-loop rating has no arrival rate; a classic search no intervals
     page.table(_columns(exps, SEARCH_PATH).dropna(axis=1, how="all"))
     _breakdowns(frames, rating_id, exps, page, prefix)
+    resource_sections(frames, rating_id, page, prefix, _x_axis(r))
     sweep = frames.of_rating(frames.sweep, rating_id)
     if not sweep.empty:
         page.heading("Thread sweep")
@@ -326,15 +342,17 @@ def _study(frames: ResultFrames, rating_id: str, page: Page, prefix: str) -> Non
 JOB_TABLE = {
     "seq": "#", "label": "job", "status": "status", "rating_id": "rating", "soar": "SoAR",
     "soar_low": "CI low", "soar_high": "CI high", "soar_threads": "at T",
-    "socialites": "Socialites", "message": "message",
+    "socialites": "Socialites", "bottleneck": "bottleneck", "message": "message",
 }  # fmt: skip
 
 
 def campaign_jobs(frames: ResultFrames, campaign_id: str) -> pd.DataFrame:
-    """A campaign's jobs with their ratings' outcome (SoAR, its interval, Socialites)."""
+    """A campaign's jobs with their ratings' outcome (SoAR, its interval, Socialites, the
+    bottleneck)."""
     jobs = frames.campaign_jobs[frames.campaign_jobs["campaign_id"] == campaign_id]
     outcome = frames.ratings[["id", "soar", "soar_low", "soar_high", "soar_threads",
-                              "socialites"]].rename(columns={"id": "rating_id"})  # fmt: skip
+                              "socialites", "bottleneck_kind", "bottleneck",
+                              "client_bound"]].rename(columns={"id": "rating_id"})  # fmt: skip
     return jobs.merge(outcome, on="rating_id", how="left").reset_index(drop=True)
 
 
@@ -350,7 +368,8 @@ def campaign_sections(frames: ResultFrames, campaign_id: str, page: Page) -> Non
     page.figure("campaign-soar", chart, "SoAR of each job, grouped by the foreach values; "
                 "error bars its interval, where the rating has one.")  # fmt: skip
     page.heading("Jobs")
-    page.table(_columns(jobs, JOB_TABLE))
+    bound = [bottleneck_text(j) for _, j in jobs.iterrows()]
+    page.table(_columns(jobs.assign(bottleneck=bound), JOB_TABLE))
     page.heading("Campaign file", level=3)
     page.pre(str(c["file_text"]))
     for _, job in jobs.iterrows():
@@ -400,10 +419,11 @@ def comparison_page(c: Comparison, out: Path) -> Path:
     shown = c.ratings.assign(
         soar_ci=[soar_text(r) for _, r in c.ratings.iterrows()],
         socialites_range=[socialites_text(r) for _, r in c.ratings.iterrows()],
+        bound_by=[bottleneck_text(r) for _, r in c.ratings.iterrows()],
     )
     page.heading("Ratings")
     page.table(shown[["id", "store", "store_description", "objective", "soar_ci",
-                      "soar_threads", "socialites_range", "created"]])  # fmt: skip
+                      "soar_threads", "socialites_range", "bound_by", "created"]])  # fmt: skip
     page.heading("SoAR, pair by pair")
     page.table(c.pairs)
     page.heading("Settings that differ")

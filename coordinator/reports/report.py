@@ -1,20 +1,19 @@
-"""Human-readable output of experiments (rich), and the live progress view."""
+"""Human-readable output of experiments and ratings (rich); the live progress view is
+coordinator/reports/live.py."""
 
 import json
-import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from hdrh.histogram import HdrHistogram
-from rich.console import Console, Group
-from rich.live import Live
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
 from bgbench.coordinator.configuration.config import Settings
-from bgbench.coordinator.records.metrics import decode, percentile
+from bgbench.coordinator.rating.bottleneck_of import bottleneck_of
 from bgbench.coordinator.records.sweep import ALL_ACTIONS, SweepTable
-from bgbench.protos import new_histogram
-from bgbench.protos import worker_pb2 as pb
+from bgbench.coordinator.reports.live import LiveProgress as LiveProgress
+from bgbench.resources.model import Bottleneck
 from bgbench.run_result import ExperimentResult
 from bgbench.sdk import StudyTable
 from bgbench.workloads import registry
@@ -86,6 +85,13 @@ def _head(result: ExperimentResult, settings: Settings) -> Text:
     return head
 
 
+def bottleneck_said(b: Bottleneck) -> tuple[str, str]:
+    """The bottleneck's line and its style: a client-bound experiment said loudly."""
+    if b.client_bound:
+        return f"CLIENT-BOUND: {b.text} (the client, not the store, set the limit)", "bold red"
+    return f"bottleneck: {b.text}", ""
+
+
 def _actions_table(result: ExperimentResult, settings: Settings) -> Table:
     actions = Table(title="per action (response time = end - intended start)", title_justify="left")
     for col in ("action", "count", "errors", "p50 ms", "p95 ms", "p99 ms", "max ms", "≤ β %"):
@@ -150,79 +156,6 @@ def _notes(result: ExperimentResult) -> Text:
     return notes
 
 
-class LiveProgress:
-    """Live per-agent view while an experiment runs (stderr, refreshed by rich).
-
-    Agents ship each interval's latencies as an HDR histogram; merging them is exact, so
-    the cumulative p95 shown equals the p95 of every sample pooled so far."""
-
-    def __init__(self, addresses: list[str], duration_s: float, console: Console) -> None:
-        self.addresses = addresses
-        self.duration_s = duration_s
-        self.latest: dict[int, pb.Progress] = {}
-        self.previous: dict[int, tuple[float, int]] = {}
-        self.rates: dict[int, float] = {}
-        self.interval_p95: dict[int, float] = {}
-        self.cumulative = [new_histogram() for _ in addresses]
-        self.started = time.monotonic()
-        self.live = Live(self._table(), console=console, refresh_per_second=2, transient=True)
-
-    def update(self, i: int, progress: pb.Progress) -> None:
-        prev = self.previous.get(i)
-        if prev and progress.elapsed_seconds > prev[0]:
-            self.rates[i] = (progress.actions - prev[1]) / (progress.elapsed_seconds - prev[0])
-        self.previous[i] = (progress.elapsed_seconds, progress.actions)
-        self.latest[i] = progress
-        if progress.response_hist_delta:
-            delta = decode(progress.response_hist_delta)
-            self.cumulative[i].add(delta)
-            self.interval_p95[i] = percentile(delta, 95) / 1000
-        self.live.update(self._table())
-
-    def pooled(self) -> HdrHistogram:
-        h = new_histogram()
-        for c in self.cumulative:
-            h.add(c)
-        return h
-
-    def _table(self) -> Table:
-        elapsed = time.monotonic() - self.started
-        t = Table(title=f"running: {elapsed:.0f} / {self.duration_s:g} s", title_justify="left")
-        for col in ("agent", "actions", "actions/s", "p95 ms (0.5 s)", "p95 ms (all)", "errors",
-                    "CPU %", "health"):  # fmt: skip
-            t.add_column(col, justify="left" if col in ("agent", "health") else "right")
-        now = time.monotonic()
-        for i, addr in enumerate(self.addresses):
-            p = self.latest.get(i)
-            if p is None:
-                t.add_row(addr, "-", "-", "-", "-", "-", "-", "waiting")
-                continue
-            seen = self.started + p.elapsed_seconds
-            health = "ok" if now - seen < 2.5 else f"silent {now - seen:.0f} s"
-            t.add_row(
-                addr,
-                f"{p.actions:,}",
-                f"{self.rates.get(i, 0):,.0f}",
-                f"{self.interval_p95.get(i, 0):.2f}",
-                f"{percentile(self.cumulative[i], 95) / 1000:.2f}",
-                f"{p.errors:,}",
-                f"{p.cpu_percent:.0f}",
-                health,
-            )
-        pooled = self.pooled()
-        if pooled.get_total_count():
-            t.add_row("all", f"{pooled.get_total_count():,}", f"{sum(self.rates.values()):,.0f}",
-                      "", f"{percentile(pooled, 95) / 1000:.2f}", "", "", "")  # fmt: skip
-        return t
-
-    def __enter__(self) -> "LiveProgress":
-        self.live.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.live.__exit__(*exc)  # type: ignore[arg-type]
-
-
 # -- ratings ------------------------------------------------------------------------------
 
 
@@ -238,19 +171,23 @@ def experiment_line(phase: str, r: ExperimentResult, beta_ms: float) -> str:
     if r.steady is not None and r.steady.cut:
         steady = f"  (warm-up {r.steady.warmup_s:.1f} s cut)"
     rate = f" R={r.target_rate:,.0f}/s" if r.target_rate else ""
+    bound = r.bottleneck
+    said = "" if bound is None else f"\n{'':>6} {bottleneck_said(bound)[0]}"
     return (
         f"{phase:>6} T={r.threads:<6}{rate} {r.duration_s:>5g} s  "
         f"{r.actions_per_s:>14,.1f} actions/s  "
         f"{r.within_percent:6.2f}% <= {beta_ms:g} ms  "
-        f"{r.unpredictable_percent:.3f}% unpredictable  {verdict}{why}{steady}"
+        f"{r.unpredictable_percent:.3f}% unpredictable  {verdict}{why}{steady}{said}"
     )
 
 
 def _experiments_table(experiments: list[dict[str, Any]], settings: Settings) -> Table:
     t = Table(title="experiments, in the order they ran", title_justify="left")
-    for col in ("#", "phase", "T", "s", "actions/s", "≤ β %", "unpredictable %", "verdict"):
-        t.add_column(col, justify="left" if col in ("phase", "verdict") else "right")
-    for e in experiments:
+    bounds = [_stored_bottleneck(e) for e in experiments]
+    columns = ["#", "phase", "T", "s", "actions/s", "≤ β %", "unpredictable %", "verdict"]
+    for col in [*columns, *(["bottleneck"] if any(bounds) else [])]:
+        t.add_column(col, justify="left" if col in ("phase", "verdict", "bottleneck") else "right")
+    for e, bound in zip(experiments, bounds, strict=True):
         verdict = e["status"] if e["status"] == "passed" else f"{e['status']}: {e['reasons']}"
         t.add_row(
             str(e["seq"]),
@@ -261,8 +198,19 @@ def _experiments_table(experiments: list[dict[str, Any]], settings: Settings) ->
             f"{e['within_percent']:.2f}",
             f"{e['unpredictable_percent']:.3f}",
             verdict,
+            *([bound] if any(bounds) else []),
         )
     return t
+
+
+def _stored_bottleneck(e: Mapping[str, Any]) -> str:
+    """A recorded experiment's bottleneck line ("" : none recorded, or a result that does
+    not hold what bgbench writes)."""
+    try:
+        found = json.loads(e.get("result_json") or "{}").get("resources", {}).get("bottleneck")
+        return bottleneck_said(bottleneck_of(found))[0] if isinstance(found, dict) else ""
+    except (ValueError, TypeError, LookupError, AttributeError):
+        return ""
 
 
 def sweep_table(table: SweepTable, settings: Settings) -> Table:

@@ -19,7 +19,9 @@ ratings
     search_duration_s, final_duration_s, alpha, beta_ms, tau, latency_scope (the SLA),
     experiments (how many recorded), created, updated, message, notes (list of the
     summary's notes), config (the recorded settings as a dict, secrets redacted), hosts
-    (list of dicts), versions (dict).
+    (list of dicts), versions (dict), bottleneck_kind, bottleneck, client_bound (what
+    bound the rating's final experiment, as its headline names it; None: resources not
+    recorded).
 experiments
     rating_id, seq, experiment_id, phase (warmup|search|final|sweep|retried|run), threads,
     target_rate, duration_s, elapsed_s, status (passed|failed|fault), passed,
@@ -29,7 +31,9 @@ experiments
     never_valid, p50_ms, p95_ms, p99_ms, max_ms, mean_ms (response time, from the agents'
     merged HDR histograms; the recorded summary when there are none), lag_count,
     lag_p50_ms, lag_p95_ms, lag_p99_ms, lag_max_ms (staleness lag of unpredictable
-    reads), warmup_s (cut as warm-up), stable, store_description, reasons, fault, created.
+    reads), warmup_s (cut as warm-up), stable, store_description, reasons, fault, created,
+    bottleneck_kind (server_cpu|server_disk|network|client|none|unmeasured), bottleneck
+    (the line a person reads), client_bound (None: resources not recorded).
 per_agent
     rating_id, seq, threads (the experiment's T), agent (address), agent_threads,
     throughput (actions/s), actions, errors, within_percent, session_within_percent,
@@ -56,6 +60,9 @@ campaign_jobs
     servers (list), study (a workload study it ran instead of a rating, or ""),
     rating_id, status (pending|running|done|failed), message, and one column var.NAME per
     foreach variable.
+resources
+    one row per experiment and host it measured, and ResultFrames.resource_series(
+    rating_id, seq) every sample of one experiment: columns in frames_resources.py.
 """
 
 import json
@@ -73,6 +80,16 @@ from bgbench.coordinator.configuration.redaction import redact_strings as redact
 from bgbench.coordinator.records.stats import mean_interval
 from bgbench.coordinator.records.sweep import CSV_COLUMNS, SweepTable, csv_rows
 from bgbench.coordinator.storage.frames_campaigns import CAMPAIGN_COLUMNS, campaign_row, jobs_frame
+from bgbench.coordinator.storage.frames_resources import (
+    BOTTLENECK_COLUMNS,
+    bottleneck_columns,
+    figures_of,
+    rating_bottleneck,
+    redacted_result,
+    resource_rows,
+    resources_frame,
+    series_frame,
+)
 from bgbench.coordinator.storage.results import DB_NAME, checked_row
 from bgbench.coordinator.storage.store_file import checked as _checked
 from bgbench.coordinator.storage.store_file import json_object as _object
@@ -80,7 +97,7 @@ from bgbench.coordinator.storage.store_file import read_only
 from bgbench.errors import BGBenchError, UserError
 from bgbench.run_result.rows import ACTION_COLUMNS as ACTION_COLUMNS
 from bgbench.run_result.rows import AGENT_COLUMNS as AGENT_COLUMNS
-from bgbench.run_result.rows import EXPERIMENT_COLUMNS as EXPERIMENT_COLUMNS
+from bgbench.run_result.rows import EXPERIMENT_COLUMNS as RESULT_COLUMNS
 from bgbench.run_result.rows import VALIDATION_COLUMNS as VALIDATION_COLUMNS
 from bgbench.run_result.rows import experiment_rows
 from bgbench.run_result.rows import lag_histogram as lag_histogram
@@ -92,8 +109,9 @@ RATING_COLUMNS = (
     "soar_threads", "soar_rate", "soar_low", "soar_high", "confidence", "socialites",
     "socialites_low", "socialites_high", "uncertain_threads", "search_duration_s",
     "final_duration_s", "alpha", "beta_ms", "tau", "latency_scope", "experiments", "created",
-    "updated", "message", "notes", "config", "hosts", "versions",
+    "updated", "message", "notes", "config", "hosts", "versions", *BOTTLENECK_COLUMNS,
 )  # fmt: skip
+EXPERIMENT_COLUMNS = (*RESULT_COLUMNS, *BOTTLENECK_COLUMNS)
 SWEEP_COLUMNS = ("rating_id", *CSV_COLUMNS)
 MEASUREMENT_COLUMNS = ("rating_id", "seq", "name")
 
@@ -112,6 +130,7 @@ class ResultFrames:
     measurements: pd.DataFrame
     campaigns: pd.DataFrame
     campaign_jobs: pd.DataFrame
+    resources: pd.DataFrame  # per experiment and host (frames_resources.py)
 
     def rating(self, rating_id: str) -> "pd.Series[Any]":
         rows = self.ratings[self.ratings["id"] == rating_id]
@@ -134,7 +153,13 @@ class ResultFrames:
             raise UserError(f"no experiment {seq} of rating {rating_id!r} in {self.path}")
         where = f"experiments row {rating_id!r} seq {seq}"
         value = _checked(self.path, where, _parsed, row[0])
-        return dict(redacted(value))
+        return dict(redacted_result(value))
+
+    def resource_series(self, rating_id: str, seq: int) -> pd.DataFrame:
+        """Every host sample of one experiment (columns: frames_resources.py)."""
+        where = f"experiments row {rating_id!r} seq {seq} (resources)"
+        result = self.result(rating_id, seq)
+        return _checked(self.path, where, lambda: series_frame(figures_of(result)))
 
 
 def store_file(path: str | Path) -> Path:
@@ -169,7 +194,7 @@ def load(path: str | Path) -> ResultFrames:
     rating_rows = [_checked(file, f"ratings row {r.get('id')!r}", _rating_row, r) for r in ratings]
     confidence = {r["id"]: r["confidence"] for r in rating_rows}
     titles = {r["id"]: _titles(r["workload"]) for r in rating_rows}
-    exp_rows, agent_rows, action_rows, valid_rows = [], [], [], []
+    exp_rows, agent_rows, action_rows, valid_rows, resource = [], [], [], [], []
     described: dict[str, str] = {}
     for e in experiments:
         where = f"experiments row {e.get('rating_id')!r} seq {e.get('seq')}"
@@ -180,10 +205,18 @@ def load(path: str | Path) -> ResultFrames:
         agent_rows += rows[1]
         action_rows += rows[2]
         valid_rows += rows[3]
+        resource += rows[4]
     counts = pd.Series([e["rating_id"] for e in experiments], dtype=object).value_counts()
+    by_rating: dict[str, list[dict[str, Any]]] = {}
+    for row in exp_rows:
+        by_rating.setdefault(row["rating_id"], []).append(row)
     for r in rating_rows:
         r["store_description"] = described.get(r["id"], "")
         r["experiments"] = int(counts.get(r["id"], 0))
+        mine = by_rating.get(r["id"], [])
+        where = f"ratings row {r['id']!r} (bottleneck)"
+        at = r["soar_threads"] if r["soar_threads"] is not None else r["socialites"]
+        r.update(_checked(file, where, rating_bottleneck, r.pop("summary"), mine, at))
     return ResultFrames(
         path=file,
         ratings=_typed(_frame(rating_rows, RATING_COLUMNS)),
@@ -198,21 +231,32 @@ def load(path: str | Path) -> ResultFrames:
             CAMPAIGN_COLUMNS,
         ),
         campaign_jobs=_checked(file, "campaign_jobs", jobs_frame, jobs),
+        resources=resources_frame(resource),
     )
 
 
-Rows = tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]
+Rows = tuple[
+    dict[str, Any],
+    list[dict[str, Any]],
+    list[dict[str, Any]],
+    list[dict[str, Any]],
+    list[dict[str, Any]],
+]
 
 
 def _experiment_rows(
     e: Mapping[str, Any], confidence: Mapping[str, Any], titles: Mapping[str, Any]
 ) -> Rows:
-    """An experiment's row, and its rows of per_agent, per_action and validation."""
-    result = _object(redacted(json.loads(e["result_json"])))  # older records held secrets
+    """An experiment's row, and its rows of per_agent, per_action, validation and
+    resources."""
+    result = _object(redacted_result(_parsed(e["result_json"])))  # older records held secrets
     rid = e["rating_id"]
     row = {**e, "reasons": redacted(e["reasons"])}
     interval = _interval(result, confidence.get(rid))
-    return experiment_rows(row, result, interval, titles.get(rid, {}))
+    exp, agents, actions, valid = experiment_rows(row, result, interval, titles.get(rid, {}))
+    figures = figures_of(result)
+    exp.update(bottleneck_columns(figures))
+    return exp, agents, actions, valid, resource_rows(exp, figures)
 
 
 def _parsed(text: str) -> dict[str, Any]:
@@ -294,6 +338,7 @@ def _rating_row(r: Mapping[str, Any]) -> dict[str, Any]:
         "config": config,
         "hosts": redacted(_json(r.get("hosts_json"), [])),
         "versions": redacted(_json(r.get("versions_json"), {})),
+        "summary": summary,  # for its bottleneck, taken out once read
     }
 
 

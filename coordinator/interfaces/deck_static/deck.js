@@ -125,13 +125,21 @@ class Chart {
   }
 }
 
+// An agent's host as it last sampled it: busy cores of its cores, and the store's share.
+function hostCpu(h) {
+  if (!h) return "-";
+  const store = h.store_cpu_cores === null ? "" : `, store ${fmt(h.store_cpu_cores, 2)}`;
+  return `${fmt(h.cpu_cores, 2)} of ${h.cores}${store}`;
+}
+
 function agentsTable(agents) {
   const body = $("agents-body");
   body.replaceChildren();
   for (const a of agents) {
     const tr = document.createElement("tr");
     for (const [v, cls] of [[a.address, ""], [a.state, a.state], [fmt(a.actions_per_s, 0), "num"],
-      [fmt(a.actions, 0), "num"], [fmt(a.errors, 0), "num"], [fmt(a.cpu_percent, 0), "num"]]) {
+      [fmt(a.actions, 0), "num"], [fmt(a.errors, 0), "num"], [fmt(a.cpu_percent, 0), "num"],
+      [a.host ? a.host.host : "-", ""], [hostCpu(a.host), "num"]]) {
       const td = document.createElement("td");
       td.textContent = v;
       if (cls) td.className = cls;
@@ -175,7 +183,8 @@ function jobPage() {
       li.className = e.verdict;
       const why = e.reasons.length ? ` (${e.reasons.join("; ")})` : "";
       li.textContent = `${e.phase} T=${e.threads}: ${fmt(e.actions_per_s, 1)} actions/s, ` +
-        `${fmt(e.within_percent, 2)}% within β, ${e.unpredictable_reads} unpredictable reads: ${e.verdict}${why}`;
+        `${fmt(e.within_percent, 2)}% within β, ${e.unpredictable_reads} unpredictable reads: ${e.verdict}${why}` +
+        (e.bottleneck ? (e.client_bound ? `; CLIENT-BOUND: ${e.bottleneck}` : `; bottleneck: ${e.bottleneck}`) : "");
       $("verdicts").appendChild(li);
     },
     rating_end(e) {
