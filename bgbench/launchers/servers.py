@@ -217,6 +217,8 @@ def store_options(info: dict[str, Any]) -> dict[str, Any]:
         return {"hosts": info["hosts"], "port": port, "keyspace": unique}
     if info["server"] == "hbase":
         return {"port": port, "table_prefix": unique + "_", "server_name": info["name"]}
+    if info["server"] == "node-exporter":  # watches a host; no store's to give
+        return {}
     raise SystemExit(f"no store options for server {info['server']!r}")
 
 

@@ -9,6 +9,11 @@ connection and children listings read every process of the host each time).
   walk of /proc/*/fd, done once per port: the answer is kept while that process lives).
 - Descendants: /proc/PID/task/TID/children (one read per process of the tree); where the
   kernel has no such file, every process's parent from /proc/*/stat.
+
+Limits: a server run by another user is found only by an agent that may read its
+/proc/PID/fd (root, or that user); a server in a container is reached through a proxy
+(docker-proxy: found, but not the container's processes) or a NAT rule (no listener on
+the host at all): name such a store's processes by container, name or pid instead.
 """
 
 import ipaddress

@@ -88,12 +88,23 @@ def endpoint_url(endpoint: str) -> tuple[str, str]:
     return f"{parts.scheme}://{parts.netloc}{path}", parts.netloc
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A redirect is refused (an error), not followed to wherever the reply points."""
+
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None
+
+
+# Straight to the endpoint: no proxy from the environment, no redirect followed.
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect())
+
+
 def fetch(url: str, timeout_s: float, max_bytes: int = MAX_BYTES) -> str:
     """GET `url`, the whole reply within `timeout_s` and `max_bytes`, as text."""
     deadline = time.monotonic() + timeout_s
     request = urllib.request.Request(url, headers={"Accept": "text/plain"})
     try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as reply:
+        with _OPENER.open(request, timeout=timeout_s) as reply:
             body = bytearray()
             while chunk := reply.read(CHUNK):
                 body += chunk

@@ -22,6 +22,7 @@ process from the refresh that sees it. A process joining counts from its second 
 
 import os
 import re
+import resource
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,7 +36,10 @@ from bgbench.resources.model import GroupSample
 
 REFRESH_S = 3.0
 MAX_PROCESSES = 4096  # members of a group (beyond: not sampled)
-MAX_HELD = 512  # schedstat files a group keeps open (beyond: opened on each read)
+# schedstat files a group keeps open (beyond: opened on each read): at most a quarter of
+# the process's file limit, so a few groups never take the agent's last descriptors
+_FILES = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+MAX_HELD = 512 if _FILES == resource.RLIM_INFINITY else min(512, _FILES // 4)
 MAX_CLIENTS = 1024  # load processes whose connections discovery reads
 MAX_NAMES = 64
 PID_MAX = 1 << 22  # the kernel's largest pid_max
@@ -243,8 +247,11 @@ class ProcessGroup:
     def _refresh(self) -> set[int]:
         """Membership again (each member's RSS, and who it is); the pids that joined
         (primed, not yet sampled)."""
-        members = self._members()
         self._refreshed = time.monotonic()
+        try:
+            members = self._members()
+        except (OSError, psutil.Error):  # the host changed under the walk: next refresh
+            members = _Members(list(self._tracked), self._found_by)
         self._found_by = members.found_by
         old, tracked, joined = self._tracked, {}, set()
         held = sum(t.fd >= 0 for t in old.values())

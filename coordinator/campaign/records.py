@@ -1,6 +1,7 @@
 """A campaign in the results store (tables campaigns and campaign_jobs, written and read
 by coordinator/storage/campaign_rows.py): the file's text, bgbench's version, and each
-job's foreach values, resolved settings (redacted), servers, rating and outcome."""
+job's foreach values, resolved settings (redacted), servers, rating and outcome (what
+bound it: job_bottleneck)."""
 
 import json
 import time
@@ -18,6 +19,7 @@ from bgbench.coordinator.configuration.redaction import (
     redact_source,
     redact_text,
 )
+from bgbench.coordinator.rating.ratings import RatingSummary
 from bgbench.coordinator.storage import campaign_rows
 from bgbench.coordinator.storage.campaign_rows import NewCampaign, NewJob
 from bgbench.coordinator.storage.results import ResultsStore
@@ -117,6 +119,15 @@ def jobs(store: ResultsStore, campaign_id: str) -> list[JobRecord]:
         )
         for r in checked
     ]
+
+
+def job_bottleneck(summary: RatingSummary | None) -> str:
+    """What bound a job's rating (its final experiment), a client-bound one said loudly;
+    "-" when its resources were not measured."""
+    b = summary.bottleneck if summary is not None else None
+    if b is None:
+        return "-"
+    return f"CLIENT-BOUND: {b.text}" if b.client_bound else b.text
 
 
 def update_job(

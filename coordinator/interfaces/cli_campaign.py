@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bgbench.coordinator.campaign import Campaign, load_campaign, records, run_campaign
-from bgbench.coordinator.campaign.records import JobRecord
+from bgbench.coordinator.campaign.records import JobRecord, job_bottleneck
 from bgbench.coordinator.interfaces.cli_live import EventsOption, MetricsPortOption, live_sink
 from bgbench.coordinator.interfaces.console import ConsoleView
 from bgbench.coordinator.rating import api
@@ -153,28 +153,29 @@ def _shown(value: Any) -> str:
 def outcome_table(store: ResultsStore, campaign_id: str) -> Table:
     row = records.campaign_row(store, campaign_id)
     table = Table(
-        "#", "job", "status", "SoAR (95% CI)", "Socialites", "rating", "why",
+        "#", "job", "status", "SoAR (95% CI)", "Socialites", "bottleneck", "rating", "why",
         title=f"Campaign {campaign_id} ({row['name']}): {row['status']}",
     )  # fmt: skip
     for job in records.jobs(store, campaign_id):
-        soar, socialites = _figures(store, job)
+        soar, socialites, bound = _figures(store, job)
         table.add_row(
-            str(job.seq), job.label, job.status, soar, socialites, job.rating_id or "-",
+            str(job.seq), job.label, job.status, soar, socialites, bound, job.rating_id or "-",
             job.message, style="red" if job.status == "failed" else None,
         )  # fmt: skip
     return table
 
 
-def _figures(store: ResultsStore, job: JobRecord) -> tuple[str, str]:
+def _figures(store: ResultsStore, job: JobRecord) -> tuple[str, str, str]:
+    """A done job's SoAR (with its interval), Socialites and what bound its rating."""
     if not job.rating_id or job.status != "done":
-        return "-", "-"
+        return "-", "-", "-"
     record = api.rating_record(store, job.rating_id)
     summary = record.summary
     soar = "-" if record.soar is None else f"{record.soar:,.0f}"
     if summary is not None and summary.soar_low is not None and summary.soar_high is not None:
         soar += f" [{summary.soar_low:,.0f} .. {summary.soar_high:,.0f}]"
     socialites = "-" if record.socialites is None else str(record.socialites)
-    return soar, socialites
+    return soar, socialites, job_bottleneck(summary)
 
 
 def outcome_json(store: ResultsStore, campaign_id: str) -> dict[str, Any]:

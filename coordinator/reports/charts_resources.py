@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator, ScalarFormatter
 
 from bgbench.coordinator.reports.charts import THREADS, XAxis, rated
 
@@ -77,6 +78,9 @@ def utilisation(
     ax.set_ylim(bottom=0)
     if len(rows[x.column]) and rows[x.column].max() / max(rows[x.column].min(), 1) >= 16:
         ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+    elif x is THREADS:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.legend(fontsize=7, ncol=2)
     return fig
 

@@ -134,7 +134,12 @@ def bottleneck_text(r: "pd.Series[Any]") -> str:
     text = r["bottleneck"]
     if not isinstance(text, str) or not text:
         return "-"
-    return f"CLIENT-BOUND: {text}" if r["client_bound"] is True else text
+    return f"CLIENT-BOUND: {text}" if said_true(r["client_bound"]) else text
+
+
+def said_true(value: Any) -> bool:
+    """A frame's flag that may be missing (None, NaN, NA) or numpy's bool."""
+    return value is not None and not pd.isna(value) and bool(value)
 
 
 def render(c: Comparison) -> Group:

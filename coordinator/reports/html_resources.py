@@ -12,6 +12,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from bgbench.coordinator.reports import charts, charts_resources
+from bgbench.coordinator.reports.compare import said_true
 from bgbench.coordinator.storage.frames import ResultFrames
 from bgbench.coordinator.storage.frames_resources import standing
 
@@ -35,7 +36,7 @@ def bottleneck_line(r: "pd.Series[Any]") -> tuple[str, str] | None:
     text = r.get("bottleneck")
     if not isinstance(text, str) or not text:
         return None
-    if r.get("client_bound") is True:
+    if said_true(r.get("client_bound")):
         return (f"CLIENT-BOUND: {text}. The client, not the store, set this limit: "
                 "the figures understate the store.", "failed")  # fmt: skip
     return f"Bottleneck: {text}", ""

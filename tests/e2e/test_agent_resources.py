@@ -199,6 +199,12 @@ def test_a_monitor_lost_mid_watch_is_a_note_not_a_hang(start_agent, how):
     assert len(series[f"monitor {address}"]) >= 2, "the samples before the loss are kept"
 
 
+def test_a_monitor_refusing_the_token_is_the_users_to_fix(start_agent):
+    address, _ = start_agent("--monitor-only")
+    with pytest.raises(UserError, match=r"agents\.token"):
+        MonitorAgents([address], Credentials(token="wrong"), StoreWatch(), HEARTBEAT_S)
+
+
 def test_an_unreachable_monitor_is_named_at_construction(tmp_path):
     with pytest.raises(SystemFault, match=r"127\.0\.0\.1:9"):
         MonitorAgents(["127.0.0.1:9"], None, StoreWatch(), HEARTBEAT_S)

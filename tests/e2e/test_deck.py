@@ -144,6 +144,13 @@ def test_a_rating_started_and_followed_in_the_browser(deck, browser, tmp_path):
     assert any(v.text.startswith("final T=") for v in verdicts)
     assert browser.find_element(By.ID, "throughput").text not in ("", "-")
     assert browser.find_elements(By.CSS_SELECTOR, "#agents-body tr")
+    # each agent's host as it last sampled it, and what bound each experiment
+    cells = [r.find_elements(By.TAG_NAME, "td") for r in
+             browser.find_elements(By.CSS_SELECTOR, "#agents-body tr")]  # fmt: skip
+    shown = [c[7].text for c in cells]
+    assert all(re.fullmatch(r"[\d.,]+ of \d+(, store [\d.,]+)?", x) for x in shown), shown
+    judged = [v.text for v in verdicts if v.get_attribute("class") != "fault"]
+    assert all(re.search(r"; (bottleneck|CLIENT-BOUND): .+", v) for v in judged), judged
     wait.until(lambda _: browser.find_element(By.ID, "job-status").text == "exited 0")
     browser.save_screenshot(str(tmp_path / "deck-rating.png"))
     if os.environ.get("BGBENCH_DECK_SCREENSHOT"):  # docs/images/deck.png, on request

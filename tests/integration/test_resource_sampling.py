@@ -100,9 +100,10 @@ def test_a_burning_child_shows_its_cpu_and_demand(children):
     )
     assert sample.processes == 1
     assert sample.cores_allowed == len(os.sched_getaffinity(burner.pid))
-    # its demand is one core, got or waited for; never more than one (one thread)
+    # its demand is one core, got or waited for (one thread): about 1, give or take the
+    # sampler's own delays on a busy machine, never the 2 of two cores
     demand = _sampled_until(group, lambda s: s.demand_cores >= 0.5, "the burner's demand")
-    assert demand.busiest_cores <= 1.3
+    assert demand.busiest_cores < 1.9
     assert demand.demand_cores == pytest.approx(demand.busiest_cores)
 
 
@@ -149,6 +150,27 @@ def test_postgres_processes_are_found_from_a_clients_connection(children, postgr
     assert {p.name() for p in backends} == {"postgres"}
     assert any(p.ppid() == postgres_server["pid"] for p in backends)
     assert sample.rss_bytes > 0 and sample.cores_allowed >= 1
+
+
+def test_postgres_working_for_a_client_shows_its_cpu(children, postgres_server):
+    dsn = f"host=127.0.0.1 port={postgres_server['port']} user=postgres dbname=postgres"
+    busy = children(
+        "import psycopg, sys\n"
+        "conn = psycopg.connect(sys.argv[1], autocommit=True)\n"
+        "print('connected', flush=True)\n"
+        "for _ in range(100_000):\n"  # bounded: the finalizer kills it sooner
+        "    conn.execute('select count(*) from generate_series(1, 200000)').fetchone()\n",
+        dsn,
+    )
+    assert busy.stdout.readline().strip() == "connected"
+    group = ProcessGroup.store(StoreWatch(), lambda: [busy.pid])
+    assert group.sample() is not None  # primes
+    # the backend computing for it: the store's CPU, and its busiest process's demand
+    sample = _sampled_until(
+        group, lambda s: s.cpu_cores > 0.05 and s.busiest_cores > 0.05, "the server's CPU"
+    )
+    assert sample.demand_cores >= sample.busiest_cores > 0
+    assert sample.cpu_cores <= sample.processes  # no process is more than a core
 
 
 def test_postgres_found_by_pid_and_name_says_so(children, postgres_server):
@@ -239,7 +261,7 @@ def test_a_cgroup_cpu_quota_caps_the_cores_allowed(children, cgroup):
     assert group.sample().cores_allowed == pytest.approx(0.3)
     # throttled, it waits for the quota as in a run queue: its demand is still ~1 core
     sample = _sampled_until(group, lambda s: s.demand_cores >= 0.5, "the throttled demand")
-    assert sample.cpu_cores < 0.6
+    assert sample.cpu_cores < 0.8  # 0.3 of a core, give or take a period at each end
     assert sample.demand_cores / sample.cores_allowed > 1.0  # saturated, and it shows
 
 

@@ -88,3 +88,15 @@ def test_an_http_error_is_a_scrape_error(serve):
     port = serve(lambda conn, stop: conn.sendall(b"HTTP/1.1 500 Oops\r\nContent-Length: 0\r\n\r\n"))
     with pytest.raises(ScrapeError, match=r"Oops|500"):
         NodeExporter(f"127.0.0.1:{port}").sample(0.0)
+
+
+def test_a_redirect_is_not_followed(serve):
+    target = serve(lambda conn, stop: conn.sendall(HEAD + b'node_cpu_seconds_total{cpu="0"} 1\n'))
+    port = serve(
+        lambda conn, stop: conn.sendall(
+            f"HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:{target}/metrics\r\n"
+            "Content-Length: 0\r\n\r\n".encode()
+        )
+    )
+    with pytest.raises(ScrapeError, match=r"302|Found"):
+        NodeExporter(f"127.0.0.1:{port}").sample(0.0)

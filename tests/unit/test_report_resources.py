@@ -12,10 +12,13 @@ import pandas as pd
 import pytest
 
 from bgbench import results
+from bgbench.coordinator.campaign.records import job_bottleneck
+from bgbench.coordinator.rating.ratings import RatingSummary
 from bgbench.coordinator.reports import html_report
 from bgbench.coordinator.reports.compare import compare, render
 from bgbench.coordinator.storage.frames_resources import RESOURCE_COLUMNS, SERIES_COLUMNS
 from bgbench.errors import UserError
+from bgbench.resources.model import Bottleneck
 from tests.unit.report_ratings import model_rating
 from tests.unit.resource_figures import HOSTILE, client_bound, record_resources, server_bound
 from tests.unit.test_report_html import figures_of
@@ -63,7 +66,7 @@ def test_each_experiment_and_rating_carries_its_bottleneck(store):
     assert r.of_rating(r.experiments, "RN")["bottleneck"].isna().all()
     rating = r.rating("RS")
     assert rating["bottleneck_kind"] == "server_cpu"  # its finals at SoAR's T bind the server
-    assert r.rating("RC")["client_bound"] is True
+    assert r.rating("RC")["client_bound"] == True  # noqa: E712 (numpy's bool or Python's)
     assert pd.isna(r.rating("RN")["bottleneck"])
 
 
@@ -168,3 +171,14 @@ def test_secrets_in_a_samples_text_are_redacted_as_it_loads(tmp_path):
     series = r.resource_series("RX", 1)
     assert "hunter2" not in " ".join(series["host"]) and "scraper:***@" in series["host"].iloc[0]
     assert "hunter2" not in " ".join(r.resources["host"])
+
+
+def test_campaign_show_names_each_done_jobs_bottleneck():
+    server = Bottleneck("server_cpu", "server CPU", "db", 1.9, 2, 0.95, "server CPU 1.90 of 2")
+    client = Bottleneck(kind="client", text="load processes at 97%", client_bound=True)
+    summary = RatingSummary("R1", "both", "sqlite", 1.0, 2.0, soar=10.0, bottleneck=server)
+    assert job_bottleneck(summary) == "server CPU 1.90 of 2"
+    summary.bottleneck = client
+    assert job_bottleneck(summary) == "CLIENT-BOUND: load processes at 97%"
+    summary.bottleneck = None
+    assert job_bottleneck(summary) == job_bottleneck(None) == "-"

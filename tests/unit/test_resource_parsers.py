@@ -13,6 +13,7 @@ from bgbench.errors import UserError
 from bgbench.resources import procfs
 from bgbench.resources.node_exporter import (
     MAX_SERIES,
+    WANTED,
     Counters,
     ScrapeError,
     cpu_shares,
@@ -109,6 +110,25 @@ def test_any_reply_parses_or_is_a_scrape_error(text):
     except ScrapeError:
         return
     assert isinstance(c, Counters) and c.cpu
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(WANTED),
+            st.text(alphabet='{}",=\\ .-+eE0123456789abcdefxyzNaInf#\t', max_size=40),
+        ),
+        max_size=8,
+    )
+)
+def test_wanted_series_with_any_tail_parse_or_are_a_scrape_error(lines):
+    text = "".join(name + tail + "\n" for name, tail in lines)
+    try:
+        c = parse(text)
+    except ScrapeError:
+        return
+    assert c.cpu and all(cpu >= 0 for cpu in c.cpu)
 
 
 @settings(max_examples=100, deadline=None)
