@@ -21,7 +21,7 @@ def test_a_node_exporter_on_loopback_reports_the_store_hosts_cpu_and_disk(
 ):
     endpoint = node_exporter_server["endpoint"]
     proc = bgbench(
-        "run", "--store", "sqlite", "--threads", "4", "--duration", "3", "--agents", "1",
+        "run", "--store", "sqlite", "--threads", "4", "--duration", "2", "--agents", "1",
         "--users", "300", "--results", str(tmp_path / "results"), "--json",
         "-p", f"store.options.path={tmp_path / 'bg.sqlite'}",
         "-p", f'resources.node_exporters=["{endpoint}"]',
@@ -29,7 +29,8 @@ def test_a_node_exporter_on_loopback_reports_the_store_hosts_cpu_and_disk(
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     res = json.loads(proc.stdout)["resources"]
-    assert not res["notes"], res["notes"]  # every scrape answered
+    # a scrape slower than its timeout on a busy machine is noted, naming the endpoint
+    assert all(endpoint in note for note in res["notes"]), res["notes"]
     (scraped,) = [h for h in res["hosts"] if h["source"] == "node_exporter"]
     (agent,) = [h for h in res["hosts"] if h["source"] == "agent"]
     assert scraped["host"] == endpoint and scraped["samples"] >= 2, scraped
@@ -74,6 +75,8 @@ def test_a_rating_report_shows_the_utilisation_figures(sqlite_rating, tmp_path):
     assert html.escape(rating["bottleneck"], quote=False) in text  # the headline's line
     exps = frames.of_rating(frames.experiments, rating_id)
     assert exps["bottleneck"].notna().all()
+    # sla.client_bound = "warn" (the default): a client-bound experiment is said, not failed
+    assert not exps["reasons"].fillna("").str.contains("client-bound").any()
     for line in exps["bottleneck"]:  # each experiment's, in the Resources table
         assert html.escape(line, quote=False) in text, line
     hosts = frames.of_rating(frames.resources, rating_id)
@@ -91,8 +94,8 @@ templates:
 jobs:
   - extends: ${{store}}
     foreach: {{store: [sqlite, postgres]}}
-    sla: {{delta_search_s: 1, delta_s: 2}}
-    rating: {{objective: soar, max_threads: 2, final_runs: 1, repeats: 1}}
+    sla: {{delta_search_s: 1, delta_s: 1}}
+    rating: {{objective: soar, max_threads: 1, final_runs: 1, repeats: 1}}
     agents: {{local: 1, processes: 1}}
     params: {{usercount: 200}}
 """
@@ -136,6 +139,9 @@ def test_a_campaign_report_shows_each_jobs_bottleneck(tmp_path, stops_servers):
     for job in jobs.values():
         rating = frames.rating(job["rating_id"])
         assert rating["bottleneck_kind"] not in ("unmeasured", None), rating["bottleneck"]
+        bound = job["summary"]["bottleneck"]  # the rating's --json, as the campaign keeps it
+        assert (bound["kind"], bound["text"]) == (rating["bottleneck_kind"], rating["bottleneck"])
+        assert bound["client_bound"] == bool(rating["client_bound"])
         # the job's row names its bottleneck (a client-bound one said loudly)
         row = re.search(rf"<tr>(?:(?!</tr>).)*{job['rating_id']}.*?</tr>", table.group(0), re.S)
         assert row and html.escape(rating["bottleneck"], quote=False) in row.group(0), job["label"]
