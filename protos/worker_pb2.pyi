@@ -166,7 +166,7 @@ class GroupSample(_message.Message):
     def __init__(self, cpu_cores: _Optional[float] = ..., cores_allowed: _Optional[float] = ..., busiest_cores: _Optional[float] = ..., rss_bytes: _Optional[int] = ..., processes: _Optional[int] = ..., found_by: _Optional[str] = ..., runqueue_cores: _Optional[float] = ...) -> None: ...
 
 class HostSample(_message.Message):
-    __slots__ = ("host_id", "host", "source", "elapsed_seconds", "interval_seconds", "cpu_per_core", "memory_used_bytes", "memory_total_bytes", "disk_read_bytes_per_s", "disk_write_bytes_per_s", "disk_busy", "net_rx_bytes_per_s", "net_tx_bytes_per_s", "net_capacity_bytes_per_s", "load", "store", "busiest_disk")
+    __slots__ = ("host_id", "host", "source", "elapsed_seconds", "interval_seconds", "cpu_per_core", "memory_used_bytes", "memory_total_bytes", "disk_read_bytes_per_s", "disk_write_bytes_per_s", "disk_busy", "net_rx_bytes_per_s", "net_tx_bytes_per_s", "net_capacity_bytes_per_s", "load", "store", "busiest_disk", "net_link_bytes_per_s")
     HOST_ID_FIELD_NUMBER: _ClassVar[int]
     HOST_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FIELD_NUMBER: _ClassVar[int]
@@ -184,6 +184,7 @@ class HostSample(_message.Message):
     LOAD_FIELD_NUMBER: _ClassVar[int]
     STORE_FIELD_NUMBER: _ClassVar[int]
     BUSIEST_DISK_FIELD_NUMBER: _ClassVar[int]
+    NET_LINK_BYTES_PER_S_FIELD_NUMBER: _ClassVar[int]
     host_id: str
     host: str
     source: str
@@ -201,7 +202,8 @@ class HostSample(_message.Message):
     load: GroupSample
     store: GroupSample
     busiest_disk: str
-    def __init__(self, host_id: _Optional[str] = ..., host: _Optional[str] = ..., source: _Optional[str] = ..., elapsed_seconds: _Optional[float] = ..., interval_seconds: _Optional[float] = ..., cpu_per_core: _Optional[_Iterable[float]] = ..., memory_used_bytes: _Optional[int] = ..., memory_total_bytes: _Optional[int] = ..., disk_read_bytes_per_s: _Optional[float] = ..., disk_write_bytes_per_s: _Optional[float] = ..., disk_busy: _Optional[float] = ..., net_rx_bytes_per_s: _Optional[float] = ..., net_tx_bytes_per_s: _Optional[float] = ..., net_capacity_bytes_per_s: _Optional[float] = ..., load: _Optional[_Union[GroupSample, _Mapping]] = ..., store: _Optional[_Union[GroupSample, _Mapping]] = ..., busiest_disk: _Optional[str] = ...) -> None: ...
+    net_link_bytes_per_s: float
+    def __init__(self, host_id: _Optional[str] = ..., host: _Optional[str] = ..., source: _Optional[str] = ..., elapsed_seconds: _Optional[float] = ..., interval_seconds: _Optional[float] = ..., cpu_per_core: _Optional[_Iterable[float]] = ..., memory_used_bytes: _Optional[int] = ..., memory_total_bytes: _Optional[int] = ..., disk_read_bytes_per_s: _Optional[float] = ..., disk_write_bytes_per_s: _Optional[float] = ..., disk_busy: _Optional[float] = ..., net_rx_bytes_per_s: _Optional[float] = ..., net_tx_bytes_per_s: _Optional[float] = ..., net_capacity_bytes_per_s: _Optional[float] = ..., load: _Optional[_Union[GroupSample, _Mapping]] = ..., store: _Optional[_Union[GroupSample, _Mapping]] = ..., busiest_disk: _Optional[str] = ..., net_link_bytes_per_s: _Optional[float] = ...) -> None: ...
 
 class WatchRequest(_message.Message):
     __slots__ = ("experiment_id", "duration_seconds", "watch")

@@ -7,10 +7,12 @@ Every resource that can saturate is a candidate with a utilisation (used / capac
 - the load processes: their demand over their cores, or the busiest one's demand over one
   core (one interpreter runs on one core) -> "client";
 - a host's whole CPU (busy cores over cores): the larger consumer on it is named, the
-  store's processes or the load's; a host watched only for the store (node_exporter, a
-  monitor agent) -> "server_cpu";
+  store's processes or the load's, or "setup" when other processes used more than both
+  (another tenant, a noisy neighbour: the setup bound it); a host watched only for the
+  store (node_exporter, a monitor agent) -> "server_cpu";
 - the busiest disk's busy share on a host the store runs on -> "server_disk";
-- a host's network, received or sent over its links' speed (when known) -> "network".
+- a host's network: the busier direction through the links whose speed is known, over
+  their speed (loopback traffic never counts) -> "network".
 Those at or above their threshold saturated; the highest utilisation names the
 bottleneck, the others are listed. None saturated: "none" (the store's latency or locking
 set the limit), with the busiest resource named. No figures: "unmeasured".
@@ -87,7 +89,7 @@ def _candidates(h: HostFigures, t: Thresholds, embedded: bool) -> list[tuple[flo
             )
         )  # fmt: skip
     if h.net_capacity_bytes_per_s > 0:
-        used = max(h.net_rx_bytes_per_s, h.net_tx_bytes_per_s)
+        used = h.net_link_bytes_per_s  # through the links, loopback left out
         cap = h.net_capacity_bytes_per_s
         out.append(
             (
@@ -161,6 +163,10 @@ def _host_cpu(h: HostFigures, embedded: bool) -> Bottleneck | None:
     if h.store_found_by:
         parts.append(f"the store's processes {store:.2f} ({h.store_found_by})")
     text = f"{busy}: {', '.join([*parts, f'other processes {other:.2f}'])}"
+    measured = h.load_processes or h.store_found_by
+    if measured and other > max(store, load):  # neither the store nor the client did
+        text += " (the setup bound it, not the store or the client)"
+        return _named("setup", "host CPU", h, h.cpu_cores, h.cores, text)
     if h.store_found_by and store >= load:
         return _named("server_cpu", "server host CPU", h, h.cpu_cores, h.cores, text)
     if h.load_processes:

@@ -76,6 +76,14 @@ def link_capacity(stats: Mapping[str, Any]) -> float:
     return float(mbps) * 1e6 / 8
 
 
+def speed_known(stats: Mapping[str, Any]) -> frozenset[str]:
+    """The links that are up and say their speed (never loopback: it says none)."""
+    return frozenset(name for name, s in stats.items() if s.isup and s.speed > 0)
+
+
+NetCounters = tuple[int, int, int, int]  # received, sent; and through the known links
+
+
 class HostSampler:
     """Samples this host; each sample() gives the rates since the previous one."""
 
@@ -85,6 +93,7 @@ class HostSampler:
         self._links_at = -LINKS_EVERY_S
         self._disks: set[str] | None = None
         self._capacity = 0.0
+        self._links: frozenset[str] = frozenset()
         self._refresh_rarely(time.monotonic())
         self._at = time.monotonic()
         self._cpu = psutil.cpu_times(percpu=True)
@@ -122,6 +131,7 @@ class HostSampler:
             net_rx_bytes_per_s=rate(net[0] - self._net[0]),
             net_tx_bytes_per_s=rate(net[1] - self._net[1]),
             net_capacity_bytes_per_s=self._capacity,
+            net_link_bytes_per_s=max(rate(net[2] - self._net[2]), rate(net[3] - self._net[3])),
             load=load,
             store=store,
         )
@@ -134,9 +144,13 @@ class HostSampler:
         self._links_at = now
         self._disks = real_disks()
         try:
-            self._capacity = link_capacity(psutil.net_if_stats())
+            stats = psutil.net_if_stats()
         except OSError:
-            self._capacity = 0.0
+            stats = {}
+        self._capacity, links = link_capacity(stats), speed_known(stats)
+        if links != self._links:  # the link counters restart from the new set's
+            self._links = links
+            self._net = self._net_counters()
 
     def _disk_counters(self) -> dict[str, tuple[int, int, int]]:
         """name -> (read bytes, written bytes, busy ms) of the real disks."""
@@ -151,13 +165,18 @@ class HostSampler:
             if keep is None or name in keep
         }
 
-    @staticmethod
-    def _net_counters() -> tuple[int, int]:
+    def _net_counters(self) -> NetCounters:
         try:
-            c = psutil.net_io_counters(pernic=False, nowrap=True)
+            nics = psutil.net_io_counters(pernic=True, nowrap=True) or {}
         except OSError:
-            return 0, 0
-        return (c.bytes_recv, c.bytes_sent) if c is not None else (0, 0)
+            return 0, 0, 0, 0
+        links = [c for name, c in nics.items() if name in self._links]
+        return (
+            sum(c.bytes_recv for c in nics.values()),
+            sum(c.bytes_sent for c in nics.values()),
+            sum(c.bytes_recv for c in links),
+            sum(c.bytes_sent for c in links),
+        )
 
 
 def _moved(

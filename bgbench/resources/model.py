@@ -55,6 +55,9 @@ class HostSample:
     net_rx_bytes_per_s: float = 0.0
     net_tx_bytes_per_s: float = 0.0
     net_capacity_bytes_per_s: float = 0.0  # the links' speed; 0: unknown (loopback)
+    # the busier direction through the links whose speed is known (no loopback): what the
+    # capacity bounds
+    net_link_bytes_per_s: float = 0.0
     load: GroupSample | None = None  # the agent's load processes (None: none on this host)
     store: GroupSample | None = None  # the store's processes on this host (None: not found)
 
@@ -119,6 +122,7 @@ _SAME_NAMED = (
     "net_rx_bytes_per_s",
     "net_tx_bytes_per_s",
     "net_capacity_bytes_per_s",
+    "net_link_bytes_per_s",
 )
 
 
@@ -144,6 +148,7 @@ class HostFigures:
     net_rx_bytes_per_s: float = 0.0
     net_tx_bytes_per_s: float = 0.0
     net_capacity_bytes_per_s: float = 0.0
+    net_link_bytes_per_s: float = 0.0
     load_cpu_cores: float = 0.0
     load_cores_allowed: float = 0.0
     load_runqueue_cores: float = 0.0  # run-queue wait per second (GroupSample)
@@ -166,7 +171,8 @@ class HostFigures:
 class Bottleneck:
     """What bound an experiment, named from its hosts' figures (bottleneck.py)."""
 
-    # "server_cpu", "server_disk", "network", "client", "none" or "unmeasured"
+    # "server_cpu", "server_disk", "network", "client", "setup" (other processes on a
+    # saturated host), "none" or "unmeasured"
     kind: str = "unmeasured"
     resource: str = ""  # "server CPU", "disk nvme0n1", "load processes' CPU", ...
     host: str = ""

@@ -57,6 +57,9 @@ class ScrapeError(SystemFault):
     """A node_exporter could not be scraped: unreachable, too slow, or its reply refused."""
 
 
+NETWORK_COUNTERS = {"node_network_receive_bytes_total": 0, "node_network_transmit_bytes_total": 1}
+
+
 @dataclass
 class Counters:
     """What one scrape gives: counters by label, and the gauges."""
@@ -65,9 +68,24 @@ class Counters:
     memory_total: float = 0.0
     memory_available: float = 0.0
     disks: dict[str, list[float]] = field(default_factory=dict)  # read, written, io seconds
-    net_rx: float = 0.0
-    net_tx: float = 0.0
-    speed: float = 0.0
+    nics: dict[str, list[float]] = field(default_factory=dict)  # received, sent bytes
+    speeds: dict[str, float] = field(default_factory=dict)  # the links that say their speed
+
+    @property
+    def net_rx(self) -> float:
+        return sum(n[0] for n in self.nics.values())
+
+    @property
+    def net_tx(self) -> float:
+        return sum(n[1] for n in self.nics.values())
+
+    @property
+    def speed(self) -> float:
+        return sum(self.speeds.values())
+
+    def link(self, direction: int) -> float:
+        """Bytes received (0) or sent (1) through the links whose speed is known."""
+        return sum(n[direction] for name, n in self.nics.items() if name in self.speeds)
 
 
 def endpoint_url(endpoint: str) -> tuple[str, str]:
@@ -162,12 +180,20 @@ def _take(out: Counters, name: str, labels: dict[str, str], value: float) -> Non
         full = device not in out.disks and len(out.disks) >= MAX_DEVICES
         if not NOT_DISKS.fullmatch(device) and not full:
             out.disks.setdefault(device, [0.0, 0.0, 0.0])[DISK_COUNTERS[name]] = value
-    elif name == "node_network_receive_bytes_total":
-        out.net_rx += value
-    elif name == "node_network_transmit_bytes_total":
-        out.net_tx += value
-    elif name == "node_network_speed_bytes" and value > 0:
-        out.speed += value
+    elif name.startswith("node_network_"):
+        _take_network(out, name, labels.get("device", ""), value)
+
+
+def _take_network(out: Counters, name: str, device: str, value: float) -> None:
+    if device not in out.nics and len(out.nics) >= MAX_DEVICES:
+        return
+    if name == "node_network_speed_bytes":
+        if value > 0:
+            out.speeds[device] = value
+        return
+    direction = NETWORK_COUNTERS.get(name)
+    if direction is not None:
+        out.nics.setdefault(device, [0.0, 0.0])[direction] = value
 
 
 def cpu_shares(before: Counters, after: Counters) -> list[float]:
@@ -235,6 +261,9 @@ class NodeExporter:
             net_rx_bytes_per_s=rate(counters.net_rx - before.net_rx),
             net_tx_bytes_per_s=rate(counters.net_tx - before.net_tx),
             net_capacity_bytes_per_s=counters.speed,
+            net_link_bytes_per_s=max(
+                rate(counters.link(0) - before.link(0)), rate(counters.link(1) - before.link(1))
+            ),
         )
 
 

@@ -73,6 +73,7 @@ def _host(streams: list[tuple[str, list[HostSample]]]) -> HostFigures:
         net_rx_bytes_per_s=_mean(_finite(s.net_rx_bytes_per_s) for s in main),
         net_tx_bytes_per_s=_mean(_finite(s.net_tx_bytes_per_s) for s in main),
         net_capacity_bytes_per_s=max(_finite(s.net_capacity_bytes_per_s) for s in main),
+        net_link_bytes_per_s=_mean(_finite(s.net_link_bytes_per_s) for s in main),
     )
     _add_load(figures, [samples for _, samples in streams])
     _add_store(figures, [samples for _, samples in streams])

@@ -24,6 +24,7 @@ _HOST_RATES = (
     "net_rx_bytes_per_s",
     "net_tx_bytes_per_s",
     "net_capacity_bytes_per_s",
+    "net_link_bytes_per_s",
 )
 _GROUP_CORES = ("cpu_cores", "cores_allowed", "busiest_cores", "runqueue_cores")
 

@@ -13,7 +13,7 @@ from bgbench.run_result import ExperimentResult
 from tests.conftest import servers
 from tests.helpers import bgbench
 
-KINDS = {"server_cpu", "server_disk", "network", "client", "none"}
+KINDS = {"server_cpu", "server_disk", "network", "client", "setup", "none"}
 
 
 def run_json(tmp_path: Path, *params: str) -> dict:

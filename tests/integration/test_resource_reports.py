@@ -13,7 +13,7 @@ import pytest
 from bgbench import results
 from tests.helpers import bgbench
 
-KINDS = {"server_cpu", "server_disk", "network", "client", "none"}
+KINDS = {"server_cpu", "server_disk", "network", "client", "setup", "none"}
 
 
 @pytest.fixture(scope="module")

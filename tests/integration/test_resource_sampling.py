@@ -228,7 +228,7 @@ def test_node_exporter_gives_cpu_per_core_memory_and_disk(node_exporter_server):
     first = watch.sample(0.0)
     assert first.interval_s == 0.0 and first.disk_read_bytes_per_s == 0.0  # primes
     sample = wait_until(
-        lambda: (s := watch.sample(0.5)).interval_s > 0.2 and s, "a second scrape", 60
+        lambda: (s := watch.sample(0.5)).interval_s > 0.2 and s, "a second scrape", 60, poll_s=0.3
     )
     assert sample.source == "node_exporter" and sample.host_id == watch.name
     assert sample.cores == psutil.cpu_count()

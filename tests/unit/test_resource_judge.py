@@ -195,6 +195,22 @@ def test_a_busy_host_names_its_larger_consumer():
     )
 
 
+def test_a_host_busy_with_other_processes_names_the_setup():
+    busy = figures(
+        cpu_cores=1.96,
+        store_found_by="port 5432",
+        store_cores_allowed=2,
+        store_processes=9,
+        store_cpu_cores=0.35,
+        load_cores_allowed=2,
+        load_processes=2,
+        load_cpu_cores=0.4,
+    )
+    b = name_bottleneck([busy], Thresholds(), embedded_store=False)
+    assert b.kind == "setup" and not b.client_bound
+    assert b.text.endswith("other processes 1.21 (the setup bound it, not the store or the client)")
+
+
 def test_remote_host_cpu_and_disk_are_the_servers():
     remote = figures(host="db:9100", source="node_exporter", cores=4, cpu_cores=3.8)
     b = name_bottleneck([remote], Thresholds(), embedded_store=False)
@@ -220,11 +236,19 @@ def test_a_disk_where_no_store_runs_is_not_the_servers():
 
 
 def test_network_when_its_capacity_is_known():
-    h = figures(cpu_cores=0.3, net_capacity_bytes_per_s=125e6, net_tx_bytes_per_s=120e6)
+    h = figures(
+        cpu_cores=0.3,
+        net_capacity_bytes_per_s=125e6,
+        net_tx_bytes_per_s=120e6,
+        net_link_bytes_per_s=120e6,
+    )
     b = name_bottleneck([h], Thresholds(), embedded_store=False)
     assert b.kind == "network" and "96% of 125.0 MB/s" in b.text
     loopback = figures(cpu_cores=0.3, net_tx_bytes_per_s=5e9)  # capacity unknown
     assert name_bottleneck([loopback], Thresholds(), False).kind == "none"
+    # a store on loopback beside a known link: its traffic is not the link's
+    beside = figures(cpu_cores=0.3, net_capacity_bytes_per_s=125e6, net_tx_bytes_per_s=5e9)
+    assert name_bottleneck([beside], Thresholds(), False).kind == "none"
 
 
 def test_none_names_the_busiest():
@@ -278,6 +302,7 @@ def host_figures(draw):
         disk_busy=draw(share),
         net_capacity_bytes_per_s=draw(st.sampled_from([0.0, 1e8])),
         net_rx_bytes_per_s=draw(share) * 1e8,
+        net_link_bytes_per_s=draw(share) * 1e8,
         load_processes=draw(st.integers(0, 4)),
         load_cpu_cores=draw(share) * n,
         load_cores_allowed=float(n),

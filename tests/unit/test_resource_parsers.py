@@ -59,6 +59,7 @@ def test_a_node_exporter_reply_is_read_for_the_wanted_series_only():
     assert c.disks == {"vda": [1000, 2000, 5]}  # device-mapper left out: a disk's bytes again
     assert (c.net_rx, c.net_tx) == (500, 100)
     assert c.speed == 1.25e8  # the unknown speed (-1 Mb/s) is not counted
+    assert (c.link(0), c.link(1)) == (300, 100)  # through eth0 alone: its speed is known
 
 
 def test_cpu_shares_count_idle_and_iowait_as_not_busy():
