@@ -14,8 +14,9 @@ Every resource that can saturate is a candidate with a utilisation (used / capac
 - a host's network: the busier direction through the links whose speed is known, over
   their speed (loopback traffic never counts) -> "network".
 Those at or above their threshold saturated; the highest utilisation names the
-bottleneck, the others are listed. None saturated: "none" (the store's latency or locking
-set the limit), with the busiest resource named. No figures: "unmeasured".
+bottleneck ("setup" only when nothing else saturated), the others are listed. None
+saturated: "none" (the store's latency or locking set the limit), with the busiest
+resource named. No figures: "unmeasured".
 """
 
 from dataclasses import dataclass
@@ -60,6 +61,8 @@ def name_bottleneck(
             text="no resource saturated: the store's latency or locking set the limit "
             f"(busiest: {busiest.text})",
         )
+    # "setup" only when neither the store's nor the load's processes saturated themselves
+    saturated.sort(key=lambda b: b.kind == "setup")  # stable: by utilisation otherwise
     top = saturated[0]
     top.others = [b.text for b in saturated[1:]]
     top.client_bound = top.kind == "client"
