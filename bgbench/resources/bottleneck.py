@@ -141,11 +141,16 @@ def _load_cpu(h: HostFigures, embedded: bool) -> list[Bottleneck]:
             f"{h.load_runqueue_cores:.2f} waiting{inside})"
         )
         out.append(_named("client", "load processes' CPU", h, demand, allowed, text))
-    if h.load_busiest_cores > 0:
-        waited = ", its threads' wait for a core included" if h.load_busiest_cores > 1 else ""
+    if h.load_busiest_cores > 1:  # its threads waited for a core beside what it used
+        text = (
+            f"a load process asking for {h.load_busiest_cores:.2f} of 1 core on {h.host} (its "
+            f"threads' CPU and their wait for a core; one interpreter runs on one core{inside})"
+        )
+        out.append(_named("client", "a load process's core", h, h.load_busiest_cores, 1.0, text))
+    elif h.load_busiest_cores > 0:
         text = (
             f"a load process at {_pct(h.load_busiest_cores)} of its core on {h.host} "
-            f"(one interpreter runs on one core{waited}{inside})"
+            f"(one interpreter runs on one core{inside})"
         )
         out.append(_named("client", "a load process's core", h, h.load_busiest_cores, 1.0, text))
     return out

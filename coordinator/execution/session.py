@@ -62,6 +62,7 @@ class AgentsTarget:
     events: EventSink | None = None
     # remote store hosts watched during each experiment (node_exporter, monitor agents)
     sources: tuple[ResourceSource, ...] = ()
+    client_bound_said: bool = False  # the loud line is said once; each result keeps its own
 
     def run(
         self, threads: int, duration_s: float, experiment_id: str, rate: float | None = None
@@ -119,13 +120,15 @@ class AgentsTarget:
                 events.emit(AgentsStopped(experiment_id))
 
     def _warn_client_bound(self, result: ExperimentResult) -> None:
-        """A loud line for an experiment the client bound (sla.client_bound = warn: it
-        still passes; fail: its verdict says so too)."""
+        """A loud line for the first experiment the client bound (sla.client_bound = warn:
+        it still passes; fail: its verdict says so too); later ones are marked in their
+        own lines and records, not warned of again."""
         r = result.resources
-        if r is not None and r.bottleneck.client_bound:
+        if r is not None and r.bottleneck.client_bound and not self.client_bound_said:
+            self.client_bound_said = True
             self.say(
                 f"WARNING: T={result.threads} was bound by the client, not the store: "
-                f"{r.bottleneck.text}"
+                f"{r.bottleneck.text} (later client-bound experiments are marked CLIENT-BOUND)"
             )
 
     def rejoin(self) -> None:

@@ -88,7 +88,7 @@ def _head(result: ExperimentResult, settings: Settings) -> Text:
 def bottleneck_said(b: Bottleneck) -> tuple[str, str]:
     """The bottleneck's line and its style: a client-bound experiment said loudly."""
     if b.client_bound:
-        return f"CLIENT-BOUND: {b.text} (the client, not the store, set the limit)", "bold red"
+        return f"CLIENT-BOUND: {b.text}", "bold red"
     return f"bottleneck: {b.text}", ""
 
 

@@ -123,7 +123,7 @@ def test_a_verdict_carries_what_bound_the_experiment_and_the_console_line_says_i
     assert event.bottleneck == CLIENT.text and event.bottleneck_utilisation == 0.97
     first, second = experiment_line("final", result, 100.0).splitlines()
     assert first.strip().startswith("final T=4") and second.strip() == (
-        f"CLIENT-BOUND: {CLIENT.text} (the client, not the store, set the limit)"
+        f"CLIENT-BOUND: {CLIENT.text}"
     )
     server = Bottleneck("server_cpu", "server CPU", "db", 1.9, 2, 0.95, "server CPU 1.90 of 2")
     result.resources = resources(server)

@@ -157,6 +157,12 @@ def test_client_by_the_busiest_load_process():
     assert b.kind == "client" and b.client_bound
     assert "a load process at 99% of its core" in b.text
     assert "embedded" in b.text
+    waiting = figures(
+        cpu_cores=2.0, load_processes=1, load_cores_allowed=2, load_busiest_cores=4.27
+    )
+    b = name_bottleneck([waiting], Thresholds(), embedded_store=False)
+    assert b.kind == "client" and b.utilisation == pytest.approx(4.27)
+    assert b.text.startswith("a load process asking for 4.27 of 1 core on db1 (its threads' CPU")
 
 
 def test_client_by_all_load_processes():
