@@ -29,8 +29,9 @@ log = logging.getLogger("bgbench.agent")
 SAMPLE_EVERY_S = LIVE_EVERY_S  # the progress interval
 MAX_WATCH_S = 86_400.0  # a watch's longest duration: an experiment's longest
 WATCH_GRACE_S = 10.0  # a watch outlives its duration by this, for the run's stopping
-# Until the store's processes are found, and for this long, they are sought on every tick
-# (the load processes connect as the run starts), not only on the group's own refresh.
+# For this long the store's processes are sought on every tick until found, and once found
+# their membership is looked at on every tick (the load processes connect as the run starts
+# and a store may fork a process per connection), not only on the group's own refresh.
 SEEK_S = 5.0
 
 Pids = Callable[[], list[int]]
@@ -78,6 +79,8 @@ class HostWatch:
         self._found = self._found or store is not None
         if not self._found and elapsed_s < SEEK_S:  # after the host's sample: its interval
             self._seek()
+        elif self.store is not None and elapsed_s < SEEK_S:  # backends forked for the run
+            self.store.refresh_at_next_sample()
         return None if taken is None else taken.to_proto()
 
     def _seek(self) -> None:

@@ -195,6 +195,11 @@ class ProcessGroup:
         for was in getattr(self, "_tracked", {}).values():
             was.close()
 
+    def refresh_at_next_sample(self) -> None:
+        """Look at the membership again on the next sample, not only every REFRESH_S (a
+        store forks a process per connection as a run starts)."""
+        self._refreshed = -float("inf")
+
     def _drop(self, pid: int) -> None:
         self._tracked.pop(pid).close()
 

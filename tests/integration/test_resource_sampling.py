@@ -19,6 +19,7 @@ from bgbench.launchers.procs import free_port
 from bgbench.resources.host import HostSampler
 from bgbench.resources.node_exporter import NodeExporter, ScrapeError
 from bgbench.resources.processes import ProcessGroup, StoreWatch
+from bgbench.worker.host_watch import HostWatch
 from tests.helpers import wait_until
 
 BURN = "while True: pass"
@@ -150,6 +151,25 @@ def test_postgres_processes_are_found_from_a_clients_connection(children, postgr
     assert {p.name() for p in backends} == {"postgres"}
     assert any(p.ppid() == postgres_server["pid"] for p in backends)
     assert sample.rss_bytes > 0 and sample.cores_allowed >= 1
+
+
+def test_a_backend_forked_as_a_run_starts_joins_the_store_at_the_next_tick(
+    children, postgres_server
+):
+    first = _holding(children, postgres_server)
+    watch = HostWatch(StoreWatch(), load=lambda: [first.pid])
+    try:
+        watch.prime()
+        assert watch.store is not None and watch.store.pids
+        before = set(watch.store.pids)
+        _holding(children, postgres_server)  # another connection: PostgreSQL forks for it
+        forked = {p.pid for p in psutil.Process(postgres_server["pid"]).children()} - before
+        assert forked
+        watch.sample(0.5)  # early in the run: membership looked at again next tick
+        watch.sample(1.0)  # well before the group's own refresh (every REFRESH_S)
+        assert forked <= set(watch.store.pids)
+    finally:
+        watch.close()
 
 
 def test_postgres_working_for_a_client_shows_its_cpu(children, postgres_server):
