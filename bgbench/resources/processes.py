@@ -235,6 +235,9 @@ class ProcessGroup:
                 used = max(0, read[0] - was.cpu_ns)
                 waited = sum(max(0, w - was.waits.get(t, w)) for t, w in read[1].items())
                 was.cpu_ns, was.waits = read
+            # The kernel adds a running task's time at its ticks: over a short interval a
+            # process can seem to have run longer than its threads could. Not more.
+            used = min(used, int(dt * 1e9) * max(1, was.threads))
             cpu, wait, busiest = cpu + used, wait + waited, max(busiest, used + waited)
         if not self._tracked:
             return None

@@ -128,15 +128,22 @@ def redact_strings(value: Any, keep: tuple[str, ...] = ("_hist",)) -> Any:
     under a secret name replaced; values under keys ending in `keep` (encoded
     histograms) are data, not text, and stay."""
     if isinstance(value, dict):
-        return {
-            k: v if str(k).endswith(keep) else redact_value(str(k), redact_strings(v, keep))
-            for k, v in value.items()
-        }
+        return {k: _redact_entry(str(k), v, keep) for k, v in value.items()}
     if isinstance(value, list):
         return [redact_strings(v, keep) for v in value]
     if isinstance(value, str):
         return redact_text(value)
     return value
+
+
+def _redact_entry(key: str, value: Any, keep: tuple[str, ...]) -> Any:
+    # One walk: redacting the redacted again (redact_value) would reach the histograms
+    # below it without `keep`, and a base64 histogram ending "pw==" is not a password.
+    if key.endswith(keep):
+        return value
+    if is_secret_name(key) and value not in (None, "") and not isinstance(value, bool):
+        return REDACTED
+    return redact_strings(value, keep)
 
 
 def redacted_paths(options: dict[str, Any], prefix: str = "store.options") -> list[str]:

@@ -232,3 +232,23 @@ def test_a_recorded_result_without_secrets_is_stored_as_it_was(tmp_path):
     for row in rows:
         result = json.loads(row["result_json"])
         assert redact_strings(result) == result
+
+
+@pytest.mark.parametrize("tail", ["Pw==", "pw==", "token=abc", "PASSWORD=x"])
+def test_an_encoded_histogram_is_kept_whatever_its_text_looks_like(tail):
+    # An HDR histogram is base64: one ending "...Pw==" once read as "pw = =" and was
+    # stored damaged (its agents' histograms were redacted a second time without `keep`).
+    from bgbench.coordinator.configuration.redaction import REDACTED, redact_strings
+
+    histogram = "HISTFAAAA2J4nD1TPWwUVxD2zJvd27/uo1k" + tail
+    result = {
+        "agents": [{"response_hist": histogram, "reasons": ["dsn password=hunter2"]}],
+        "lag_hist": histogram,
+        "password": "hunter2",
+        "nested": {"secret": ["x"], "note": "token=abc"},
+    }
+    out = redact_strings(result)
+    assert out["agents"][0]["response_hist"] == histogram and out["lag_hist"] == histogram
+    assert out["agents"][0]["reasons"] == ["dsn password=***"]
+    assert out["password"] == REDACTED and out["nested"]["secret"] == REDACTED
+    assert out["nested"]["note"] == "token=***"
