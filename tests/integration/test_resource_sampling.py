@@ -279,10 +279,22 @@ def test_a_cgroup_cpu_quota_caps_the_cores_allowed(children, cgroup):
         (directory / "cgroup.procs").write_text(str(burner.pid))
     group = ProcessGroup.of_pids(lambda: [burner.pid])
     assert group.sample().cores_allowed == pytest.approx(0.3)
-    # throttled, it waits for the quota as in a run queue: its demand is still ~1 core
-    sample = _sampled_until(group, lambda s: s.demand_cores >= 0.5, "the throttled demand")
-    assert sample.cpu_cores < 0.8  # 0.3 of a core, give or take a period at each end
-    assert sample.demand_cores / sample.cores_allowed > 1.0  # saturated, and it shows
+    # Throttled, it waits for the quota as in a run queue: its demand is still ~1 core.
+    # Over one short interval the quota's 100 ms periods (and the kernel's lagging
+    # counters) can show more: the figures are taken over eight intervals, about 2.4 s.
+    seen: list = []
+
+    def eight() -> bool:
+        sample = group.sample()
+        if sample is not None:
+            seen.append(sample)
+        return len(seen) >= 8
+
+    wait_until(eight, "eight samples of the throttled burner", 60, poll_s=0.3)
+    cpu = sum(s.cpu_cores for s in seen) / len(seen)
+    demand = sum(s.demand_cores for s in seen) / len(seen)
+    assert cpu < 0.6  # 0.3 of a core, give or take a period at each end
+    assert demand / seen[-1].cores_allowed > 1.0  # saturated, and it shows
 
 
 def test_a_containers_processes_are_found_by_its_cgroup(children, cgroup):
