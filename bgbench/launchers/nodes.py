@@ -11,6 +11,17 @@ member until `add`). postgres: postgres. memcached: cache. postgres-replica: pri
 standby. Every action updates server.json (pids, membership), so `servers.py stop DIR`
 stops what runs now, and `restore` brings back the membership recorded at start.
 
+Addresses on a loopback Cassandra cluster (seen with `ss -tnp` on a 3-node cluster): every
+node listens on its own address (127.0.0.N: storage_port for its peers, the CQL port for
+clients), but its OUTBOUND internode connections leave from 127.0.0.1 (an ephemeral
+port), whichever node opens them: Cassandra binds no local address and the kernel picks
+127.0.0.1 for any 127/8 destination. So a node's own address shows only on the
+connections others open to it (daddr = its peer endpoint) and its answers on them (saddr =
+its peer endpoint). Dropping those stops every message TO the node; the messages it sends
+still leave, unanswered (no gossip acknowledgement, no replies), until its peers convict
+it as down, like a one-way partition that becomes a full one after the failure detector's
+delay (seconds). PostgreSQL and memcached clients likewise connect from 127.0.0.1.
+
 A server kind with nodes of its own plugs in through three functions of its launcher
 module (postgres-replica: bgbench/launchers/postgres_replica.py), each given the parsed
 server.json (`info`, a dict it may change: it is written back after the call, also when
@@ -325,8 +336,18 @@ def describe(node: NodeInfo) -> str:
     )
 
 
+COMMANDS = ("nodes", "node", "restore")
+USAGE = """deploy/local/servers.py nodes DIR              the nodes of a server, one line each
+deploy/local/servers.py node DIR NAME ACTION    kill stop start restart pause resume add
+                                                remove restart-cache
+deploy/local/servers.py restore DIR             the nodes back as they were at start"""
+
+
 def main(argv: list[str]) -> None:
-    """servers.py nodes DIR | node DIR NAME ACTION | restore DIR (argv as given)."""
+    """The node commands (argv without the program name)."""
+    arity = {"nodes": 2, "node": 4, "restore": 2}
+    if not argv or arity.get(argv[0]) != len(argv):
+        raise SystemExit(USAGE)
     try:
         if argv[0] == "nodes":
             for node in nodes_of(Path(argv[1]).resolve()):
@@ -338,3 +359,9 @@ def main(argv: list[str]) -> None:
             print(act(Path(argv[1]).resolve(), argv[2], argv[3], ACTION_TIMEOUT_S))
     except NodeActionError as e:
         raise SystemExit(str(e)) from None
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1:])

@@ -1,7 +1,8 @@
 """Start, health-check and stop real servers on loopback, each with its data in a directory
 of its own, for tests, CI, users and campaigns (coordinator/campaign/servers.py). Only
 processes recorded here are ever stopped. From a checkout, deploy/local/servers.py runs
-this without bgbench installed; installed, `python -m bgbench.launchers.servers`.
+this without bgbench installed; installed, `python -m bgbench.launchers.servers` (and
+`python -m bgbench.launchers.nodes` for the node commands).
 
     python deploy/local/servers.py start postgres DIR   # prints {"port": ..., "pid": ...}
     python deploy/local/servers.py start postgres DIR --cpus 0  # confined to CPU 0
@@ -323,10 +324,6 @@ def main(argv: list[str]) -> None:
             print(fetch_jars(name, versions[name]))
     elif len(argv) == 2 and argv[0] == "stop":
         stop(Path(argv[1]).resolve())
-    elif argv and (len(argv), argv[0]) in ((2, "nodes"), (4, "node"), (2, "restore")):
-        from bgbench.launchers.nodes import main as nodes_main  # it imports this module
-
-        nodes_main(argv)
     else:
         raise SystemExit(__doc__)
 
