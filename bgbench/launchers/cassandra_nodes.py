@@ -151,16 +151,21 @@ def _remove(info: dict[str, Any], record: dict[str, Any], deadline: float) -> st
     if state == "up":
         nodetool(info, record, ["decommission", "--force"], deadline)
         _stop(record, deadline)
-        how = "decommissioned"
+        how = f"decommissioned {name}"
     else:
         observer = _observer(info, record)
         if observer is None:
             raise CassandraNodeError(f"{name} is down and no other member runs")
-        host_id = _status(info, observer, deadline).get(record["host"], ("", ""))[1]
-        if not host_id:
-            raise CassandraNodeError(f"{observer['name']} does not know {name}'s host ID")
+        seen: dict[str, tuple[str, str]] = {}
+
+        def seen_down() -> bool:  # removenode refuses a node its peers still think alive
+            seen.update(_status(info, observer, deadline, {}))
+            return seen.get(record["host"], ("", ""))[0].startswith("D")
+
+        _wait(seen_down, f"{observer['name']} to see {name} down", deadline)
+        host_id = seen[record["host"]][1]
         nodetool(info, observer, ["removenode", host_id], deadline)
-        how = f"removed (removenode through {observer['name']})"
+        how = f"removed {name} (down: removenode through {observer['name']})"
     record["member"] = False
     observer = _observer(info, record)
     if observer is not None:
@@ -171,7 +176,7 @@ def _remove(info: dict[str, Any], record: dict[str, Any], deadline: float) -> st
             f"{observer['name']} to forget {name}",
             deadline,
         )
-    return f"{how} {name}"
+    return how
 
 
 def _observer(info: dict[str, Any], record: dict[str, Any]) -> dict[str, Any] | None:
@@ -238,9 +243,19 @@ def nodetool(info: dict[str, Any], record: dict[str, Any], args: list[str], dead
             f"nodetool {' '.join(args)} on {record['name']} timed out"
         ) from None
     if done.returncode != 0:
-        said = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-        raise CassandraNodeError(f"nodetool {' '.join(args)} on {record['name']}: {said[0][:300]}")
+        said = _first_reason(done.stderr or done.stdout)
+        raise CassandraNodeError(f"nodetool {' '.join(args)} on {record['name']}: {said}")
     return done.stdout[-65536:]
+
+
+def _first_reason(output: str) -> str:
+    """nodetool's reason: its `error:` line, else its first line that is no stack frame."""
+    lines = [line.strip() for line in output[-65536:].splitlines() if line.strip()]
+    for line in lines:
+        if line.startswith("error:"):
+            return line[:300]
+    reasons = [line for line in lines if not line.startswith(("at ", "..."))]
+    return (reasons or ["no output"])[0][:300]
 
 
 def _wait(check: Callable[[], bool], what: str, deadline: float) -> None:

@@ -179,3 +179,16 @@ def test_the_node_commands_print_their_usage_when_called_wrong(tmp_path):
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 1 and done.stderr.startswith(f"no server in {tmp_path}")
+
+
+def test_nodetool_failures_are_told_by_their_reason_not_their_stack():
+    from bgbench.launchers.cassandra_nodes import _first_reason
+
+    trace = (
+        "ERROR 12:00 something\njava.lang.UnsupportedOperationException: Node /127.0.0.4 is "
+        "alive and owns this ID\n\tat org.apache.cassandra.Foo.bar(Foo.java:1)\n"
+        "error: Node /127.0.0.4 is alive and owns this ID\n-- StackTrace --\n\tat x.y(Z.java:2)\n"
+    )
+    assert _first_reason(trace) == "error: Node /127.0.0.4 is alive and owns this ID"
+    assert _first_reason("\tat a.b(C.java:1)\nReason here\n") == "Reason here"
+    assert _first_reason("") == "no output"
