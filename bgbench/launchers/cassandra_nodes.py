@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bgbench.launchers.cassandra_server import launch, pids_of, sees_peers
-from bgbench.launchers.procs import process_state, running, stop_pid
+from bgbench.launchers.procs import command_line, process_state, running, stop_pid
 
 NODETOOL = "org.apache.cassandra.tools.NodeTool"
 # One `nodetool status` line: state (U/D + N/L/J/M), address, ..., host ID.
@@ -36,9 +36,16 @@ def record_of(info: dict[str, Any], node: str) -> dict[str, Any]:
 
 
 def state_of(record: dict[str, Any]) -> str:
-    if not record["pid"] or not running(record["pid"]):
+    if not record["pid"] or not running(record["pid"]) or not _is_the_node(record):
         return "down"
     return "paused" if record["paused"] else "up"
+
+
+def _is_the_node(record: dict[str, Any]) -> bool:
+    """Whether the recorded pid runs this node (its own cassandra.yaml), not a process that
+    got the pid of one long gone: no signal goes to another process."""
+    config = next((a for a in record["command"] if a.startswith("-Dcassandra.config=")), None)
+    return config is not None and config in command_line(record["pid"])
 
 
 def act(info: dict[str, Any], node: str, action: str, deadline: float) -> str:

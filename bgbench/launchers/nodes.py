@@ -52,7 +52,7 @@ from typing import Any
 
 from bgbench.launchers import cassandra_nodes, servers
 from bgbench.launchers.cassandra_nodes import CassandraNodeError
-from bgbench.launchers.procs import process_state, running, signal_tree, stop_pid
+from bgbench.launchers.procs import command_line, process_state, running, signal_tree, stop_pid
 
 STATE = servers.STATE
 LOCK = ".nodes.lock"
@@ -165,8 +165,11 @@ def _cassandra_node(
 
 
 def _single_state(info: dict[str, Any]) -> str:
-    if not running(int(info["pid"])):
-        return "down"
+    pid = int(info["pid"])
+    program = "postgres" if info["server"] == "postgres" else "memcached"
+    arguments = command_line(pid)
+    if not running(pid) or not arguments or Path(arguments[0]).name != program:
+        return "down"  # gone, or its pid reused by another process: never signalled
     return "paused" if info.get("paused") else "up"
 
 
@@ -247,6 +250,8 @@ def _fault(doing: str, e: BaseException) -> NodeActionError:
         )
     if isinstance(e, KeyError):
         return NodeActionError(f"{doing}: server.json has no field {e}")
+    if isinstance(e, CassandraNodeError):  # its message says it all
+        return NodeActionError(f"{doing}: {str(e)[:300]}")
     return NodeActionError(f"{doing}: {type(e).__name__}: {str(e)[:300]}")
 
 

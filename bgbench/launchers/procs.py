@@ -184,3 +184,12 @@ def signal_tree(pid: int, sig: signal.Signals) -> None:
     for each in [pid, *children(pid)]:
         with contextlib.suppress(ProcessLookupError):
             os.kill(each, sig)
+
+
+def command_line(pid: int) -> list[str]:
+    """A process's arguments from /proc ([] when it is gone or a zombie)."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()[: 1 << 20]
+    except OSError:
+        return []
+    return [arg.decode(errors="replace") for arg in raw.split(b"\0") if arg]

@@ -192,3 +192,23 @@ def test_nodetool_failures_are_told_by_their_reason_not_their_stack():
     assert _first_reason(trace) == "error: Node /127.0.0.4 is alive and owns this ID"
     assert _first_reason("\tat a.b(C.java:1)\nReason here\n") == "Reason here"
     assert _first_reason("") == "no output"
+
+
+def test_a_recorded_pid_that_now_runs_another_program_is_never_signalled(tmp_path):
+    import os
+
+    from bgbench.launchers.nodes import NodeActionError, act, nodes_of
+
+    mine = os.getpid()  # this test's own process stands for a reused pid
+    server_json(tmp_path, {"server": "memcached", "port": 1, "pid": mine, "paused": False})
+    assert nodes_of(tmp_path)[0].state == "down"
+    with pytest.raises(NodeActionError, match=r"^cache is not running$"):
+        act(tmp_path, "cache", "kill", 5)
+    node = {"name": "n1", "host": "127.0.0.1", "dir": str(tmp_path), "jmx_port": 1,
+            "command": ["java", f"-Dcassandra.config=file://{tmp_path}/cassandra.yaml"],
+            "pid": mine, "member": True, "paused": False}  # fmt: skip
+    server_json(tmp_path, {"server": "cassandra", "kind": "cassandra", "port": 1,
+                           "storage_port": 2, "pids": [mine], "nodes": [node]})  # fmt: skip
+    assert nodes_of(tmp_path)[0].state == "down"
+    with pytest.raises(NodeActionError, match=r"^kill n1: n1 is not running$"):
+        act(tmp_path, "n1", "kill", 5)
