@@ -289,7 +289,10 @@ def sees_peers(host: str, port: int, peers: int) -> bool:
 
 
 def stop(info: dict[str, Any]) -> None:
+    """Every node told at once (each takes seconds to stop), then each waited for."""
     for pid in info["pids"]:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGCONT)  # a paused node cannot act on SIGTERM
+            os.kill(pid, signal.SIGTERM)
+    for pid in info["pids"]:
         stop_pid(pid, 20)
