@@ -201,7 +201,7 @@ def store_options(info: dict[str, Any], timeout_s: float = 60.0) -> dict[str, An
 
 def caught_up(info: dict[str, Any]) -> bool:
     """Whether the standby has replayed everything the primary wrote until now."""
-    lsn = _psql(info["port"], "SELECT pg_current_wal_lsn()")
+    lsn = _psql(info["port"], "SELECT pg_current_wal_insert_lsn()")
     standby_port = info["nodes"]["standby"]["port"]
     sql = f"SELECT pg_last_wal_replay_lsn() >= '{lsn}'::pg_lsn"
     return _psql(standby_port, sql) == "t"
