@@ -4,6 +4,7 @@ standby answers and refuses writes, replication runs over its own loopback addre
 routed to it under writes are stale reads the validator counts with their lag, and the
 same runs reading from the primary have none."""
 
+import json
 import threading
 from typing import Any
 
@@ -11,6 +12,7 @@ import psycopg
 import pytest
 
 from bgbench.errors import UserError
+from bgbench.launchers import nodes
 from bgbench.launchers import postgres_replica as launcher
 from bgbench.run_result.histograms import decode
 from bgbench.sdk import LoopBridge
@@ -234,3 +236,66 @@ def test_a_standby_that_cannot_be_reached_or_is_missing_is_one_line(postgres_rep
         make_options("ehr", "postgres", {"replica_dsn": "nonsense", "read_from": "replica"})
     with pytest.raises(UserError, match=r"store.options.consistency: weak keeps the measures"):
         make_options("sensorlog", "postgres", {**options, "read_from": "replica"})
+
+
+def test_the_primary_and_standby_nodes_are_killed_paused_and_restored_through_launchers_nodes(
+    tmp_path,
+):
+    directory = tmp_path / "replica"
+    try:
+        info = servers.start("postgres-replica", directory)
+        options = servers.store_options(info)
+        listed = {n.name: n for n in nodes.nodes_of(directory)}
+        assert set(listed) == {"primary", "standby"}
+        for node in listed.values():
+            assert node.peer_endpoints == (
+                nodes.Endpoint(launcher.REPLICATION_ADDRESS, info["port"]),
+            )
+            assert node.state == "up" and node.member
+        assert listed["standby"].client_endpoints == (
+            nodes.Endpoint("127.0.0.1", info["nodes"]["standby"]["port"]),
+        )
+
+        def write(k: int) -> None:
+            with psycopg.connect(options["dsn"], autocommit=True, connect_timeout=10) as c:
+                c.execute("CREATE TABLE IF NOT EXISTS t (k int PRIMARY KEY)")
+                c.execute("INSERT INTO t VALUES (%s)", (k,))
+
+        def standby_count() -> int:
+            with psycopg.connect(options["replica_dsn"], connect_timeout=10) as c:
+                return int(c.execute("SELECT count(*) FROM t").fetchone()[0])
+
+        write(1)
+        assert "paused standby" in nodes.act(directory, "standby", "pause", 60)
+        assert {n.name: n.state for n in nodes.nodes_of(directory)}["standby"] == "paused"
+        write(2)  # the primary serves while its standby is stopped
+        nodes.act(directory, "standby", "resume", 60)
+        wait_until(lambda: standby_count() == 2, "the resumed standby replaying")
+
+        killed = nodes.act(directory, "standby", "kill", 60)
+        assert killed.startswith("killed standby (SIGKILL")
+        assert {n.name: n.state for n in nodes.nodes_of(directory)}["standby"] == "down"
+        write(3)
+        nodes.act(directory, "standby", "start", 120)
+        wait_until(lambda: standby_count() == 3, "the restarted standby catching up")
+
+        nodes.act(directory, "primary", "kill", 60)
+        assert standby_count() == 3  # reads go on on the standby without its primary
+        with pytest.raises(psycopg.OperationalError):
+            write(4)
+        restored = nodes.restore(directory, 120)
+        assert [line.split(":")[0] for line in restored] == ["started primary"]
+        write(4)
+        wait_until(lambda: standby_count() == 4, "the standby streaming from the new primary")
+
+        nodes.act(directory, "primary", "stop", 60)
+        nodes.act(directory, "standby", "pause", 60)
+        assert len(nodes.restore(directory, 120)) == 2
+        assert {n.state for n in nodes.nodes_of(directory)} == {"up"}
+        write(5)
+        wait_until(lambda: standby_count() == 5, "the standby after a restore")
+        last = json.loads((directory / "server.json").read_text())
+    finally:
+        servers.stop(directory)
+    pids = [last["nodes"][name]["pid"] for name in launcher.NODES]
+    assert not any(launcher.running(pid) for pid in pids)  # stop stops what runs now
