@@ -85,8 +85,20 @@ def all_acknowledge(directory) -> bool:
     try:
         write_at_all(directory)
         return True
-    except Exception:  # Unavailable or a timeout while a replica is down
+    except Exception as e:  # Unavailable or a timeout while a replica is down
+        REFUSALS.append(f"{type(e).__name__}: {str(e)[:300]}")
         return False
+
+
+REFUSALS: list[str] = []
+
+
+def wait_for_writes_at_all(directory, what: str) -> None:
+    REFUSALS.clear()
+    try:
+        wait_until(lambda: all_acknowledge(directory), what, 120, poll_s=0.5)
+    except AssertionError as e:
+        raise AssertionError(f"{e}; the last refusal: {REFUSALS[-1:]}") from None
 
 
 def test_nodes_of_a_cluster_with_its_spare(cluster):
@@ -120,7 +132,7 @@ def test_a_paused_node_is_stopped_until_resumed(cluster):
     nodes.act(cluster, "n3", "resume", ACTION_S)
     assert process_state(pid) not in ("T", "")
     assert record(cluster, "n3")["paused"] is False
-    wait_until(lambda: all_acknowledge(cluster), "a write at ALL after n3 resumed", 120)
+    wait_for_writes_at_all(cluster, "a write at ALL after n3 resumed")
 
 
 def test_a_killed_node_started_again_serves_and_is_up_for_its_peers(cluster):
@@ -135,7 +147,7 @@ def test_a_killed_node_started_again_serves_and_is_up_for_its_peers(cluster):
     assert line == f"started n2 (pid {new})" and new != old and running(new)
     assert new in state(cluster)["pids"]
     assert peers_seen_by(cluster, "127.0.0.2") == {"127.0.0.1", "127.0.0.3"}
-    wait_until(lambda: all_acknowledge(cluster), "a write at ALL with n2 back", 120)
+    wait_for_writes_at_all(cluster, "a write at ALL with n2 back")
 
 
 def test_n4_added_joins_the_ring_and_removed_leaves_it(cluster):
@@ -172,7 +184,7 @@ def test_restore_brings_the_membership_back(cluster):
     assert [line.split()[0] for line in done] == ["resumed", "started"]
     assert {n.name: n.state for n in nodes.nodes_of(cluster)} == {
         "n1": "up", "n2": "up", "n3": "up", "n4": "down"}  # fmt: skip
-    wait_until(lambda: all_acknowledge(cluster), "a write at ALL after restore", 120)
+    wait_for_writes_at_all(cluster, "a write at ALL after restore")
     assert nodes.restore(cluster, ACTION_S) == []  # nothing left to undo
 
 
