@@ -8,7 +8,8 @@ it is a fault of the store.
 """
 
 import asyncio
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -29,6 +30,7 @@ __all__ = [
     "LoopPools",
     "PostgresOptions",
     "asyncpg_dsn",
+    "await_replica",
     "blocking_pool",
     "check_replica",
     "connect",
@@ -43,6 +45,8 @@ __all__ = [
 ]
 
 Opts = TypeVar("Opts", bound=PostgresOptions)
+REPLAY_WAIT_S = 300.0  # how long a load waits for the standby reads go to to replay it
+REPLAY_POLL_S = 0.05
 
 ISOLATION = {
     "read committed": psycopg.IsolationLevel.READ_COMMITTED,
@@ -94,6 +98,33 @@ def check_replica(options: PostgresOptions) -> None:
     replica = reads_options(options)
     if replica is not None:
         _connect(replica, "replica_dsn", True, {}).close()
+
+
+def await_replica(options: PostgresOptions, beat: Callable[[], None]) -> None:
+    """With read_from replica, return once the standby has replayed everything the primary
+    has written until now (a load is done when the reads can see it), calling `beat` as it
+    waits; a standby that does not get there within REPLAY_WAIT_S is the store's fault.
+    A replica_dsn that is not a server in recovery has nothing to replay."""
+    replica = reads_options(options)
+    if replica is None:
+        return
+    with connect(options) as primary, errors(options, "the WAL position"):
+        row = primary.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()
+    lsn = str(row[0]) if row else "0/0"
+    deadline = time.monotonic() + REPLAY_WAIT_S
+    with _connect(replica, "replica_dsn", False, {}) as standby, errors(replica, "replay"):
+        sql = "SELECT pg_is_in_recovery(), pg_last_wal_replay_lsn() >= %s::pg_lsn"
+        while True:
+            beat()
+            found = standby.execute(sql, (lsn,)).fetchone()
+            if found is None or not found[0] or found[1]:
+                return
+            if time.monotonic() > deadline:
+                raise StoreError(
+                    f"the standby at {server_of(replica.dsn)} has not replayed the primary's "
+                    f"writes up to {lsn} within {REPLAY_WAIT_S:g} s"
+                )
+            time.sleep(REPLAY_POLL_S)
 
 
 def reads_note(options: PostgresOptions) -> str:

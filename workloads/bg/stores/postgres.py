@@ -243,6 +243,7 @@ class PostgresBinding:
                     copy.write_row((rid, mid, who, 0, "comment", text))
         with self._connect() as conn:
             conn.execute("ANALYZE users, friendship, resources, manipulation")
+        pg.await_replica(self.options, fragment.progress)  # reads from a standby see the load
 
     def read_back(self, fragment: Fragment) -> FragmentContents:
         members = fragment.members.tolist()

@@ -132,6 +132,7 @@ class PostgresEHRBinding:
                         copy.write_row(row)
         with self._connect() as conn:
             conn.execute("ANALYZE patients, results")
+        pg.await_replica(self.options, progress)  # reads from a standby see the load
 
     def read_back(self, fragment: FragmentRows, progress: Callable[[], None]) -> dict[int, int]:
         progress()

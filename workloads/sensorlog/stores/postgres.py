@@ -258,6 +258,7 @@ class PostgresSensorBinding:
                         copy.write(csv_text(rows))
             progress()
             conn.execute("ANALYZE measures")
+        pg.await_replica(self.options, progress)  # reads from a standby see the load
 
     def connect(self) -> "PostgresSensorConnection":
         raise NotImplementedError("the PostgreSQL binding runs socialites as asyncio tasks")
