@@ -115,14 +115,14 @@ def start(directory: Path, apply_delay_ms: int = 0) -> dict[str, Any]:
     except BaseException:
         _stop_node(primary, 30.0)
         raise
-    info = {
+    nodes = [{"name": "primary", "member": True, **primary},
+             {"name": "standby", "member": True, **standby}]  # fmt: skip
+    return {
         "server": SERVER, "port": primary["port"], "pid": primary["pid"],
         "pids": [primary["pid"], standby["pid"]], "dir": str(directory),
         "replication_address": REPLICATION_ADDRESS, "apply_delay_ms": apply_delay_ms,
-        "standby_port": standby["port"], "nodes": [{"name": "primary", "member": True, **primary},
-                  {"name": "standby", "member": True, **standby}],
+        "standby_port": standby["port"], "nodes": nodes,
     }  # fmt: skip
-    return info
 
 
 def _home(node_directory: Path) -> Path:
