@@ -8,9 +8,10 @@ it is a fault of the store.
 """
 
 import asyncio
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import asyncpg  # type: ignore[import-untyped]
 import psycopg
@@ -29,15 +30,23 @@ __all__ = [
     "LoopPools",
     "PostgresOptions",
     "asyncpg_dsn",
+    "await_replica",
     "blocking_pool",
+    "check_replica",
     "connect",
     "describe",
     "errors",
     "first_line",
     "loop_pools",
+    "reads_note",
+    "reads_options",
     "server_of",
     "server_version",
 ]
+
+Opts = TypeVar("Opts", bound=PostgresOptions)
+REPLAY_WAIT_S = 300.0  # how long a load waits for the standby reads go to to replay it
+REPLAY_POLL_S = 0.05
 
 ISOLATION = {
     "read committed": psycopg.IsolationLevel.READ_COMMITTED,
@@ -50,6 +59,12 @@ def connect(
     options: PostgresOptions, first_contact: bool = False, **kwargs: Any
 ) -> psycopg.Connection[Any]:
     """A blocking autocommit connection; `kwargs` go to psycopg.connect."""
+    return _connect(options, "dsn", first_contact, kwargs)
+
+
+def _connect(
+    options: PostgresOptions, field: str, first_contact: bool, kwargs: dict[str, Any]
+) -> psycopg.Connection[Any]:
     try:
         return psycopg.connect(
             options.dsn,
@@ -61,10 +76,64 @@ def connect(
         where = server_of(options.dsn)
         if first_contact:
             raise UserError(
-                f"store.options.dsn: cannot reach PostgreSQL at {where} ({first_line(exc)}): "
-                "correct the dsn, or start the server"
+                f"store.options.{field}: cannot reach PostgreSQL at {where} ({first_line(exc)}): "
+                f"correct the {field}, or start the server"
             ) from None
         raise StoreError(f"cannot reach PostgreSQL at {where}: {first_line(exc)}") from None
+
+
+def reads_options(options: Opts) -> Opts | None:
+    """With read_from replica, the options of the standby the read actions go to (its dsn
+    as `dsn`); otherwise None: reads stay on the primary."""
+    if options.read_from != "replica" or not options.replica_dsn:
+        return None
+    return options.model_copy(
+        update={"dsn": options.replica_dsn, "replica_dsn": None, "read_from": "primary"}
+    )
+
+
+def check_replica(options: PostgresOptions) -> None:
+    """First contact with the standby reads go to, if any: one that cannot be reached is the
+    user's to fix (UserError naming replica_dsn)."""
+    replica = reads_options(options)
+    if replica is not None:
+        _connect(replica, "replica_dsn", True, {}).close()
+
+
+def await_replica(options: PostgresOptions, beat: Callable[[], None]) -> None:
+    """With read_from replica, return once the standby has replayed everything the primary
+    has written until now (a load is done when the reads can see it), calling `beat` as it
+    waits; a standby that does not get there within REPLAY_WAIT_S is the store's fault.
+    A replica_dsn that is not a server in recovery has nothing to replay."""
+    replica = reads_options(options)
+    if replica is None:
+        return
+    with connect(options) as primary, errors(options, "the WAL position"):
+        row = primary.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()
+    lsn = str(row[0]) if row else "0/0"
+    deadline = time.monotonic() + REPLAY_WAIT_S
+    with _connect(replica, "replica_dsn", False, {}) as standby, errors(replica, "replay"):
+        sql = "SELECT pg_is_in_recovery(), pg_last_wal_replay_lsn() >= %s::pg_lsn"
+        while True:
+            beat()
+            found = standby.execute(sql, (lsn,)).fetchone()
+            if found is None or not found[0] or found[1]:
+                return
+            if time.monotonic() > deadline:
+                raise StoreError(
+                    f"the standby at {server_of(replica.dsn)} has not replayed the primary's "
+                    f"writes up to {lsn} within {REPLAY_WAIT_S:g} s"
+                )
+            time.sleep(REPLAY_POLL_S)
+
+
+def reads_note(options: PostgresOptions) -> str:
+    """Where the read actions go, for describe(): '' when there is no standby."""
+    if options.read_from == "replica" and options.replica_dsn:
+        return f"reads from the hot standby at {server_of(options.replica_dsn)}"
+    if options.replica_dsn:
+        return "reads from the primary (replica_dsn unused)"
+    return ""
 
 
 @contextmanager
@@ -102,10 +171,12 @@ def server_version(conn: psycopg.Connection[Any]) -> str:
 
 
 def describe(options: PostgresOptions) -> str:
-    """`PostgreSQL <version> (<isolation>)`: never the dsn (it may hold a password)."""
+    """`PostgreSQL <version> (<isolation>)`, and where reads go when there is a standby:
+    never a dsn (it may hold a password)."""
     with connect(options) as conn:
         version = server_version(conn)
-    return f"PostgreSQL {version} ({options.isolation})"
+    note = reads_note(options)
+    return f"PostgreSQL {version} ({options.isolation}{'; ' + note if note else ''})"
 
 
 class LoopPools:
