@@ -74,7 +74,7 @@ def scenario_nodes(
     for kind in server_kinds:
         for name, actions in launcher_nodes.node_names(kind).items():
             add(name, actions | NETWORK_ACTIONS, f"server {kind}")
-    for directory in nodes.servers:
+    for directory in dict.fromkeys(nodes.servers):  # a campaign may add a listed one again
         try:
             infos = launcher_nodes.nodes_of(directory)
         except (launcher_nodes.NodeActionError, OSError) as exc:
