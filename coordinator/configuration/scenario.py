@@ -204,6 +204,8 @@ def _rules(step: Step) -> str:
         return f"command is for run steps, not {step.do}"
     if step.do != "partition" and step.from_ != "others":
         return f"from is for partition steps, not {step.do}"
+    if not step.label.isprintable():
+        return "label: one line of printable text"
     if step.node is not None and not NODE_NAME.fullmatch(step.node):
         return f"node {step.node!r} is not a node name (letters, digits, . _ -)"
     return ""
