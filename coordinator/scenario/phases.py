@@ -188,7 +188,11 @@ class ScenarioRecorder:
             verdict = judge(
                 phase.within_percent, phase.unpredictable_percent, phase.errors, False, self.sla
             )
-            phase.meets_sla, phase.reasons = verdict.passed, verdict.reasons
+            if phase.unavailable_s > 0:  # what never ended is not in the latency share
+                verdict.reasons.append(
+                    f"unavailable: {phase.unavailable_s:.1f} s with no successful action"
+                )
+            phase.meets_sla, phase.reasons = not verdict.reasons, verdict.reasons
         return figures
 
     def _clock(self, part: _Part) -> tuple[float, float]:
@@ -285,8 +289,15 @@ class ScenarioRecorder:
             errors_per_s=[p.errors_per_s for p in points],
             within=[p.within for p in points],
             bin_s=self.series_bin_s,
+            bin_start_s=round(self._run_start(), 3),
         )
         return ScenarioFigures(steps, phases, timeline)
+
+    def _run_start(self) -> float:
+        """Where the agents' run start (their bins' origin) falls on the experiment's
+        clock: the median over the agents that reported."""
+        known = [o - self.started for o in self._origin if o is not None]
+        return statistics.median(known) if known else 0.0
 
     def _timeline_figures(self, phases: list[PhaseFigures]) -> None:
         """Unavailability and the times to recover, from the timeline's points."""

@@ -159,6 +159,7 @@ def test_phases_are_cut_at_the_steps_with_their_figures():
     assert killed.p95_ms == pytest.approx(2000, rel=0.01)  # 40 of 340 took 2 s
     assert killed.within_percent == pytest.approx(100 * 300 / 340)
     assert not killed.meets_sla and any("errors: 40" in r for r in killed.reasons)
+    assert "unavailable: 4.0 s with no successful action" in killed.reasons
     assert started.recover_throughput_s == pytest.approx(0.0, abs=0.02) and started.meets_sla
     assert started.actions_per_s == pytest.approx(100.0)
 
@@ -222,6 +223,7 @@ def test_agents_are_placed_on_the_coordinators_clock_and_merged_by_interval():
     # half the interval's actions took 200 ms: the merged p95 is theirs, not 10 ms
     assert figures.timeline.p95_ms[3] == pytest.approx(200, rel=0.01)
     assert base.within_percent == pytest.approx(100 * 100 / 190) and not base.meets_sla
+    assert figures.timeline.bin_start_s == pytest.approx(0.16, abs=0.02)  # median of 2
 
 
 def test_a_silent_agent_does_not_hold_the_timeline_back():
@@ -262,6 +264,7 @@ def test_reads_staleness_and_series_come_from_the_validations():
     assert any(r.startswith("staleness") for r in killed.reasons)
     assert figures.timeline.reads == [11, 20, 30]
     assert figures.timeline.unpredictable == [0, 1]
+    assert figures.timeline.bin_start_s == pytest.approx(0.01)  # the agent's run start
 
 
 def test_a_tau_above_the_phase_share_keeps_it_within_the_sla():
