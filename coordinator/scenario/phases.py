@@ -300,14 +300,19 @@ class ScenarioRecorder:
         return statistics.median(known) if known else 0.0
 
     def _timeline_figures(self, phases: list[PhaseFigures]) -> None:
-        """Unavailability and the times to recover, from the timeline's points."""
+        """Unavailability and the times to recover, from the timeline's points. Before the
+        run's first successful action the load is starting, not the store failing: those
+        intervals are not unavailable time."""
         starts = [p.start_s for p in phases[1:]]
         rows: list[list[_Point]] = [[] for _ in phases]
         for point in self._points:
             rows[bisect.bisect_right(starts, point.end - point.span / 2)].append(point)
         baseline = phases[0].actions_per_s
+        served = next((p.end for p in self._points if p.throughput > 0), math.inf)
         for phase, points in zip(phases, rows, strict=True):
-            phase.unavailable_s = sum(p.span for p in points if p.throughput == 0)
+            phase.unavailable_s = sum(
+                p.span for p in points if p.throughput == 0 and p.end > served
+            )
             if phase.index == 0:
                 continue
             phase.recover_throughput_s = _recovery(

@@ -178,6 +178,15 @@ def test_the_timeline_carries_each_interval():
     assert timeline.bin_s == 1.0
 
 
+def test_the_load_starting_is_not_unavailability():
+    recorder = ScenarioRecorder(1, settings(), started=STARTED, duration_s=5.0)
+    agent = Agent(recorder, 0, STARTED)
+    for i in range(10):
+        agent.tick(0 if i in (0, 1, 6) else 50)  # two intervals starting, one lost later
+    (base,) = recorder.finish([]).phases
+    assert base.unavailable_s == pytest.approx(0.5) and not base.meets_sla
+
+
 def test_a_store_that_never_recovers_has_no_recovery_time():
     recorder = ScenarioRecorder(1, settings(), started=STARTED, duration_s=10.0)
     agent = Agent(recorder, 0, STARTED)
