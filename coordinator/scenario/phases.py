@@ -48,6 +48,7 @@ MIN_SPAN_S = 0.1  # shorter intervals (an agent's final report) count in the pha
 SETTLE_AFTER = 2
 MAX_LEAD = 8  # intervals the fastest agent may lead before the slowest's are not waited for
 MAX_BINS = 7200  # the validator's series bins an agent sends at most
+MAX_POINTS = 7200  # timeline points kept with the result (an hour at 0.5 s; longer: merged)
 BASELINE = "baseline"
 
 
@@ -280,7 +281,7 @@ class ScenarioRecorder:
                 )
             )
         self._timeline_figures(phases)
-        points = self._points
+        points = _coarser(self._points)
         timeline = Timeline(
             interval_s=statistics.median([p.span for p in points]) if points else 0.0,
             t_s=[round(p.end, 3) for p in points],
@@ -323,6 +324,32 @@ class ScenarioRecorder:
                 points,
                 lambda p: p.errors == 0 and p.within is not None and p.within >= self.sla.alpha,
             )
+
+
+def _coarser(points: list[_Point]) -> list[_Point]:
+    """At most MAX_POINTS points for the record: consecutive ones merged (rates averaged
+    over their time, the worst p95 and share within beta kept) when a run is longer."""
+    group = math.ceil(len(points) / MAX_POINTS)
+    if group <= 1:
+        return points
+    out = []
+    for i in range(0, len(points), group):
+        part = points[i : i + group]
+        span = sum(p.span for p in part)
+        p95 = [p.p95_ms for p in part if p.p95_ms is not None]
+        within = [p.within for p in part if p.within is not None]
+        out.append(
+            _Point(
+                end=part[-1].end,
+                span=span,
+                throughput=sum(p.throughput * p.span for p in part) / span,
+                errors_per_s=sum(p.errors_per_s * p.span for p in part) / span,
+                p95_ms=max(p95) if p95 else None,
+                within=min(within) if within else None,
+                errors=sum(p.errors for p in part),
+            )
+        )
+    return out
 
 
 def _recovery(

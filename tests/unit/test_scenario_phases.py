@@ -12,6 +12,7 @@ from rich.console import Console
 from bgbench.coordinator.configuration.config import Settings, load_settings
 from bgbench.coordinator.reports import charts, charts_scenario
 from bgbench.coordinator.reports.report_scenario import render_scenario
+from bgbench.coordinator.scenario import phases
 from bgbench.coordinator.scenario.phases import MAX_LEAD, ScenarioRecorder
 from bgbench.protos import new_histogram
 from bgbench.protos import worker_pb2 as pb
@@ -233,6 +234,22 @@ def test_agents_are_placed_on_the_coordinators_clock_and_merged_by_interval():
     assert figures.timeline.p95_ms[3] == pytest.approx(200, rel=0.01)
     assert base.within_percent == pytest.approx(100 * 100 / 190) and not base.meets_sla
     assert figures.timeline.bin_start_s == pytest.approx(0.16, abs=0.02)  # median of 2
+
+
+def test_a_long_run_keeps_a_bounded_timeline(monkeypatch):
+    monkeypatch.setattr(phases, "MAX_POINTS", 10)
+    recorder = ScenarioRecorder(1, settings(), started=STARTED, duration_s=20.0)
+    agent = Agent(recorder, 0, STARTED)
+    for i in range(40):
+        agent.tick(50 if i % 2 else 0, ok_ms=10.0 if i < 20 else 200.0)
+    figures = recorder.finish([])
+    t = figures.timeline
+    assert len(t.t_s) == 10 and t.interval_s == pytest.approx(2.0)
+    assert t.throughput == [pytest.approx(50.0)] * 10  # 100/s half the time
+    assert t.p95_ms[0] == pytest.approx(10, rel=0.01) and t.p95_ms[-1] == pytest.approx(
+        200, rel=0.01
+    )
+    assert figures.phases[0].unavailable_s == pytest.approx(9.5)  # at full resolution
 
 
 def test_a_silent_agent_does_not_hold_the_timeline_back():
