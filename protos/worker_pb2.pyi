@@ -114,7 +114,7 @@ class PrepareReply(_message.Message):
     def __init__(self, fragments: _Optional[_Iterable[_Union[FragmentInfo, _Mapping]]] = ..., store_description: _Optional[str] = ..., error: _Optional[_Union[Error, _Mapping]] = ...) -> None: ...
 
 class RunRequest(_message.Message):
-    __slots__ = ("experiment_id", "threads", "duration_seconds", "operation_count", "seed", "start_state", "target_rate", "arrivals", "watch")
+    __slots__ = ("experiment_id", "threads", "duration_seconds", "operation_count", "seed", "start_state", "target_rate", "arrivals", "watch", "tolerate_errors")
     EXPERIMENT_ID_FIELD_NUMBER: _ClassVar[int]
     THREADS_FIELD_NUMBER: _ClassVar[int]
     DURATION_SECONDS_FIELD_NUMBER: _ClassVar[int]
@@ -124,6 +124,7 @@ class RunRequest(_message.Message):
     TARGET_RATE_FIELD_NUMBER: _ClassVar[int]
     ARRIVALS_FIELD_NUMBER: _ClassVar[int]
     WATCH_FIELD_NUMBER: _ClassVar[int]
+    TOLERATE_ERRORS_FIELD_NUMBER: _ClassVar[int]
     experiment_id: str
     threads: int
     duration_seconds: float
@@ -133,7 +134,8 @@ class RunRequest(_message.Message):
     target_rate: float
     arrivals: str
     watch: StoreWatch
-    def __init__(self, experiment_id: _Optional[str] = ..., threads: _Optional[int] = ..., duration_seconds: _Optional[float] = ..., operation_count: _Optional[int] = ..., seed: _Optional[int] = ..., start_state: _Optional[str] = ..., target_rate: _Optional[float] = ..., arrivals: _Optional[str] = ..., watch: _Optional[_Union[StoreWatch, _Mapping]] = ...) -> None: ...
+    tolerate_errors: bool
+    def __init__(self, experiment_id: _Optional[str] = ..., threads: _Optional[int] = ..., duration_seconds: _Optional[float] = ..., operation_count: _Optional[int] = ..., seed: _Optional[int] = ..., start_state: _Optional[str] = ..., target_rate: _Optional[float] = ..., arrivals: _Optional[str] = ..., watch: _Optional[_Union[StoreWatch, _Mapping]] = ..., tolerate_errors: _Optional[bool] = ...) -> None: ...
 
 class StoreWatch(_message.Message):
     __slots__ = ("pids", "names", "container", "no_discovery")
@@ -216,7 +218,7 @@ class WatchRequest(_message.Message):
     def __init__(self, experiment_id: _Optional[str] = ..., duration_seconds: _Optional[float] = ..., watch: _Optional[_Union[StoreWatch, _Mapping]] = ...) -> None: ...
 
 class Progress(_message.Message):
-    __slots__ = ("elapsed_seconds", "actions", "errors", "sessions", "cpu_percent", "response_hist_delta", "client_lag_ms", "host")
+    __slots__ = ("elapsed_seconds", "actions", "errors", "sessions", "cpu_percent", "response_hist_delta", "client_lag_ms", "host", "timeouts")
     ELAPSED_SECONDS_FIELD_NUMBER: _ClassVar[int]
     ACTIONS_FIELD_NUMBER: _ClassVar[int]
     ERRORS_FIELD_NUMBER: _ClassVar[int]
@@ -225,6 +227,7 @@ class Progress(_message.Message):
     RESPONSE_HIST_DELTA_FIELD_NUMBER: _ClassVar[int]
     CLIENT_LAG_MS_FIELD_NUMBER: _ClassVar[int]
     HOST_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUTS_FIELD_NUMBER: _ClassVar[int]
     elapsed_seconds: float
     actions: int
     errors: int
@@ -233,7 +236,8 @@ class Progress(_message.Message):
     response_hist_delta: bytes
     client_lag_ms: float
     host: HostSample
-    def __init__(self, elapsed_seconds: _Optional[float] = ..., actions: _Optional[int] = ..., errors: _Optional[int] = ..., sessions: _Optional[int] = ..., cpu_percent: _Optional[float] = ..., response_hist_delta: _Optional[bytes] = ..., client_lag_ms: _Optional[float] = ..., host: _Optional[_Union[HostSample, _Mapping]] = ...) -> None: ...
+    timeouts: int
+    def __init__(self, elapsed_seconds: _Optional[float] = ..., actions: _Optional[int] = ..., errors: _Optional[int] = ..., sessions: _Optional[int] = ..., cpu_percent: _Optional[float] = ..., response_hist_delta: _Optional[bytes] = ..., client_lag_ms: _Optional[float] = ..., host: _Optional[_Union[HostSample, _Mapping]] = ..., timeouts: _Optional[int] = ...) -> None: ...
 
 class ActionStats(_message.Message):
     __slots__ = ("action", "count", "errors", "response_hist", "service_hist")
@@ -262,7 +266,7 @@ class ErrorCount(_message.Message):
     def __init__(self, action: _Optional[str] = ..., type: _Optional[str] = ..., count: _Optional[int] = ..., sample: _Optional[str] = ...) -> None: ...
 
 class RunResult(_message.Message):
-    __slots__ = ("elapsed_seconds", "actions", "sessions", "errors", "per_action", "error_counts", "cpu_seconds", "load_processes", "engine_saturated", "embedded_store", "log_records", "log_dir", "state_uncertain", "aborted", "threads", "session_hist", "start_state", "store_counters", "client_delay_hist", "loop_lag_max_ms", "concurrency", "per_unit", "workload_payload")
+    __slots__ = ("elapsed_seconds", "actions", "sessions", "errors", "per_action", "error_counts", "cpu_seconds", "load_processes", "engine_saturated", "embedded_store", "log_records", "log_dir", "state_uncertain", "aborted", "threads", "session_hist", "start_state", "store_counters", "client_delay_hist", "loop_lag_max_ms", "concurrency", "per_unit", "workload_payload", "timeouts", "note")
     class StoreCountersEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -300,6 +304,8 @@ class RunResult(_message.Message):
     CONCURRENCY_FIELD_NUMBER: _ClassVar[int]
     PER_UNIT_FIELD_NUMBER: _ClassVar[int]
     WORKLOAD_PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUTS_FIELD_NUMBER: _ClassVar[int]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
     elapsed_seconds: float
     actions: int
     sessions: int
@@ -323,7 +329,9 @@ class RunResult(_message.Message):
     concurrency: str
     per_unit: _containers.ScalarMap[str, int]
     workload_payload: str
-    def __init__(self, elapsed_seconds: _Optional[float] = ..., actions: _Optional[int] = ..., sessions: _Optional[int] = ..., errors: _Optional[int] = ..., per_action: _Optional[_Iterable[_Union[ActionStats, _Mapping]]] = ..., error_counts: _Optional[_Iterable[_Union[ErrorCount, _Mapping]]] = ..., cpu_seconds: _Optional[float] = ..., load_processes: _Optional[int] = ..., engine_saturated: _Optional[bool] = ..., embedded_store: _Optional[bool] = ..., log_records: _Optional[int] = ..., log_dir: _Optional[str] = ..., state_uncertain: _Optional[bool] = ..., aborted: _Optional[str] = ..., threads: _Optional[int] = ..., session_hist: _Optional[bytes] = ..., start_state: _Optional[str] = ..., store_counters: _Optional[_Mapping[str, int]] = ..., client_delay_hist: _Optional[bytes] = ..., loop_lag_max_ms: _Optional[float] = ..., concurrency: _Optional[str] = ..., per_unit: _Optional[_Mapping[str, int]] = ..., workload_payload: _Optional[str] = ...) -> None: ...
+    timeouts: int
+    note: str
+    def __init__(self, elapsed_seconds: _Optional[float] = ..., actions: _Optional[int] = ..., sessions: _Optional[int] = ..., errors: _Optional[int] = ..., per_action: _Optional[_Iterable[_Union[ActionStats, _Mapping]]] = ..., error_counts: _Optional[_Iterable[_Union[ErrorCount, _Mapping]]] = ..., cpu_seconds: _Optional[float] = ..., load_processes: _Optional[int] = ..., engine_saturated: _Optional[bool] = ..., embedded_store: _Optional[bool] = ..., log_records: _Optional[int] = ..., log_dir: _Optional[str] = ..., state_uncertain: _Optional[bool] = ..., aborted: _Optional[str] = ..., threads: _Optional[int] = ..., session_hist: _Optional[bytes] = ..., start_state: _Optional[str] = ..., store_counters: _Optional[_Mapping[str, int]] = ..., client_delay_hist: _Optional[bytes] = ..., loop_lag_max_ms: _Optional[float] = ..., concurrency: _Optional[str] = ..., per_unit: _Optional[_Mapping[str, int]] = ..., workload_payload: _Optional[str] = ..., timeouts: _Optional[int] = ..., note: _Optional[str] = ...) -> None: ...
 
 class RunEvent(_message.Message):
     __slots__ = ("progress", "result", "error")
@@ -336,13 +344,27 @@ class RunEvent(_message.Message):
     def __init__(self, progress: _Optional[_Union[Progress, _Mapping]] = ..., result: _Optional[_Union[RunResult, _Mapping]] = ..., error: _Optional[_Union[Error, _Mapping]] = ...) -> None: ...
 
 class ValidateRequest(_message.Message):
-    __slots__ = ("experiment_id",)
+    __slots__ = ("experiment_id", "phase_starts_s", "series_bin_s")
     EXPERIMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    PHASE_STARTS_S_FIELD_NUMBER: _ClassVar[int]
+    SERIES_BIN_S_FIELD_NUMBER: _ClassVar[int]
     experiment_id: str
-    def __init__(self, experiment_id: _Optional[str] = ...) -> None: ...
+    phase_starts_s: _containers.RepeatedScalarFieldContainer[float]
+    series_bin_s: float
+    def __init__(self, experiment_id: _Optional[str] = ..., phase_starts_s: _Optional[_Iterable[float]] = ..., series_bin_s: _Optional[float] = ...) -> None: ...
+
+class PhaseReads(_message.Message):
+    __slots__ = ("reads", "unpredictable", "lag_hist")
+    READS_FIELD_NUMBER: _ClassVar[int]
+    UNPREDICTABLE_FIELD_NUMBER: _ClassVar[int]
+    LAG_HIST_FIELD_NUMBER: _ClassVar[int]
+    reads: int
+    unpredictable: int
+    lag_hist: bytes
+    def __init__(self, reads: _Optional[int] = ..., unpredictable: _Optional[int] = ..., lag_hist: _Optional[bytes] = ...) -> None: ...
 
 class ValidateReply(_message.Message):
-    __slots__ = ("reads", "unpredictable_reads", "sessions", "unpredictable_sessions", "writes", "log_records", "seconds", "error", "lag_hist", "never_valid", "by_item", "by_action", "examples_json", "workload_payload")
+    __slots__ = ("reads", "unpredictable_reads", "sessions", "unpredictable_sessions", "writes", "log_records", "seconds", "error", "lag_hist", "never_valid", "by_item", "by_action", "examples_json", "workload_payload", "phases", "series_reads", "series_unpredictable")
     READS_FIELD_NUMBER: _ClassVar[int]
     UNPREDICTABLE_READS_FIELD_NUMBER: _ClassVar[int]
     SESSIONS_FIELD_NUMBER: _ClassVar[int]
@@ -357,6 +379,9 @@ class ValidateReply(_message.Message):
     BY_ACTION_FIELD_NUMBER: _ClassVar[int]
     EXAMPLES_JSON_FIELD_NUMBER: _ClassVar[int]
     WORKLOAD_PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    PHASES_FIELD_NUMBER: _ClassVar[int]
+    SERIES_READS_FIELD_NUMBER: _ClassVar[int]
+    SERIES_UNPREDICTABLE_FIELD_NUMBER: _ClassVar[int]
     reads: int
     unpredictable_reads: int
     sessions: int
@@ -371,7 +396,10 @@ class ValidateReply(_message.Message):
     by_action: _containers.RepeatedCompositeFieldContainer[ReadCount]
     examples_json: str
     workload_payload: str
-    def __init__(self, reads: _Optional[int] = ..., unpredictable_reads: _Optional[int] = ..., sessions: _Optional[int] = ..., unpredictable_sessions: _Optional[int] = ..., writes: _Optional[int] = ..., log_records: _Optional[int] = ..., seconds: _Optional[float] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., lag_hist: _Optional[bytes] = ..., never_valid: _Optional[int] = ..., by_item: _Optional[_Iterable[_Union[ReadCount, _Mapping]]] = ..., by_action: _Optional[_Iterable[_Union[ReadCount, _Mapping]]] = ..., examples_json: _Optional[str] = ..., workload_payload: _Optional[str] = ...) -> None: ...
+    phases: _containers.RepeatedCompositeFieldContainer[PhaseReads]
+    series_reads: _containers.RepeatedScalarFieldContainer[int]
+    series_unpredictable: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, reads: _Optional[int] = ..., unpredictable_reads: _Optional[int] = ..., sessions: _Optional[int] = ..., unpredictable_sessions: _Optional[int] = ..., writes: _Optional[int] = ..., log_records: _Optional[int] = ..., seconds: _Optional[float] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., lag_hist: _Optional[bytes] = ..., never_valid: _Optional[int] = ..., by_item: _Optional[_Iterable[_Union[ReadCount, _Mapping]]] = ..., by_action: _Optional[_Iterable[_Union[ReadCount, _Mapping]]] = ..., examples_json: _Optional[str] = ..., workload_payload: _Optional[str] = ..., phases: _Optional[_Iterable[_Union[PhaseReads, _Mapping]]] = ..., series_reads: _Optional[_Iterable[int]] = ..., series_unpredictable: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class ReadCount(_message.Message):
     __slots__ = ("name", "reads", "unpredictable")

@@ -6,6 +6,8 @@
 - AgentOutcome, ActionFigures, ReadFigures, Steadiness, ExperimentResult (experiment.py):
   an experiment's figures per agent and over all, as the results store keeps them
   (`to_record`, `from_record`).
+- StepRecord, PhaseFigures, Timeline, ScenarioFigures (scenario.py): a scenario's steps,
+  its phases' figures and its timeline, kept in the experiment's result.
 - rows.py: a stored result as rows of the DataFrames; histograms.py: the HDR figures.
 """
 
@@ -18,6 +20,7 @@ from bgbench.run_result.experiment import (
 )
 from bgbench.run_result.histograms import LatencySummary
 from bgbench.run_result.run import ActionStats, ErrorCount, RunResult, sum_counts
+from bgbench.run_result.scenario import PhaseFigures, ScenarioFigures, StepRecord, Timeline
 
 __all__ = [
     "ActionFigures",
@@ -26,8 +29,12 @@ __all__ = [
     "ErrorCount",
     "ExperimentResult",
     "LatencySummary",
+    "PhaseFigures",
     "ReadFigures",
     "RunResult",
+    "ScenarioFigures",
     "Steadiness",
+    "StepRecord",
+    "Timeline",
     "sum_counts",
 ]

@@ -18,6 +18,7 @@ from bgbench.protos import worker_pb2 as pb
 from bgbench.resources.model import Bottleneck, ResourceFigures
 from bgbench.run_result.histograms import LatencySummary, decode, share_within
 from bgbench.run_result.run import ActionStats, RunResult
+from bgbench.run_result.scenario import ScenarioFigures
 
 
 @dataclass
@@ -225,6 +226,8 @@ class ExperimentResult:
     # The hosts' and processes' figures over the rated window and the bottleneck named from
     # them (None: not measured, e.g. the model store, or a record older than them).
     resources: ResourceFigures | None = None
+    # A scenario's steps, phases and timeline (None: the experiment ran none).
+    scenario: ScenarioFigures | None = None
 
     @classmethod
     def of_agents(
@@ -334,6 +337,7 @@ class ExperimentResult:
             "by_action": _read_figures,
             "steady": lambda s: None if s is None else Steadiness(**_known(Steadiness, s, {})),
             "resources": lambda r: None if r is None else ResourceFigures.from_record(r),
+            "scenario": lambda s: None if s is None else ScenarioFigures.from_record(s),
         }
         return cls(**_known(cls, data, nested))
 

@@ -116,6 +116,8 @@ class RunResult:
     actions: int = field(default=0, metadata=figure("sum", "actions"))
     sessions: int = field(default=0, metadata=figure("sum", "sessions"))
     errors: int = field(default=0, metadata=figure("sum", "errors"))
+    # the errors that were timeouts (their type's name says Timeout or TimedOut)
+    timeouts: int = field(default=0, metadata=figure("sum", "timeouts"))
     per_action: dict[str, ActionStats] = field(
         default_factory=dict, metadata=figure("per_action", "per_action")
     )
@@ -145,6 +147,8 @@ class RunResult:
     # was done before it (e.g. "reload")
     state_uncertain: bool = field(default=False, metadata=figure("any", "state_uncertain"))
     aborted: str = field(default="", metadata=figure("join", "aborted"))
+    # what a run that tolerates errors went through without aborting (calls stuck at the end)
+    note: str = field(default="", metadata=figure("join", "note"))
     start_state: str = field(default="", metadata=figure("distinct", "start_state"))
     # what only the workload knows: its text per load process, a JSON array once merged
     workload_payload: str = field(default="", metadata=figure("payloads", "workload_payload"))
