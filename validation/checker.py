@@ -20,6 +20,7 @@ from bgbench.validation.index import WriteIndex
 from bgbench.validation.initial import InitialValues
 from bgbench.validation.lag import lags_ns
 from bgbench.validation.logformat import READ, WRITE, WRITE_ABS
+from bgbench.validation.phases import PhaseClock, PhaseCounts, count_reads
 
 __all__ = ["InitialValues", "ValidationResult", "check", "validate"]
 
@@ -42,6 +43,7 @@ class ValidationResult:
     session_ids: np.ndarray | None = None  # distinct sessions that read
     bad_session_ids: np.ndarray | None = None
     unpredictable: list[dict[str, Any]] = field(default_factory=list)  # every unpredictable read
+    phases: PhaseCounts | None = None  # per phase and time bin, when a PhaseClock was given
 
     @property
     def unpredictable_percent(self) -> float:
@@ -71,6 +73,10 @@ class ValidationResult:
         self.lags_ms += other.lags_ms
         self.examples = (self.examples + other.examples)[:max_examples]
         self.unpredictable += other.unpredictable
+        if other.phases is not None:
+            if self.phases is None:
+                self.phases = PhaseCounts.empty(len(other.phases.reads))
+            self.phases.merge(other.phases)
 
 
 @dataclass
@@ -106,11 +112,15 @@ def validate(
     max_examples: int = 10,
     keep_sessions: bool = False,
     keep_reads: bool = False,
+    clock: PhaseClock | None = None,
 ) -> ValidationResult:
-    """Count reads and sessions that no serial order of the overlapping writes explains."""
+    """Count reads and sessions that no serial order of the overlapping writes explains;
+    with `clock`, also per phase and time bin of the run (validation/phases.py)."""
     checked = check(records, initial)
     ix, init = checked.ix, checked.init
     result = ValidationResult(reads=len(ix.read_pos), writes=len(ix.write_pos))
+    if clock is not None:
+        result.phases = PhaseCounts.empty(clock.phases)
     if len(ix.read_pos) == 0:
         if keep_sessions:
             result.session_ids = result.bad_session_ids = np.empty(0, np.int64)
@@ -134,6 +144,9 @@ def validate(
     lags = lags_ns(ix, sel, init[sel], records["value"][rows], absolute)
     result.never_valid = sum(lag is None for lag in lags)
     result.lags_ms = [lag / 1e6 for lag in lags if lag is not None]
+    if clock is not None:
+        starts = records["start"]
+        result.phases = count_reads(clock, starts[ix.read_pos], starts[rows], lags)
     described = len(sel) if keep_reads else min(max_examples, len(sel))
     for j in range(described):
         read = describe_read(records[rows[j]], int(init[sel[j]]), lags[j])

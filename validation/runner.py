@@ -26,6 +26,7 @@ import numpy as np
 from bgbench.validation.checker import ValidationResult, validate
 from bgbench.validation.initial import InitialValues
 from bgbench.validation.logformat import RECORD_DTYPE, iter_blocks, read_logs
+from bgbench.validation.phases import PhaseClock
 
 # In-memory validation holds the records plus the index arrays built over them:
 # measured peak is about 6x the raw log size (benchmarks/README.md); 8x leaves room.
@@ -106,23 +107,36 @@ def _part(index: int) -> np.ndarray:
 
 def _validate_part(index: int) -> ValidationResult:
     return validate(
-        _part(index), _SHARED["initial"], keep_sessions=True, keep_reads=_SHARED["keep_reads"]
+        _part(index),
+        _SHARED["initial"],
+        keep_sessions=True,
+        keep_reads=_SHARED["keep_reads"],
+        clock=_SHARED["clock"],
     )
 
 
 def validate_in_memory(
-    records: np.ndarray, initial: InitialValues, workers: int = 1, keep_reads: bool = False
+    records: np.ndarray,
+    initial: InitialValues,
+    workers: int = 1,
+    keep_reads: bool = False,
+    clock: PhaseClock | None = None,
 ) -> ValidationResult:
     """Split by item into parts of about PART_RECORDS records, validated on `workers` cores."""
     parts = max(workers, -(-len(records) // PART_RECORDS))
     if parts <= 1:
-        return validate(records, initial, keep_reads=keep_reads)
+        return validate(records, initial, keep_reads=keep_reads, clock=clock)
     # int16 part numbers let numpy's stable argsort use radix sort: linear in the records
     owner = item_partition(records, parts).astype(np.int16 if parts < 1 << 15 else np.int32)
     order = np.argsort(owner, kind="stable")
     bounds = np.searchsorted(owner[order], np.arange(parts + 1))
     _SHARED.update(
-        records=records, order=order, bounds=bounds, initial=initial, keep_reads=keep_reads
+        records=records,
+        order=order,
+        bounds=bounds,
+        initial=initial,
+        keep_reads=keep_reads,
+        clock=clock,
     )
     try:
         if workers <= 1:
@@ -184,6 +198,7 @@ def validate_out_of_core(
     budget_bytes: int,
     work_dir: Path | None = None,
     keep_reads: bool = False,
+    clock: PhaseClock | None = None,
 ) -> tuple[ValidationResult, int]:
     """Validate logs larger than memory: load them into DuckDB, then check item chunks."""
     import duckdb
@@ -233,7 +248,9 @@ def validate_out_of_core(
             for n in names:
                 records[n] = cols[n]
             del cols
-            part = validate(records, initial, keep_sessions=True, keep_reads=keep_reads)
+            part = validate(
+                records, initial, keep_sessions=True, keep_reads=keep_reads, clock=clock
+            )
             assert part.session_ids is not None and part.bad_session_ids is not None
             seen = pa.table(
                 {
@@ -275,15 +292,17 @@ def validate_logs(
     workers: int | None = None,
     keep_reads: bool = False,
     work_dir: Path | None = None,
+    clock: PhaseClock | None = None,
 ) -> tuple[ValidationResult, RunInfo]:
-    """Validate the logs in memory when they fit the budget, else out of core."""
+    """Validate the logs in memory when they fit the budget, else out of core; with
+    `clock`, also per phase and time bin of the run."""
     workers, _ = usable_workers(workers, budget_bytes)
     log_bytes = sum(p.stat().st_size for p in paths)
     if log_bytes * MEMORY_PER_LOG_BYTE <= budget_bytes:
         records = read_logs(paths)
         used = workers if len(records) >= PARALLEL_FROM else 1
-        result = validate_in_memory(records, initial, used, keep_reads)
+        result = validate_in_memory(records, initial, used, keep_reads, clock)
         parts = max(used, -(-len(records) // PART_RECORDS))
         return result, RunInfo("memory", parts, used, len(records), log_bytes)
-    result, chunks = validate_out_of_core(paths, initial, budget_bytes, work_dir, keep_reads)
+    result, chunks = validate_out_of_core(paths, initial, budget_bytes, work_dir, keep_reads, clock)
     return result, RunInfo("duckdb", chunks, 1, result.reads + result.writes, log_bytes)

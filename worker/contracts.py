@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from bgbench.run_result import RunResult
+from bgbench.validation.phases import PhaseClock
 
 PreparePhase = Literal["schema", "load", "all"]
 
@@ -49,11 +50,13 @@ class RunCommand:
     start_state: str = "carry"
     target_rate: float = 0.0  # open loop: this process's arrivals/s (0: closed loop)
     arrivals: str = "poisson"  # or "constant"
+    tolerate_errors: bool = False  # a scenario's faults: errors never end the run
 
 
 @dataclass(frozen=True)
 class ValidateCommand:
     log_dir: str
+    clock: PhaseClock | None = None  # per phase and time bin too, on the log's clock
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,15 @@ class ReadCounts:
 
 
 @dataclass(frozen=True)
+class PhaseReadCounts:
+    """The reads of one phase of a run (ValidateRequest.phase_starts_s)."""
+
+    reads: int
+    unpredictable: int
+    lag_hist: bytes  # HDR histogram (us) of their staleness lag
+
+
+@dataclass(frozen=True)
 class ValidateSummary:
     fragment: int
     reads: int
@@ -119,6 +131,10 @@ class ValidateSummary:
     never_valid: int
     lag_hist: bytes
     workload_payload: str = ""
+    # With a clock: per phase, and per time bin from the run's start (reads, unpredictable).
+    phases: list[PhaseReadCounts] = field(default_factory=list)
+    series_reads: list[int] = field(default_factory=list)
+    series_unpredictable: list[int] = field(default_factory=list)
 
 
 Result = PrepareResult | ReadyResult | RunResult | ValidateSummary | None
@@ -146,5 +162,6 @@ class LatencyDelta:
 # Indexes into a load process's shared counters. LAG_US is the worst client lag since
 # the agent last reset it; BEATS grows while the process makes progress outside a run
 # (rows loaded, phases done, validation chunks): an agent sees a hung load by it.
-ACTIONS, ERRORS, SESSIONS, LAG_US, BEATS, STOP = 0, 1, 2, 3, 4, 5
-COUNTERS = 6
+# TIMEOUTS: the run's errors so far that were timeouts (measurement.is_timeout).
+ACTIONS, ERRORS, SESSIONS, LAG_US, BEATS, STOP, TIMEOUTS = 0, 1, 2, 3, 4, 5, 6
+COUNTERS = 7

@@ -31,10 +31,17 @@ from bgbench.sdk import AnyWorkload, Fragment, Progress, StoreBinding
 from bgbench.validation.initial import load_initial, save_initial
 from bgbench.validation.logformat import LogWriter
 from bgbench.validation.logset import WORKLOAD_FILE
+from bgbench.validation.phases import PhaseClock, PhaseCounts
 from bgbench.validation.runner import validate_logs
 from bgbench.worker import runner
-from bgbench.worker.contracts import PrepareResult, ReadCounts, ReadyResult, ValidateSummary
-from bgbench.worker.measurement import histogram_of
+from bgbench.worker.contracts import (
+    PhaseReadCounts,
+    PrepareResult,
+    ReadCounts,
+    ReadyResult,
+    ValidateSummary,
+)
+from bgbench.worker.measurement import histogram_of, is_timeout
 from bgbench.worker.plan import Plan, Publish, RunOutcome, cpu_seconds
 from bgbench.worker.plan import RunSpec as RunSpec
 from bgbench.worker.tally import ActionFile, ActionTally
@@ -234,6 +241,7 @@ class FragmentEngine:
             actions=tally.count,
             sessions=outcome.sessions,
             errors=tally.errors,
+            timeouts=sum(e.count for e in outcome.error_counts if is_timeout(e.type)),
             per_action=per_action,
             per_unit={
                 u: n
@@ -255,17 +263,22 @@ class FragmentEngine:
             concurrency=self.concurrency,
             state_uncertain=self.fragment.uncertain,
             aborted=aborted,
+            note=outcome.note,
             start_state=started,
             workload_payload=self.fragment.summary_payload(),
         )
 
-    def validate(self, log_dir: Path) -> ValidateSummary:
+    def validate(self, log_dir: Path, clock: PhaseClock | None = None) -> ValidateSummary:
+        """The fragment's log checked; with `clock`, per phase and time bin of the run too."""
         t0 = time.perf_counter()
         k = self.fragment.index
         path = log_path(log_dir, k)
         initial = load_initial(initial_path(log_dir, k))
         # One core per load process (its agent runs one per fragment); out of core if huge.
-        result, info = validate_logs([path], initial, workers=1)
+        result, info = validate_logs([path], initial, workers=1, clock=clock)
+        phases = result.phases
+        if clock is not None and phases is None:
+            phases = PhaseCounts.empty(clock.phases)
         items, actions = self.workload.items, self.workload.actions
         return ValidateSummary(
             fragment=k,
@@ -286,7 +299,21 @@ class FragmentEngine:
             },
             examples=json.loads(json.dumps(result.examples)),
             never_valid=result.never_valid,
-            lag_hist=histogram_of(
-                (np.asarray(result.lags_ms) * 1_000_000).astype(np.int64)
-            ).encode(),
+            lag_hist=_lag_hist(result.lags_ms),
+            phases=[]
+            if phases is None
+            else [
+                PhaseReadCounts(int(n), int(bad), _lag_hist(lags))
+                for n, bad, lags in zip(
+                    phases.reads, phases.unpredictable, phases.lags_ms, strict=True
+                )
+            ],
+            series_reads=[] if phases is None else phases.series_reads.tolist(),
+            series_unpredictable=[] if phases is None else phases.series_unpredictable.tolist(),
         )
+
+
+def _lag_hist(lags_ms: list[float]) -> bytes:
+    """HDR histogram (us) of staleness lags given in ms."""
+    encoded: bytes = histogram_of((np.asarray(lags_ms) * 1_000_000).astype(np.int64)).encode()
+    return encoded

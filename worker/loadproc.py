@@ -25,6 +25,7 @@ from bgbench.worker.contracts import (
     ERRORS,
     LAG_US,
     SESSIONS,
+    TIMEOUTS,
     Answer,
     ErrorInfo,
     ExitCommand,
@@ -84,7 +85,7 @@ def serve(conn: Connection, stop: StopFlag, counters: "SynchronizedArray[Any]") 
                     result = _run(engine, command, seq, stop, counters, conn)
             elif isinstance(command, ValidateCommand):
                 with _beating(beat):  # our own computation: it cannot wait on a store
-                    result = engine.validate(Path(command.log_dir))
+                    result = engine.validate(Path(command.log_dir), command.clock)
             else:
                 raise UserError(f"unknown command {type(command).__name__}")
             beat()
@@ -169,9 +170,15 @@ def _run(
     watcher.start()
 
     def publish(
-        actions: int, errors: int, sessions: int, delta: bytes | None, lag_ms: float
+        actions: int,
+        errors: int,
+        sessions: int,
+        delta: bytes | None,
+        lag_ms: float,
+        timeouts: int,
     ) -> None:
         counters[ACTIONS], counters[ERRORS], counters[SESSIONS] = actions, errors, sessions
+        counters[TIMEOUTS] = timeouts
         counters[LAG_US] = max(counters[LAG_US], int(lag_ms * 1000))
         if delta is not None:  # the latency histogram of the last interval, for the live view
             conn.send(LatencyDelta(seq, delta))
@@ -186,6 +193,7 @@ def _run(
         start_state=command.start_state or "carry",
         target_rate=command.target_rate,
         arrivals=command.arrivals or "poisson",
+        tolerate_errors=command.tolerate_errors,
     )
     try:
         return engine.run(spec, local_stop, publish)

@@ -36,6 +36,12 @@ MIN_BATCH = 1 << 7
 assert (ACTION_FIELDS, RECORD_FIELDS) == (recording.ACTION_FIELDS, recording.RECORD_FIELDS)
 
 
+def is_timeout(error_type: str) -> bool:
+    """An error counted as a timeout (Progress.timeouts): its type's name says so."""
+    name = error_type.lower()
+    return "timeout" in name or "timedout" in name
+
+
 def histogram_of(latencies_ns: np.ndarray) -> HdrHistogram:
     h = new_histogram()
     if len(latencies_ns):
@@ -93,10 +99,13 @@ class Recorder:
         self._done_actions = 0
         self.errors: Counter[tuple[int, str]] = Counter()
         self.error_samples: dict[tuple[int, str], str] = {}
+        self.timeouts = 0
 
     def error(self, action: int, exc: BaseException) -> None:
         key = (action, type(exc).__name__)
         self.errors[key] += 1
+        if is_timeout(key[1]):
+            self.timeouts += 1
         if key not in self.error_samples:
             self.error_samples[key] = str(exc)[:300]
 

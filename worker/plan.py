@@ -15,17 +15,20 @@ from typing import Any
 
 from bgbench.errors import UserError
 from bgbench.run_result import ErrorCount
-from bgbench.sdk import Fragment, Player, StoreBinding, Think, UnitContext
+from bgbench.sdk import Fragment, Player, StoreBinding, Think, Timer, UnitContext
 from bgbench.worker.measurement import Recorder
 from bgbench.worker.tally import ActionTally
 
 MAX_CONSECUTIVE_ERRORS = 100
+# A run that tolerates errors: a socialite whose action failed waits this long before its
+# next, so a dead store is not spun on (refused connections fail in microseconds).
+ERROR_BACKOFF_S = 0.01
 ARRIVALS = ("poisson", "constant")
 _ARRIVALS_SEED = 0xA77  # the schedule's own stream beside the socialites' (which use t >= 0)
 _GAPS_AT_ONCE = 1024  # exponential gaps drawn per refill
 
-# (actions, errors, sessions, latency histogram delta or None, client lag in ms)
-Publish = Callable[[int, int, int, bytes | None, float], None]
+# (actions, errors, sessions, latency histogram delta or None, client lag in ms, timeouts)
+Publish = Callable[[int, int, int, bytes | None, float, int], None]
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,8 @@ class RunSpec:
     start_state: str = "carry"  # carry | reload | readback
     target_rate: float = 0.0  # open loop: this load process's arrivals/s; 0: closed loop
     arrivals: str = "poisson"  # poisson | constant (open loop only)
+    # A scenario's faults: errors never end the run, calls stuck at the end are a note.
+    tolerate_errors: bool = False
 
     def check_pacing(self) -> None:
         """A target rate and arrival process the runners can follow, or a UserError."""
@@ -144,12 +149,14 @@ class RunOutcome:
     loop_lag_max_ms: float = 0.0
     cpu_seconds: float = 0.0  # the load process's CPU from the start to the end of the run
     unit_counts: list[int] = field(default_factory=list)  # per unit of the mix, played
+    note: str = ""  # what a run that tolerates errors went through instead of aborting
 
 
 @dataclass
 class Flags:
     stop: bool = False
     aborted: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 def error_counts(recorders: list[Recorder], names: Mapping[int, str]) -> list[ErrorCount]:
@@ -175,4 +182,33 @@ def failing(rec: Recorder, who: str) -> str:
     return (
         f"store failing: {MAX_CONSECUTIVE_ERRORS} errors in a row on {who}, "
         f"last {key[1]}: {rec.error_samples[key]}"
+    )
+
+
+def sleep_until(stop: threading.Event, due: int) -> bool:
+    """Sleep until monotonic ns `due` (never less: an event's wait may end a hair early);
+    False when the experiment is stopping."""
+    while (left := due - monotonic_ns()) > 0:
+        if stop.wait(left / 1e9):
+            return False
+    return not stop.is_set()
+
+
+def not_stopping(
+    alive: list[Timer[Any] | None], stopped_at: int, threads: int, grace_s: float
+) -> tuple[bool, str]:
+    """Why threads outlived the grace (and whether the store is why). Most of them inside
+    store calls begun before the stop: the store stopped answering. Otherwise they are
+    runnable but never got to run (the GIL shared by too many threads): the client is
+    overloaded, not the store."""
+    waiting = sum(1 for tc in alive if tc is not None and 0 < tc.in_call <= stopped_at)
+    if 2 * waiting >= len(alive):
+        return True, (
+            f"{waiting} threads still inside store calls {grace_s:.0f} s after the end: "
+            "the store stopped answering"
+        )
+    return False, (
+        f"client overloaded: {len(alive)} of {threads} threads could not stop within the "
+        f"{grace_s:g} s grace ({waiting} inside store calls): T is beyond what this load "
+        "process can run; use more load processes or agents"
     )

@@ -1,6 +1,10 @@
 """One run across the agent's load processes: start every fragment, stream progress about
 twice a second, stop them when the caller leaves or time runs out, and end with their
-results merged into the agent's RunResult (bgbench/run_result)."""
+results merged into the agent's RunResult (bgbench/run_result).
+
+The run's start (`RunningFragments.t0_ns`, monotonic ns) is the origin of every progress's
+elapsed_seconds; the load processes' log records are on the same clock (CLOCK_MONOTONIC,
+one per host), so a Validate's phase offsets map onto the logs from it."""
 
 import dataclasses
 import math
@@ -16,7 +20,15 @@ from bgbench.protos import worker_pb2 as pb
 from bgbench.resources.processes import StoreWatch
 from bgbench.run_result import RunResult
 from bgbench.run_result.histograms import merged
-from bgbench.worker.contracts import ACTIONS, COUNTERS, ERRORS, SESSIONS, Answer, RunCommand
+from bgbench.worker.contracts import (
+    ACTIONS,
+    COUNTERS,
+    ERRORS,
+    SESSIONS,
+    TIMEOUTS,
+    Answer,
+    RunCommand,
+)
 from bgbench.worker.host_watch import HostWatch, check_watch
 from bgbench.worker.load_processes import LoadProcess, cpu_seconds, take_lag
 from bgbench.worker.replies import error, first_error, result_of
@@ -66,6 +78,7 @@ def start(processes: list[LoadProcess], request: pb.RunRequest, log_dir: Path) -
                 start_state=request.start_state,
                 target_rate=rate_share(request.target_rate, threads, request.threads),
                 arrivals=request.arrivals or "poisson",
+                tolerate_errors=request.tolerate_errors,
             )
         )
 
@@ -83,7 +96,8 @@ class RunningFragments:
         self.replies: dict[int, Answer] = {}
         self.deltas: list[bytes] = []
         self.cpu_last = self._cpu()
-        self.t0 = self.last_tick = time.monotonic()
+        self.t0_ns = time.monotonic_ns()  # the run's start, the origin of elapsed_seconds
+        self.t0 = self.last_tick = self.t0_ns / 1e9
         self.hard_deadline = self.t0 + duration_s + RUN_GRACE_S
 
     def _cpu(self) -> float:
@@ -123,6 +137,7 @@ class RunningFragments:
             actions=sum(p.counters[ACTIONS] for p in processes),
             errors=sum(p.counters[ERRORS] for p in processes),
             sessions=sum(p.counters[SESSIONS] for p in processes),
+            timeouts=sum(p.counters[TIMEOUTS] for p in processes),
             response_hist_delta=merged(self.deltas),
         )
         self.deltas.clear()
@@ -146,8 +161,10 @@ def run_events(
     log_dir: Path,
     caller_active: Callable[[], bool],
     stopping: threading.Event,
+    started: Callable[[int], None] = lambda _origin_ns: None,
 ) -> Iterator[pb.RunEvent]:
-    """The Run call's events: progress, then the merged result or an error."""
+    """The Run call's events: progress, then the merged result or an error. `started` is
+    told the run's start (monotonic ns), the origin of its progress's elapsed_seconds."""
     if not processes:
         yield pb.RunEvent(error=error("user", "prepare must come before run"))
         return
@@ -155,7 +172,7 @@ def run_events(
     host = HostWatch(StoreWatch.from_proto(request.watch), load=lambda: list(pids))
     try:
         host.prime()
-        yield from _events(processes, request, log_dir, caller_active, stopping, host)
+        yield from _events(processes, request, log_dir, caller_active, stopping, host, started)
     finally:
         host.close()
 
@@ -167,9 +184,11 @@ def _events(
     caller_active: Callable[[], bool],
     stopping: threading.Event,
     host: HostWatch,
+    started: Callable[[int], None],
 ) -> Iterator[pb.RunEvent]:
     start(processes, request, log_dir)
     run = RunningFragments(processes, request.duration_seconds, host)
+    started(run.t0_ns)
     while not run.done:
         run.collect()
         now = time.monotonic()

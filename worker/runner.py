@@ -36,6 +36,7 @@ from bgbench.worker.plan import (
     ARRIVALS as ARRIVALS,
 )
 from bgbench.worker.plan import (
+    ERROR_BACKOFF_S,
     MAX_CONSECUTIVE_ERRORS,
     Arrivals,
     Flags,
@@ -46,6 +47,8 @@ from bgbench.worker.plan import (
     error_counts,
     failing,
     finish,
+    not_stopping,
+    sleep_until,
 )
 from bgbench.worker.plan import new_event_loop as new_event_loop
 
@@ -149,10 +152,10 @@ async def _run_tasks(
     def counts() -> tuple[int, int, int]:
         return rec.action_count, sum(rec.errors.values()), sum(sessions)
 
-    lag_max_ms = await _watch_tasks(plan, tasks, conns, flags, stop, live, counts, publish)
+    lag_max_ms = await _watch_tasks(plan, tasks, conns, flags, stop, live, counts, publish, rec)
     elapsed = time.monotonic() - t0
     cpu = cpu_seconds() - cpu0
-    publish(*counts(), live.cut(final=True), 0.0)
+    publish(*counts(), live.cut(final=True), 0.0, rec.timeouts)
     await close_all(conns, plan.fragment, CLOSE_BOUND_S if flags.aborted else None)
     finish([rec])
     return RunOutcome(
@@ -164,6 +167,7 @@ async def _run_tasks(
         lag_max_ms,
         cpu,
         unit_counts,
+        "; ".join(flags.notes),
     )
 
 
@@ -176,10 +180,11 @@ async def _watch_tasks(
     live: LiveLatencies,
     counts: Callable[[], tuple[int, int, int]],
     publish: Publish,
+    rec: Recorder,
 ) -> float:
     """Watch the tasks until they end: stop them at the deadline (or when told), give up on
-    those still inside store calls after the grace, publish progress and live cuts on
-    time. The loop's largest lag (ms)."""
+    those still inside store calls after the grace (an abort, or a note when the run
+    tolerates errors), publish progress and live cuts on time. The loop's largest lag (ms)."""
     lag_max_ms = 0.0
     t0 = time.monotonic()
     deadline = t0 + plan.spec.duration_s
@@ -196,10 +201,11 @@ async def _watch_tasks(
                     task.cancel()
         if stopped_at and now >= deadline + STOP_GRACE_S:
             busy = sum(1 for t, task in enumerate(tasks) if not task.done() and conns[t].in_call)
-            flags.aborted.append(
+            stuck = (
                 f"{busy} tasks still inside store calls {STOP_GRACE_S:.0f} s after the end: "
                 "the store stopped answering"
             )
+            (flags.notes if plan.spec.tolerate_errors else flags.aborted).append(stuck)
             plan.fragment.uncertain = True  # their writes' outcomes are unknown
             for task in pending:
                 task.cancel()
@@ -214,7 +220,7 @@ async def _watch_tasks(
         delta = None
         if time.monotonic() >= next_cut:
             delta, next_cut = live.cut(), next_cut + LIVE_EVERY_S
-        publish(*counts(), delta, late)
+        publish(*counts(), delta, late, rec.timeouts)
     return lag_max_ms
 
 
@@ -239,6 +245,7 @@ async def _socialite(
     slice_end = monotonic_ns() + slice_ns
     sid = t << 40
     think = ctx.think
+    tolerant = plan.spec.tolerate_errors
     due = 0  # the next unit's intended start when a schedule set it; 0: as soon as free
     try:
         while not flags.stop:
@@ -277,9 +284,14 @@ async def _socialite(
             if timed.count > before:
                 sessions[t] += 1
                 unit_counts[u] += 1
-            if timed.consecutive_errors >= MAX_CONSECUTIVE_ERRORS:
-                flags.aborted.append(failing(cast(Recorder, timed.rec), f"task {t}"))
-                flags.stop = True
+            if timed.consecutive_errors:
+                if tolerant:  # a dead store is not spun on
+                    if not await think(ERROR_BACKOFF_S):
+                        break
+                    slice_end = monotonic_ns() + slice_ns
+                elif timed.consecutive_errors >= MAX_CONSECUTIVE_ERRORS:
+                    flags.aborted.append(failing(cast(Recorder, timed.rec), f"task {t}"))
+                    flags.stop = True
             if timed.count >= max_ops:
                 break
             if gap_ns:  # BG's inter-arrival time, from this unit's end to the next's start
@@ -351,6 +363,9 @@ def run_threads(plan: Plan, log: LogWriter, stop: threading.Event, publish: Publ
             sum(sessions),
         )
 
+    def timeouts() -> int:
+        return sum(r.timeouts for r in recorders)
+
     while True:
         alive = [t for t, th in enumerate(workers) if th.is_alive()]
         now = time.monotonic()
@@ -361,7 +376,14 @@ def run_threads(plan: Plan, log: LogWriter, stop: threading.Event, publish: Publ
         if not stopped_at and stop.is_set():
             stopped_at = monotonic_ns()
         if now >= stuck_deadline:
-            flags.aborted.append(_not_stopping([timed[t] for t in alive], stopped_at, threads))
+            in_store, why = not_stopping(
+                [timed[t] for t in alive], stopped_at, threads, STOP_GRACE_S
+            )
+            if in_store and spec.tolerate_errors:
+                flags.notes.append(why)
+                plan.fragment.uncertain = True  # their writes' outcomes are unknown
+            else:
+                flags.aborted.append(why)
             break
         wait = min(PUBLISH_EVERY_S, max(0.0, deadline - now) + 0.005, max(0.0, next_cut - now))
         asked = monotonic_ns()
@@ -372,8 +394,8 @@ def run_threads(plan: Plan, log: LogWriter, stop: threading.Event, publish: Publ
         delta = None
         if time.monotonic() >= next_cut:
             delta, next_cut = live.cut(), next_cut + LIVE_EVERY_S
-        publish(*counts(), delta, late)
-    publish(*counts(), live.cut(final=True), 0.0)
+        publish(*counts(), delta, late, timeouts())
+    publish(*counts(), live.cut(final=True), 0.0, timeouts())
     elapsed = time.monotonic() - t0
     cpu = cpu_seconds() - cpu0
     finish(recorders)
@@ -386,6 +408,7 @@ def run_threads(plan: Plan, log: LogWriter, stop: threading.Event, publish: Publ
         lag_max_ms,
         cpu,
         [sum(c) for c in zip(*unit_counts, strict=True)],
+        "; ".join(flags.notes),
     )
 
 
@@ -424,6 +447,7 @@ def _thread_main(
     take = arrivals.take_locked if arrivals is not None else None  # no lock in a closed loop
     gap_ns = 0 if take is not None else int(plan.interarrival_ms * 1_000_000)
     max_ops = plan.per_runner_ops or NEVER_NS
+    tolerant = plan.spec.tolerate_errors
     go.wait()
     due = 0  # the next unit's intended start when a schedule set it; 0: as soon as free
     sid = t << 40
@@ -431,7 +455,7 @@ def _thread_main(
         while not stop.is_set():
             if take is not None and not due:
                 due = take()
-                if not _sleep_until(stop, due):
+                if not sleep_until(stop, due):
                     break
             intended = due or monotonic_ns()
             socialite = player.acquire()
@@ -450,41 +474,19 @@ def _thread_main(
             if timed.count > before:
                 sessions[t] += 1
                 unit_counts[u] += 1
-            if timed.consecutive_errors >= MAX_CONSECUTIVE_ERRORS:
-                flags.aborted.append(failing(rec, f"thread {t}"))
-                flags.stop = True
-                stop.set()
+            if timed.consecutive_errors:
+                if tolerant:  # a dead store is not spun on
+                    if stop.wait(ERROR_BACKOFF_S):
+                        break
+                elif timed.consecutive_errors >= MAX_CONSECUTIVE_ERRORS:
+                    flags.aborted.append(failing(rec, f"thread {t}"))
+                    flags.stop = True
+                    stop.set()
             if timed.count >= max_ops:
                 break
             if gap_ns:  # BG's inter-arrival time, from this unit's end to the next's start
                 due = monotonic_ns() + gap_ns  # a late wake-up counts as the client's delay
-                if not _sleep_until(stop, due):
+                if not sleep_until(stop, due):
                     break
     finally:
         conn.close()
-
-
-def _sleep_until(stop: threading.Event, due: int) -> bool:
-    """Sleep until monotonic ns `due` (never less: an event's wait may end a hair early);
-    False when the experiment is stopping."""
-    while (left := due - monotonic_ns()) > 0:
-        if stop.wait(left / 1e9):
-            return False
-    return not stop.is_set()
-
-
-def _not_stopping(alive: list[Timer[Any] | None], stopped_at: int, threads: int) -> str:
-    """Why threads outlived the grace. Most of them inside store calls begun before the stop:
-    the store stopped answering. Otherwise they are runnable but never got to run (the GIL
-    shared by too many threads): the client is overloaded, not the store."""
-    waiting = sum(1 for tc in alive if tc is not None and 0 < tc.in_call <= stopped_at)
-    if 2 * waiting >= len(alive):
-        return (
-            f"{waiting} threads still inside store calls {STOP_GRACE_S:.0f} s after the end: "
-            "the store stopped answering"
-        )
-    return (
-        f"client overloaded: {len(alive)} of {threads} threads could not stop within the "
-        f"{STOP_GRACE_S:g} s grace ({waiting} inside store calls): T is beyond what this load "
-        "process can run; use more load processes or agents"
-    )

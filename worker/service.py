@@ -27,8 +27,6 @@ from bgbench.errors import UserError
 from bgbench.protos import PROTOCOL_VERSION
 from bgbench.protos import worker_pb2 as pb
 from bgbench.protos import worker_pb2_grpc as pb_grpc
-from bgbench.run_result.histograms import merged_or_empty
-from bgbench.run_result.run import payloads
 from bgbench.worker import host_watch, run_coordination
 from bgbench.worker.calibration import measure_capacity
 from bgbench.worker.contracts import (
@@ -38,7 +36,6 @@ from bgbench.worker.contracts import (
     PrepareCommand,
     PreparePhase,
     PrepareResult,
-    ReadCounts,
     ReadyCommand,
     ReadyResult,
     ValidateCommand,
@@ -56,6 +53,7 @@ from bgbench.worker.replies import error_of as _error_of
 from bgbench.worker.replies import first_error as _first_error
 from bgbench.worker.replies import result_of as _result
 from bgbench.worker.security import confine_paths, experiment_dir
+from bgbench.worker.validation_reply import RunOrigins, merge_validations
 from bgbench.workloads import registry
 
 PREPARE_TIMEOUT_S = VALIDATE_TIMEOUT_S = 3600.0
@@ -89,6 +87,7 @@ class AgentService(pb_grpc.WorkerServicer):  # type: ignore[misc]
         self._ctx = mp.get_context("spawn")
         self._busy = threading.Lock()
         self._stopper = stopper
+        self._origins = RunOrigins()  # each run's start, for Validate's phases
 
     # -- helpers -----------------------------------------------------------------
     def _ensure_processes(self, n: int) -> None:
@@ -304,7 +303,12 @@ class AgentService(pb_grpc.WorkerServicer):  # type: ignore[misc]
     def _run(self, request: pb.RunRequest, context: grpc.ServicerContext) -> Iterator[pb.RunEvent]:
         log_dir = self._log_dir(request.experiment_id) if self.processes else Path()
         yield from run_coordination.run_events(
-            self.processes, request, log_dir, context.is_active, self._stopper
+            self.processes,
+            request,
+            log_dir,
+            context.is_active,
+            self._stopper,
+            lambda origin_ns: self._origins.note(request.experiment_id, origin_ns),
         )
 
     def Validate(
@@ -321,15 +325,18 @@ class AgentService(pb_grpc.WorkerServicer):  # type: ignore[misc]
                 return pb.ValidateReply(
                     error=_error("user", "nothing to validate: no experiment ran")
                 )
+            clock = self._origins.clock(request)
+            if isinstance(clock, pb.Error):
+                return pb.ValidateReply(error=clock)
             answers = self._all(
-                [ValidateCommand(str(log_dir))] * len(self.processes),
+                [ValidateCommand(str(log_dir), clock)] * len(self.processes),
                 VALIDATE_TIMEOUT_S,
                 _abandoned(context),
             )
         failed = _first_error(answers)
         if failed is not None:
             return pb.ValidateReply(error=failed)
-        return _merge_validations([_result(a, ValidateSummary) for a in answers])
+        return merge_validations([_result(a, ValidateSummary) for a in answers])
 
     def Watch(
         self, request: pb.WatchRequest, context: grpc.ServicerContext
@@ -359,32 +366,3 @@ class AgentService(pb_grpc.WorkerServicer):  # type: ignore[misc]
 
 def _abandoned(context: grpc.ServicerContext) -> Abandoned:
     return lambda: not context.is_active()
-
-
-def _sum_reads(parts: list[dict[str, ReadCounts]]) -> list[pb.ReadCount]:
-    total: dict[str, pb.ReadCount] = {}
-    for part in parts:
-        for name, counts in part.items():
-            row = total.setdefault(name, pb.ReadCount(name=name))
-            row.reads += counts.reads
-            row.unpredictable += counts.unpredictable
-    return list(total.values())
-
-
-def _merge_validations(results: list[ValidateSummary]) -> pb.ValidateReply:
-    examples = [e for r in results for e in r.examples]
-    return pb.ValidateReply(
-        lag_hist=merged_or_empty([r.lag_hist for r in results]),
-        never_valid=sum(r.never_valid for r in results),
-        reads=sum(r.reads for r in results),
-        unpredictable_reads=sum(r.unpredictable_reads for r in results),
-        sessions=sum(r.sessions for r in results),
-        unpredictable_sessions=sum(r.unpredictable_sessions for r in results),
-        writes=sum(r.writes for r in results),
-        log_records=sum(r.log_records for r in results),
-        seconds=max(r.seconds for r in results),
-        by_item=_sum_reads([r.by_item for r in results]),
-        by_action=_sum_reads([r.by_action for r in results]),
-        examples_json=json.dumps(examples) if examples else "",
-        workload_payload=payloads([r.workload_payload for r in results]),
-    )

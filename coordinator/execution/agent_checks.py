@@ -33,6 +33,7 @@ from bgbench.protos import (
     new_histogram,
 )
 from bgbench.protos import worker_pb2 as pb
+from bgbench.validation.phases import MAX_BINS
 
 MAX_LOAD_PROCESSES = 256  # the agent's own --processes bound
 MAX_CORES = 1 << 16
@@ -111,6 +112,7 @@ def check_progress(address: str, progress: pb.Progress) -> None:
         _seconds_like(address, f"progress {name}", getattr(progress, name))
     for name in ("actions", "errors", "sessions"):
         _within(address, f"progress {name}", getattr(progress, name), 0, MAX_COUNT)
+    _within(address, "progress timeouts", progress.timeouts, 0, progress.errors)
     _histogram(address, "progress response_hist_delta", progress.response_hist_delta)
 
 
@@ -125,7 +127,8 @@ def check_result(address: str, result: pb.RunResult, processes: int) -> None:
         _seconds_like(address, f"run {name}", getattr(result, name))
     for name in ("actions", "sessions", "errors", "log_records", "threads"):
         _within(address, f"run {name}", getattr(result, name), 0, MAX_COUNT)
-    for name in ("log_dir", "aborted", "concurrency", "start_state"):
+    _within(address, "run timeouts", result.timeouts, 0, result.errors)
+    for name in ("log_dir", "aborted", "note", "concurrency", "start_state"):
         _text(address, f"run {name}", getattr(result, name))
     _rows(address, "run per_action", result.per_action, MAX_ROWS)
     for a in result.per_action:
@@ -148,9 +151,11 @@ def check_result(address: str, result: pb.RunResult, processes: int) -> None:
     _json(address, "run workload_payload", result.workload_payload)
 
 
-def check_validation(address: str, reply: pb.ValidateReply) -> None:
+def check_validation(address: str, reply: pb.ValidateReply, phases: int = 0) -> None:
+    """`phases`: how many phases were asked for (0: none, nor a series)."""
     if reply.error.message:
         return
+    _check_phases(address, reply, phases)
     for name in ("reads", "writes", "sessions", "log_records"):
         _within(address, f"validation {name}", getattr(reply, name), 0, MAX_COUNT)
     _within(address, "validation unpredictable_reads", reply.unpredictable_reads, 0, reply.reads)
@@ -175,6 +180,31 @@ def check_validation(address: str, reply: pb.ValidateReply) -> None:
     if not (isinstance(examples, list) and all(isinstance(e, dict) for e in examples)):
         raise AgentFault(address, "validation examples_json", "not a JSON array of objects")
     _json(address, "validation workload_payload", reply.workload_payload)
+
+
+def _check_phases(address: str, reply: pb.ValidateReply, phases: int) -> None:
+    """Per phase and per bin: as many phases as asked, adding up to the totals; bins
+    within the cap, each within its reads."""
+    if len(reply.phases) != phases:
+        raise AgentFault(address, "validation phases", f"{len(reply.phases)} for {phases} asked")
+    for name, counts in (("reads", reply.reads), ("unpredictable", reply.unpredictable_reads)):
+        total = sum(getattr(p, name) for p in reply.phases)
+        if phases and total != counts:
+            raise AgentFault(
+                address, f"validation phases {name}", f"{total} in all, where the run has {counts}"
+            )
+    for p in reply.phases:
+        _histogram(address, "validation phase lag_hist", p.lag_hist)
+    _rows(address, "validation series_reads", reply.series_reads, MAX_BINS)
+    if len(reply.series_unpredictable) != len(reply.series_reads):
+        raise AgentFault(
+            address,
+            "validation series_unpredictable",
+            f"{len(reply.series_unpredictable)} bins for {len(reply.series_reads)} of reads",
+        )
+    for reads, bad in zip(reply.series_reads, reply.series_unpredictable, strict=True):
+        _within(address, "validation series_unpredictable", bad, 0, reads)
+    _within(address, "validation series_reads", sum(reply.series_reads), 0, reply.reads)
 
 
 # -- the bounds --------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -234,10 +234,21 @@ class AgentClient:
             stream.cancel()
             self._track(stream, False)
 
-    def validate(self, experiment_id: str) -> pb.ValidateReply:
-        request = pb.ValidateRequest(experiment_id=experiment_id)
+    def validate(
+        self,
+        experiment_id: str,
+        phase_starts_s: Sequence[float] = (),
+        series_bin_s: float = 0.0,
+    ) -> pb.ValidateReply:
+        """The agent's validation of the experiment's logs; with `phase_starts_s` (offsets
+        from this agent's run start, the origin of its progress's elapsed_seconds) or
+        `series_bin_s`, its reads per phase and per bin too."""
+        request = pb.ValidateRequest(
+            experiment_id=experiment_id, phase_starts_s=phase_starts_s, series_bin_s=series_bin_s
+        )
         reply = self._watched(self.stub.Validate, request, VALIDATE_TIMEOUT_S, "validating")
-        checks.check_validation(self.address, reply)
+        asked = len(phase_starts_s) + 1 if phase_starts_s or series_bin_s else 0
+        checks.check_validation(self.address, reply, asked)
         _raise(reply.error, self.address)
         return reply  # type: ignore[no-any-return]
 
