@@ -13,6 +13,8 @@ this without bgbench installed; installed, `python -m bgbench.launchers.servers`
     python deploy/local/servers.py start cassandra-batch DIR  # one node, commit log batch
     python deploy/local/servers.py start hbase DIR       # standalone + Thrift (happybase)
     python deploy/local/servers.py start node-exporter DIR  # Prometheus node_exporter
+    python deploy/local/servers.py start postgres-replica DIR  # primary + hot standby
+    python deploy/local/servers.py start postgres-replica-delayed DIR  # standby 300 ms behind
     python deploy/local/servers.py stop DIR
     python deploy/local/servers.py fetch cassandra hbase  # only fetch (and cache) the jars
 
@@ -36,7 +38,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bgbench.launchers import cassandra_server, hbase_server, node_exporter
+from bgbench.launchers import cassandra_server, hbase_server, node_exporter, postgres_replica
 from bgbench.launchers.procs import (
     apt,
     fetch_jars,
@@ -208,6 +210,8 @@ def store_options(info: dict[str, Any]) -> dict[str, Any]:
     port = info["port"]
     if info["server"] == "postgres":
         return {"dsn": new_database(info)}
+    if info["server"] == postgres_replica.SERVER:
+        return postgres_replica.store_options(info)
     if info["server"] == "memcached":
         return {"memcached": f"127.0.0.1:{port}"}
     if info["server"] == "mongo-wire":
@@ -241,6 +245,10 @@ def kinds() -> dict[str, Any]:
         "cassandra-batch": lambda d: cassandra_server.start(d, commitlog="batch"),
         "hbase": hbase_server.start,
         "node-exporter": node_exporter.start,
+        "postgres-replica": postgres_replica.start,
+        "postgres-replica-delayed": lambda d: postgres_replica.start(
+            d, postgres_replica.APPLY_DELAY_MS
+        ),
     }
 
 
@@ -286,6 +294,8 @@ def stop(directory: Path) -> None:
              "stop"],
             capture_output=True,
         )  # fmt: skip
+    elif info["server"] == postgres_replica.SERVER:
+        postgres_replica.stop(directory, info)
     elif info["server"] == "cassandra":
         cassandra_server.stop(info)
     elif info["server"] == "hbase":

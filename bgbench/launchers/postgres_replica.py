@@ -1,0 +1,346 @@
+"""PostgreSQL 15 with a streaming hot standby on loopback (server kind `postgres-replica`).
+
+    python deploy/local/servers.py start postgres-replica DIR
+    python deploy/local/servers.py start postgres-replica-delayed DIR   # standby 300 ms behind
+    python deploy/local/servers.py stop DIR
+
+The primary (DIR/primary) serves clients on 127.0.0.1:PORT and listens on a second loopback
+address, REPLICATION_ADDRESS (127.0.2.1), on the same port: the standby's primary_conninfo
+names only that address, so a packet filter can cut replication (127.0.2.1:PORT) apart from
+the clients (127.0.0.1:PORT). The standby (DIR/standby) is a `pg_basebackup -R -X stream`
+copy of the primary on a port of its own, hot_standby on: it answers reads, refuses writes.
+`postgres-replica-delayed` starts the standby with recovery_min_apply_delay (APPLY_DELAY_MS):
+every commit becomes visible there that long after the primary's, so reads from it under
+writes are stale for certain, whatever the machine's speed (a plain standby's lag is a few
+milliseconds on loopback, and how many reads fall inside it depends on the machine).
+
+Nodes "primary" and "standby": kill (SIGKILL the postmaster and its backends), stop
+(pg_ctl stop -m fast), start (the recorded pg_ctl start; a primary recovers from its WAL,
+the standby reconnects by itself), restart, pause (SIGSTOP the postmaster and every process
+it forked), resume (SIGCONT). server.json records each node's command, data directory and
+postmaster PID; an action updates it, so `stop DIR` stops what runs now. Standard library
+only, like the other launchers.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bgbench.launchers import servers
+from bgbench.launchers.procs import free_port, running, wait_for
+
+KINDS = ("postgres-replica", "postgres-replica-delayed")
+SERVER = "postgres-replica"
+REPLICATION_ADDRESS = "127.0.2.1"
+APPLY_DELAY_MS = 300  # postgres-replica-delayed: how far behind the standby applies commits
+NODES = ("primary", "standby")
+ACTIONS = frozenset({"kill", "stop", "start", "restart", "pause", "resume"})
+COMMAND_TIMEOUT_S = 120.0  # initdb, pg_basebackup, psql: none may hang a start
+PG_SETTINGS = (
+    "-c fsync=off -c synchronous_commit=off -c max_connections=300 -c shared_buffers=128MB"
+)
+
+
+def _as_pg() -> list[str]:
+    return ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+
+
+def _run(cmd: list[str], what: str, timeout_s: float = COMMAND_TIMEOUT_S) -> str:
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"{what}: no answer within {timeout_s:.0f} s") from None
+    if done.returncode != 0:
+        raise RuntimeError(f"{what} failed: {(done.stderr or done.stdout).strip()[-2000:]}")
+    return done.stdout
+
+
+def _sockets(home: Path) -> Path:
+    """Where the node's unix socket goes: its home, or /tmp when that path is too long."""
+    if len(str(home)) <= 80:
+        return home
+    sockets = Path(tempfile.mkdtemp(prefix="bgbench-pg-"))
+    if _as_pg():
+        os.chown(sockets, *_postgres_ids())
+    return sockets
+
+
+def _postgres_ids() -> tuple[int, int]:
+    import pwd
+
+    entry = pwd.getpwnam("postgres")
+    return entry.pw_uid, entry.pw_gid
+
+
+def _start_command(data: Path, log: Path, port: int, options: str) -> list[str]:
+    return [*_as_pg(), str(servers.PG_BIN / "pg_ctl"), "-D", str(data), "-l", str(log), "-w",
+            "-t", "60", "-o", f"-p {port} {options}", "start"]  # fmt: skip
+
+
+def _postmaster(data: Path) -> int:
+    return int((data / "postmaster.pid").read_text().splitlines()[0])
+
+
+def _psql(port: int, sql: str, dbname: str = "postgres", timeout_s: float = 10.0) -> str:
+    cmd = [str(servers.PG_BIN / "psql"), "-h", "127.0.0.1", "-p", str(port), "-U", "postgres",
+           "-d", dbname, "-Atqc", sql]  # fmt: skip
+    return _run(cmd, f"psql on port {port}", timeout_s).strip()
+
+
+def start(directory: Path, apply_delay_ms: int = 0) -> dict[str, Any]:
+    """A primary and its hot standby, each with its data under `directory`; with
+    `apply_delay_ms`, the standby applies each commit that long after the primary."""
+    if not (servers.PG_BIN / "initdb").exists():
+        servers.apt("postgresql")
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "primary").mkdir(exist_ok=True)
+    (directory / "standby").mkdir(exist_ok=True)
+    primary = _start_primary(directory / "primary")
+    try:
+        standby = _start_standby(directory / "standby", primary, apply_delay_ms)
+    except BaseException:
+        _stop_node(primary, 30.0)
+        raise
+    info = {
+        "server": SERVER, "port": primary["port"], "pid": primary["pid"],
+        "pids": [primary["pid"], standby["pid"]], "dir": str(directory),
+        "replication_address": REPLICATION_ADDRESS, "apply_delay_ms": apply_delay_ms,
+        "standby_port": standby["port"], "nodes": {"primary": primary, "standby": standby},
+    }  # fmt: skip
+    return info
+
+
+def _home(node_directory: Path) -> Path:
+    return servers._pg_home(node_directory) if _as_pg() else node_directory
+
+
+def _start_primary(node_directory: Path) -> dict[str, Any]:
+    port = free_port(REPLICATION_ADDRESS)
+    home = _home(node_directory)
+    data, log = home / "pgdata", home / "pg.log"
+    if not data.exists():
+        _run([*_as_pg(), str(servers.PG_BIN / "initdb"), "-D", str(data), "-U", "postgres",
+              "--auth=trust", "-E", "UTF8", "--no-locale"], "initdb")  # fmt: skip
+        with open(data / "pg_hba.conf", "a") as hba:  # appended: the file stays postgres's
+            hba.write("host all all 127.0.0.0/8 trust\nhost replication all 127.0.0.0/8 trust\n")
+    options = (
+        f"-c listen_addresses=127.0.0.1,{REPLICATION_ADDRESS} "
+        f"-c unix_socket_directories={_sockets(home)} {PG_SETTINGS} "
+        "-c wal_level=replica -c max_wal_senders=10 -c wal_keep_size=1GB"
+    )
+    command = _start_command(data, log, port, options)
+    _run(command, "starting the primary")
+    node = {"port": port, "pid": _postmaster(data), "data": str(data), "log": str(log),
+            "command": command}  # fmt: skip
+    wait_for(lambda: _ready(port), "the primary", 30)
+    return node
+
+
+def _start_standby(
+    node_directory: Path, primary: dict[str, Any], apply_delay_ms: int
+) -> dict[str, Any]:
+    port = free_port()
+    home = _home(node_directory)
+    data, log = home / "pgdata", home / "pg.log"
+    if not data.exists():
+        _run([*_as_pg(), str(servers.PG_BIN / "pg_basebackup"), "-h", REPLICATION_ADDRESS,
+              "-p", str(primary["port"]), "-U", "postgres", "-D", str(data), "-R",
+              "-X", "stream", "-c", "fast"], "pg_basebackup of the primary")  # fmt: skip
+    options = (
+        f"-c listen_addresses=127.0.0.1 -c unix_socket_directories={_sockets(home)} "
+        f"{PG_SETTINGS} -c hot_standby=on -c recovery_min_apply_delay={apply_delay_ms}ms "
+        "-c wal_receiver_status_interval=1s"
+    )
+    command = _start_command(data, log, port, options)
+    _run(command, "starting the standby")
+    node = {"port": port, "pid": _postmaster(data), "data": str(data), "log": str(log),
+            "command": command}  # fmt: skip
+    wait_for(lambda: _ready(port), "the standby", 30)
+    wait_for(lambda: _streaming(primary["port"]), "replication to the standby", 60)
+    return node
+
+
+def _ready(port: int) -> bool:
+    cmd = [str(servers.PG_BIN / "pg_isready"), "-h", "127.0.0.1", "-p", str(port)]
+    try:
+        return subprocess.run(cmd, capture_output=True, timeout=10).returncode == 0
+    except subprocess.TimeoutExpired:
+        return False
+
+
+def _streaming(primary_port: int) -> bool:
+    try:
+        sql = "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'"
+        return _psql(primary_port, sql) == "1"
+    except RuntimeError:
+        return False
+
+
+def store_options(info: dict[str, Any], timeout_s: float = 60.0) -> dict[str, Any]:
+    """A new database on the primary (`dsn`) and the same on the standby (`replica_dsn`),
+    returned once the standby has it (it replays the CREATE DATABASE)."""
+    dsn = servers.new_database(info)
+    dbname = dsn.rsplit("dbname=", 1)[1]
+    standby_port = info["nodes"]["standby"]["port"]
+
+    def visible() -> bool:
+        try:
+            return _psql(standby_port, "SELECT 1", dbname) == "1"
+        except RuntimeError:
+            return False
+
+    wait_for(visible, f"database {dbname} on the standby", timeout_s)
+    replica = f"host=127.0.0.1 port={standby_port} user=postgres dbname={dbname}"
+    return {"dsn": dsn, "replica_dsn": replica}
+
+
+def caught_up(info: dict[str, Any]) -> bool:
+    """Whether the standby has replayed everything the primary wrote until now."""
+    lsn = _psql(info["port"], "SELECT pg_current_wal_lsn()")
+    standby_port = info["nodes"]["standby"]["port"]
+    sql = f"SELECT pg_last_wal_replay_lsn() >= '{lsn}'::pg_lsn"
+    return _psql(standby_port, sql) == "t"
+
+
+def replica_nodes(info: dict[str, Any]) -> list[dict[str, Any]]:
+    """The two nodes as the fields of launchers.nodes.NodeInfo (endpoints as (address,
+    port) pairs). Both nodes' peer endpoint is the primary's replication address: the
+    standby's WAL stream is the one connection between them."""
+    peer = ((REPLICATION_ADDRESS, int(info["port"])),)
+    ports = {"primary": int(info["port"]), "standby": int(info["nodes"]["standby"]["port"])}
+    return [
+        {"name": name, "server": SERVER, "directory": Path(info["dir"]), "address": "",
+         "client_endpoints": (("127.0.0.1", ports[name]),), "peer_endpoints": peer,
+         "actions": ACTIONS, "member": True}
+        for name in NODES
+    ]  # fmt: skip
+
+
+def node_names() -> dict[str, frozenset[str]]:
+    return {name: ACTIONS for name in NODES}
+
+
+def _processes(postmaster: int) -> list[int]:
+    """The postmaster and every process it forked (backends, WAL sender or receiver)."""
+    children = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[1]) == postmaster:
+            children.append(int(entry.name))
+    return [postmaster, *children]
+
+
+def _signal_all(pids: list[int], sig: signal.Signals) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def _stop_node(node: dict[str, Any], timeout_s: float) -> None:
+    pid = int(node["pid"])
+    if not running(pid):
+        return
+    _signal_all(_processes(pid), signal.SIGCONT)  # a paused node cannot stop
+    cmd = [*_as_pg(), str(servers.PG_BIN / "pg_ctl"), "-D", node["data"], "-m", "fast", "-w",
+           "-t", str(max(1, int(timeout_s))), "stop"]  # fmt: skip
+    try:
+        subprocess.run(cmd, capture_output=True, timeout=timeout_s + 5)
+    except subprocess.TimeoutExpired:
+        pass
+    if running(pid):
+        _kill_node(node, 10.0)
+
+
+def _kill_node(node: dict[str, Any], timeout_s: float) -> list[int]:
+    pids = _processes(int(node["pid"]))
+    _signal_all(pids, signal.SIGKILL)
+    deadline = time.monotonic() + timeout_s
+    while any(running(pid) for pid in pids):
+        if time.monotonic() >= deadline:
+            raise RuntimeError(f"PIDs {pids} still run {timeout_s:.0f} s after SIGKILL")
+        time.sleep(0.05)
+    return pids
+
+
+def _start_node(name: str, node: dict[str, Any], timeout_s: float) -> None:
+    _run(node["command"], f"starting the {name}", timeout_s)
+    node["pid"] = _postmaster(Path(node["data"]))
+    wait_for(lambda: _ready(int(node["port"])), f"the {name}", timeout_s)
+
+
+def act(directory: Path, node_name: str, action: str, timeout_s: float) -> str:
+    """One node action on a `postgres-replica` started in `directory`: a line of what was
+    done. Raises RuntimeError (unknown node or action, failure, timeout)."""
+    state = directory / servers.STATE
+    info = json.loads(state.read_text())
+    if node_name not in NODES:
+        raise RuntimeError(f"no node {node_name!r} in {directory}: nodes {', '.join(NODES)}")
+    if action not in ACTIONS:
+        raise RuntimeError(f"{node_name} cannot {action}: it can {', '.join(sorted(ACTIONS))}")
+    node = info["nodes"][node_name]
+    pid = int(node["pid"])
+    if action == "kill":
+        pids = _kill_node(node, timeout_s)
+        line = f"killed {node_name} (SIGKILL to pids {', '.join(map(str, pids))})"
+    elif action == "stop":
+        _stop_node(node, timeout_s)
+        line = f"stopped {node_name} (pid {pid})"
+    elif action in ("start", "restart"):
+        if action == "restart":
+            _stop_node(node, timeout_s)
+        if running(int(node["pid"])):
+            raise RuntimeError(f"{node_name} already runs (pid {node['pid']})")
+        _start_node(node_name, node, timeout_s)
+        line = f"{action}ed {node_name}: pid {node['pid']}, port {node['port']}"
+    else:
+        sig = signal.SIGSTOP if action == "pause" else signal.SIGCONT
+        pids = _processes(pid) if running(pid) else []
+        if not pids:
+            raise RuntimeError(f"{node_name} does not run: nothing to {action}")
+        _signal_all(pids, sig)
+        node["paused"] = action == "pause"
+        line = f"{action}d {node_name} ({len(pids)} processes from pid {pid})"
+    if action != "pause":
+        node["paused"] = False
+    _record(state, info)
+    return line
+
+
+def _record(state: Path, info: dict[str, Any]) -> None:
+    nodes = info["nodes"]
+    info["pid"] = nodes["primary"]["pid"]
+    info["pids"] = [nodes["primary"]["pid"], nodes["standby"]["pid"]]
+    state.write_text(json.dumps(info))
+
+
+def restore(directory: Path, timeout_s: float) -> list[str]:
+    """Both nodes as started: resumed if paused, started if killed or stopped (the primary
+    first: the standby streams from it). The lines of what was done."""
+    info = json.loads((directory / servers.STATE).read_text())
+    done = []
+    for name in NODES:
+        node = info["nodes"][name]
+        if node.get("paused") and running(int(node["pid"])):
+            done.append(act(directory, name, "resume", timeout_s))
+        if not running(int(node["pid"])):
+            done.append(act(directory, name, "start", timeout_s))
+    return done
+
+
+def stop(directory: Path, info: dict[str, Any]) -> None:
+    """Both nodes: the standby first, then the primary (fast shutdown, then SIGKILL)."""
+    for name in reversed(NODES):
+        _stop_node(info["nodes"][name], 30.0)
