@@ -63,13 +63,17 @@ campaign_jobs
 resources
     one row per experiment and host it measured, and ResultFrames.resource_series(
     rating_id, seq) every sample of one experiment: columns in frames_resources.py.
+steps, phases
+    one row per scenario step and per scenario phase of each experiment that ran a
+    scenario, and ResultFrames.scenario_timeline(rating_id, seq) its timeline: columns
+    in frames_scenario.py.
 """
 
 import json
 import math
 import sqlite3
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +93,12 @@ from bgbench.coordinator.storage.frames_resources import (
     resource_rows,
     resources_frame,
     series_frame,
+)
+from bgbench.coordinator.storage.frames_scenario import (
+    phases_frame,
+    scenario_rows,
+    scenario_timeline,
+    steps_frame,
 )
 from bgbench.coordinator.storage.results import DB_NAME, checked_row
 from bgbench.coordinator.storage.store_file import checked as _checked
@@ -131,6 +141,9 @@ class ResultFrames:
     campaigns: pd.DataFrame
     campaign_jobs: pd.DataFrame
     resources: pd.DataFrame  # per experiment and host (frames_resources.py)
+    # per scenario step and phase of each experiment (frames_scenario.py)
+    steps: pd.DataFrame = field(default_factory=lambda: steps_frame([]))
+    phases: pd.DataFrame = field(default_factory=lambda: phases_frame([]))
 
     def rating(self, rating_id: str) -> "pd.Series[Any]":
         rows = self.ratings[self.ratings["id"] == rating_id]
@@ -160,6 +173,12 @@ class ResultFrames:
         where = f"experiments row {rating_id!r} seq {seq} (resources)"
         result = self.result(rating_id, seq)
         return _checked(self.path, where, lambda: series_frame(figures_of(result)))
+
+    def scenario_timeline(self, rating_id: str, seq: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """One experiment's scenario timeline: (intervals, bins) (frames_scenario.py)."""
+        where = f"experiments row {rating_id!r} seq {seq} (scenario)"
+        result = self.result(rating_id, seq)
+        return _checked(self.path, where, lambda: scenario_timeline(result))
 
 
 def store_file(path: str | Path) -> Path:
@@ -195,6 +214,8 @@ def load(path: str | Path) -> ResultFrames:
     confidence = {r["id"]: r["confidence"] for r in rating_rows}
     titles = {r["id"]: _titles(r["workload"]) for r in rating_rows}
     exp_rows, agent_rows, action_rows, valid_rows, resource = [], [], [], [], []
+    step_rows: list[dict[str, Any]] = []
+    phase_rows: list[dict[str, Any]] = []
     described: dict[str, str] = {}
     for e in experiments:
         where = f"experiments row {e.get('rating_id')!r} seq {e.get('seq')}"
@@ -206,6 +227,8 @@ def load(path: str | Path) -> ResultFrames:
         action_rows += rows[2]
         valid_rows += rows[3]
         resource += rows[4]
+        step_rows += rows[5]
+        phase_rows += rows[6]
     counts = pd.Series([e["rating_id"] for e in experiments], dtype=object).value_counts()
     by_rating: dict[str, list[dict[str, Any]]] = {}
     for row in exp_rows:
@@ -232,11 +255,15 @@ def load(path: str | Path) -> ResultFrames:
         ),
         campaign_jobs=_checked(file, "campaign_jobs", jobs_frame, jobs),
         resources=resources_frame(resource),
+        steps=steps_frame(step_rows),
+        phases=phases_frame(phase_rows),
     )
 
 
 Rows = tuple[
     dict[str, Any],
+    list[dict[str, Any]],
+    list[dict[str, Any]],
     list[dict[str, Any]],
     list[dict[str, Any]],
     list[dict[str, Any]],
@@ -247,8 +274,8 @@ Rows = tuple[
 def _experiment_rows(
     e: Mapping[str, Any], confidence: Mapping[str, Any], titles: Mapping[str, Any]
 ) -> Rows:
-    """An experiment's row, and its rows of per_agent, per_action, validation and
-    resources."""
+    """An experiment's row, and its rows of per_agent, per_action, validation, resources,
+    steps and phases."""
     result = _object(redacted_result(_parsed(e["result_json"])))  # older records held secrets
     rid = e["rating_id"]
     row = {**e, "reasons": redacted(e["reasons"])}
@@ -256,7 +283,8 @@ def _experiment_rows(
     exp, agents, actions, valid = experiment_rows(row, result, interval, titles.get(rid, {}))
     figures = figures_of(result)
     exp.update(bottleneck_columns(figures))
-    return exp, agents, actions, valid, resource_rows(exp, figures)
+    steps, phases = scenario_rows(exp, result)
+    return exp, agents, actions, valid, resource_rows(exp, figures), steps, phases
 
 
 def _parsed(text: str) -> dict[str, Any]:
