@@ -23,6 +23,7 @@ from pydantic import (
 
 from bgbench.coordinator.configuration.redaction import REDACTED, redact_options
 from bgbench.coordinator.configuration.resources import ResourcesConfig
+from bgbench.coordinator.configuration.scenario import SCENARIO_ERROR, NodesConfig, Scenario
 from bgbench.coordinator.configuration.settings_files import parse_value, read_file, shown
 from bgbench.errors import UserError
 from bgbench.workloads import registry
@@ -357,6 +358,10 @@ class Settings(BaseModel):
     rating: RatingConfig = RatingConfig()
     model: ModelConfig = ModelConfig()
     resources: ResourcesConfig = ResourcesConfig()
+    scenario: Scenario = Field(
+        default_factory=list, description="steps at offsets from each rated experiment's start"
+    )
+    nodes: NodesConfig = Field(default_factory=NodesConfig, description="a scenario's nodes")
     results_dir: Path = Field(Path("results"), description="where experiments are recorded")
 
     @property
@@ -467,12 +472,14 @@ def apply_overrides(data: dict[str, Any], overrides: list[tuple[str, Any]]) -> d
 
 def describe_validation_error(exc: ValidationError, file: Path | None = None) -> str:
     err = exc.errors()[0]
+    source = f" in {file}" if file else ""
+    more = f"; and {len(exc.errors()) - 1} more" if len(exc.errors()) > 1 else ""
+    if err["type"] == SCENARIO_ERROR:  # the line names the step itself
+        return f"invalid config{source}: {err['msg']}{more}"
     where = ".".join(shown(p) for p in err["loc"]) or "config"
     msg = err["msg"]
     if err["type"] == "extra_forbidden":
         msg = "unknown setting (check its spelling and section)"
     given = err.get("input")
     got = "" if isinstance(given, dict) or err["type"] == "missing" else f" (got {given!r})"
-    source = f" in {file}" if file else ""
-    more = f"; and {len(exc.errors()) - 1} more" if len(exc.errors()) > 1 else ""
     return f"invalid config{source}: {where}: {msg}{got}{more}"
