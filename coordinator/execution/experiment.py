@@ -167,9 +167,7 @@ def run_experiment(
 
     try:
         cluster.ready(start_state)
-    except SystemFault as exc:
-        if scenario is not None:
-            scenario.finish()
+    except SystemFault as exc:  # a scenario has not started: nothing to undo
         return _faulted(
             experiment_id, threads, duration_s, cluster, outcomes, str(exc), fault_time(exc)
         )
@@ -208,8 +206,6 @@ def run_experiment(
                         tick_of(p.elapsed_seconds, p.actions, p.response_hist_delta, bound_us)
                     )
                     resources.progress(i, p)
-                    if scenario is not None:
-                        scenario.progress(i, last_seen[i], p)
                     lag = event.progress.client_lag_ms
                     outcomes[i].client_lag_max_ms = max(outcomes[i].client_lag_max_ms, lag)
                     if on_progress:
@@ -221,6 +217,8 @@ def run_experiment(
                 lost = time.monotonic() - started
                 fail(f"{exc} (after {lost:.1f} s of the experiment)", client)
 
+    if scenario is not None:
+        on_progress = scenario.feeding(on_progress)
     workers = [threading.Thread(target=drive, args=(i,), daemon=True) for i in range(len(shares))]
     resources.start(duration_s)
     try:

@@ -8,7 +8,8 @@ subscribe through one Fanout. A scenario's steps are events too, each as it ends
 (ScenarioStep). The console view also takes the events no file records (LIVE_ONLY): each
 agent's raw progress report between an attempt's start and end on the agents, and each
 finished experiment's full result. Work per tick is constant (one histogram merge, three
-percentiles), so a sink cannot slow the engine more than its own write; a sink that raises is dropped with one warning.
+percentiles), so a sink cannot slow the engine more than its own write; a sink that raises
+is dropped with one warning.
 """
 
 import contextlib

@@ -13,14 +13,14 @@ from typing import Any
 
 from bgbench.coordinator.configuration.config import Settings
 from bgbench.coordinator.configuration.scenario import NodeCommands
-from bgbench.coordinator.records.events import EventSink, ScenarioStep, Say
+from bgbench.coordinator.records.events import EventSink, Say, ScenarioStep
 from bgbench.coordinator.scenario.nodes import CommandSpec, ScenarioNode, resolve
 from bgbench.coordinator.scenario.phases import ScenarioRecorder
 from bgbench.coordinator.scenario.timeline import ScenarioTimeline, step_line
 from bgbench.protos import worker_pb2 as pb
 from bgbench.run_result.scenario import ScenarioFigures, StepRecord
 
-
+ProgressCallback = Callable[[int, pb.Progress], None]
 SignalHandler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
 
 
@@ -98,6 +98,16 @@ class ScenarioRun:
     def progress(self, agent: int, received: float, p: pb.Progress) -> None:
         self.recorder.progress(agent, received, p)
 
+    def feeding(self, on_progress: ProgressCallback | None) -> ProgressCallback:
+        """`on_progress` that also feeds the phase recorder (as each report arrives)."""
+
+        def both(agent: int, p: pb.Progress) -> None:
+            self.recorder.progress(agent, time.monotonic(), p)
+            if on_progress is not None:
+                on_progress(agent, p)
+
+        return both
+
     def validate_args(self, agent: int) -> ValidateArgs:
         return ValidateArgs(self.recorder.phase_starts_for(agent), self.recorder.series_bin_s)
 
@@ -121,4 +131,3 @@ class ScenarioRun:
     def _step_ended(self, record: StepRecord) -> None:
         if self.events is not None:
             self.events.emit(ScenarioStep.of(self.experiment_id, record, step_line(record)))
-
