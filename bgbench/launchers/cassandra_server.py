@@ -11,12 +11,21 @@ data centres to span. Otherwise one data centre (SimpleSnitch's datacenter1).
 `commitlog="batch"` syncs the commit log before each write is acknowledged (the default,
 periodic, every 10 s).
 
+Each node's record in server.json ("nodes") holds its name (n1, n2 ...), address,
+directory, command line, JMX port (`-Dcassandra.jmx.local.port`: 127.0.0.1 only, one free
+port per node, for nodetool), pid (0: not running) and whether it is a member; "members"
+is the membership at start. `spares` nodes are configured but not started (auto_bootstrap
+on): bgbench/launchers/nodes.py starts them into the ring.
+
 About 1 GB RSS per node; SIGTERM stops a node in ~6 s.
 """
 
+import contextlib
 import logging
+import os
+import signal
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from bgbench.launchers.procs import (
     bindable,
@@ -61,6 +70,16 @@ JVM17 = """
 -Dio.netty.allocator.maxOrder=11
 """
 
+# nodetool's logging: warnings only, on stderr (its answer is on stdout).
+LOGBACK_TOOLS = """<configuration>
+  <appender name="STDERR" class="ch.qos.logback.core.ConsoleAppender">
+    <target>System.err</target>
+    <encoder><pattern>%-5level %msg%n</pattern></encoder>
+  </appender>
+  <root level="WARN"><appender-ref ref="STDERR"/></root>
+</configuration>
+"""
+
 
 def _commitlog(mode: str) -> str:
     if mode == "batch":  # each write synced before it is acknowledged
@@ -69,13 +88,20 @@ def _commitlog(mode: str) -> str:
 
 
 def _yaml(
-    host: str, seeds: str, storage_port: int, cql_port: int, snitch: str, rf: int, commitlog: str
+    host: str,
+    seeds: str,
+    storage_port: int,
+    cql_port: int,
+    snitch: str,
+    rf: int,
+    commitlog: str,
+    bootstrap: bool,
 ) -> str:
     return f"""cluster_name: bgbench
 num_tokens: 16
 allocate_tokens_for_local_replication_factor: {rf}
 partitioner: org.apache.cassandra.dht.Murmur3Partitioner
-auto_bootstrap: false
+auto_bootstrap: {"true" if bootstrap else "false"}
 auto_snapshot: false
 {_commitlog(commitlog)}
 seed_provider:
@@ -100,73 +126,117 @@ def start(
     heap: str = "1g",
     datacenters: bool = False,
     commitlog: str = "periodic",
+    spares: int = 0,
 ) -> dict[str, Any]:
+    """`nodes` members started, and `spares` more nodes configured (auto_bootstrap on)
+    that bgbench/launchers/nodes.py's `add` starts into the ring."""
     lib = fetch_jars("cassandra", VERSION)
-    hosts = [f"127.0.0.{i + 1}" for i in range(nodes)]
+    hosts = [f"127.0.0.{i + 1}" for i in range(nodes + spares)]
     storage_port = free_port(*hosts)
     while not all(bindable(h, storage_port + 1) for h in ["127.0.0.1", *hosts]):
         storage_port = free_port(*hosts)  # its ssl_storage_port, one above, must be free too
     cql_port = free_port(*hosts)
     while cql_port in (storage_port, storage_port + 1):
         cql_port = free_port(*hosts)
-    seeds = f"{hosts[0]}:{storage_port}"
-    classpath = ":".join(str(j) for j in sorted(lib.glob("*.jar")))
-    jamm = next(lib.glob("jamm-*.jar"))
-    pids: list[int] = []
-
-    def launch(i: int, host: str) -> None:
-        node = directory / f"node{i + 1}"
-        node.mkdir(parents=True, exist_ok=True)
-        if datacenters:
-            snitch, rf = "GossipingPropertyFileSnitch", 1  # one replica per data centre
-            (node / "cassandra-rackdc.properties").write_text(f"dc=dc{i + 1}\nrack=rack1\n")
-        else:
-            snitch, rf = "SimpleSnitch", 3
-        yaml = _yaml(host, seeds, storage_port, cql_port, snitch, rf, commitlog)
-        (node / "cassandra.yaml").write_text(yaml)
-        (node / "jvm.options").write_text(JVM17)
-        cmd = [
-            java(), "@jvm.options", f"-javaagent:{jamm}", f"-Xmx{heap}", f"-Xms{heap}",
-            "-XX:+UseG1GC", "-Xss512k",
-            f"-Dcassandra.config=file://{node / 'cassandra.yaml'}",
-            f"-Dcassandra-rackdc.properties=file://{node / 'cassandra-rackdc.properties'}",
-            f"-Dcassandra.storagedir={node / 'data'}", f"-Dcassandra.logdir={node}",
-            "-Dcassandra-foreground=yes", "-Dcassandra.skip_wait_for_gossip_to_settle=0",
-            "-Dcassandra.ring_delay_ms=1000", "-Dcassandra.consistent.rangemovement=false",
-            "-cp", classpath, "org.apache.cassandra.service.CassandraDaemon",
-        ]  # fmt: skip
-        pids.append(spawn(cmd, node, "cassandra.log"))
+    taken = {storage_port, storage_port + 1, cql_port}
+    (directory / "logback-tools.xml").parent.mkdir(parents=True, exist_ok=True)
+    (directory / "logback-tools.xml").write_text(LOGBACK_TOOLS)
+    records = []
+    for i, host in enumerate(hosts):
+        jmx_port = free_port()
+        while jmx_port in taken:
+            jmx_port = free_port()
+        taken.add(jmx_port)
+        dc = i + 1 if datacenters else 0
+        config = NodeConfig(host, hosts[0], storage_port, cql_port, jmx_port, dc, commitlog)
+        records.append(_configure(directory, i, config, lib, heap, spare=i >= nodes))
 
     def ready(host: str, peers: int) -> None:
         wait_for(
-            lambda: _sees_peers(host, cql_port, peers),
+            lambda: sees_peers(host, cql_port, peers),
             f"Cassandra node {host} (logs: {directory}/node*/cassandra.log)",
             180,
-            alive=lambda: all(running(p) for p in pids),
+            alive=lambda: all(running(r["pid"]) for r in records if r["pid"]),
         )
 
     try:
         # The seed first: a node that starts before its seed answers cannot gossip and
         # exits. Then the others together (a fresh cluster with no data: no bootstrap).
-        launch(0, hosts[0])
+        records[0]["pid"] = launch(records[0])
         ready(hosts[0], 0)
-        for i, host in enumerate(hosts[1:], start=1):
-            launch(i, host)
-        for host in hosts:
+        for record in records[1:nodes]:
+            record["pid"] = launch(record)
+        for host in hosts[:nodes]:
             ready(host, nodes - 1)
     except BaseException:
-        for pid in pids:
-            stop_pid(pid, 10)
+        for record in records:
+            if record["pid"]:
+                stop_pid(record["pid"], 10)
         raise
     return {
-        "server": "cassandra", "name": f"Cassandra {VERSION}", "hosts": hosts,
-        "port": cql_port, "pids": pids, "dir": str(directory),
+        "server": "cassandra", "name": f"Cassandra {VERSION}", "hosts": hosts[:nodes],
+        "port": cql_port, "storage_port": storage_port, "pids": pids_of(records),
+        "dir": str(directory), "nodes": records, "members": [r["name"] for r in records[:nodes]],
         "datacenters": [f"dc{i + 1}" for i in range(nodes)] if datacenters else ["datacenter1"],
         "commitlog_sync": commitlog,
     }  # fmt: skip
 
 
-def _sees_peers(host: str, port: int, peers: int) -> bool:
+class NodeConfig(NamedTuple):
+    host: str
+    seed: str
+    storage_port: int
+    cql_port: int
+    jmx_port: int
+    datacenter: int  # its own data centre dc<N>; 0: one data centre for all
+    commitlog: str
+
+
+def _configure(
+    directory: Path, i: int, config: NodeConfig, lib: Path, heap: str, spare: bool
+) -> dict[str, Any]:
+    """The node's directory, configuration and command line: its record in server.json."""
+    node = directory / f"node{i + 1}"
+    node.mkdir(parents=True, exist_ok=True)
+    if config.datacenter:
+        snitch, rf = "GossipingPropertyFileSnitch", 1  # one replica per data centre
+        (node / "cassandra-rackdc.properties").write_text(f"dc=dc{config.datacenter}\nrack=rack1\n")
+    else:
+        snitch, rf = "SimpleSnitch", 3
+    seeds = f"{config.seed}:{config.storage_port}"
+    yaml = _yaml(config.host, seeds, config.storage_port, config.cql_port, snitch, rf,
+                 config.commitlog, bootstrap=spare)  # fmt: skip
+    (node / "cassandra.yaml").write_text(yaml)
+    (node / "jvm.options").write_text(JVM17)
+    classpath = ":".join(str(j) for j in sorted(lib.glob("*.jar")))
+    jamm = next(lib.glob("jamm-*.jar"))
+    cmd = [
+        java(), "@jvm.options", f"-javaagent:{jamm}", f"-Xmx{heap}", f"-Xms{heap}",
+        "-XX:+UseG1GC", "-Xss512k",
+        f"-Dcassandra.config=file://{node / 'cassandra.yaml'}",
+        f"-Dcassandra-rackdc.properties=file://{node / 'cassandra-rackdc.properties'}",
+        f"-Dcassandra.storagedir={node / 'data'}", f"-Dcassandra.logdir={node}",
+        f"-Dcassandra.jmx.local.port={config.jmx_port}",
+        "-Dcassandra-foreground=yes", "-Dcassandra.skip_wait_for_gossip_to_settle=0",
+        "-Dcassandra.ring_delay_ms=1000", "-Dcassandra.consistent.rangemovement=false",
+        "-cp", classpath, "org.apache.cassandra.service.CassandraDaemon",
+    ]  # fmt: skip
+    return {
+        "name": f"n{i + 1}", "host": config.host, "dir": str(node), "command": cmd,
+        "jmx_port": config.jmx_port, "pid": 0, "member": not spare, "paused": False,
+    }  # fmt: skip
+
+
+def launch(record: dict[str, Any]) -> int:
+    """Start a node with its recorded command line (its log appended to); its pid."""
+    return spawn(record["command"], Path(record["dir"]), "cassandra.log", append=True)
+
+
+def pids_of(records: list[dict[str, Any]]) -> list[int]:
+    return [r["pid"] for r in records if r["pid"]]
+
+
+def sees_peers(host: str, port: int, peers: int) -> bool:
     """A functional probe: the node answers CQL and knows every other node as up."""
     try:
         from cassandra import DriverException
@@ -202,4 +272,6 @@ def _sees_peers(host: str, port: int, peers: int) -> bool:
 
 def stop(info: dict[str, Any]) -> None:
     for pid in info["pids"]:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)  # a paused node cannot act on SIGTERM
         stop_pid(pid, 20)

@@ -1,5 +1,6 @@
 """Process and port helpers shared by the local server starters (standard library only)."""
 
+import contextlib
 import os
 import shutil
 import signal
@@ -104,8 +105,14 @@ def java() -> str:
     return shutil.which("java") or "java"
 
 
-def spawn(cmd: list[str], directory: Path, log_name: str, env: dict[str, str] | None = None) -> int:
-    log = open(directory / log_name, "wb")  # noqa: SIM115 - the child owns it
+def spawn(
+    cmd: list[str],
+    directory: Path,
+    log_name: str,
+    env: dict[str, str] | None = None,
+    append: bool = False,
+) -> int:
+    log = open(directory / log_name, "ab" if append else "wb")  # noqa: SIM115 - the child owns it
     proc = subprocess.Popen(
         cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=directory,
         env={**os.environ, **(env or {})},
@@ -146,3 +153,34 @@ def stop_pid(pid: int, grace_s: float = 5.0) -> None:
             time.sleep(0.05)
         else:
             return
+
+
+def process_state(pid: int) -> str:
+    """The state letter of /proc/PID/stat (R, S, D, T for stopped ...); "" when gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    return stat[stat.rindex(")") + 2 :][:1]
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (a postmaster's backends)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        if int(stat[stat.rindex(")") + 2 :].split()[1]) == pid:
+            found.append(int(entry.name))
+    return found
+
+
+def signal_tree(pid: int, sig: signal.Signals) -> None:
+    """`sig` to a process, then to its children (a stopped parent forks no more)."""
+    for each in [pid, *children(pid)]:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(each, sig)

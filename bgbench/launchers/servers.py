@@ -1,7 +1,8 @@
 """Start, health-check and stop real servers on loopback, each with its data in a directory
 of its own, for tests, CI, users and campaigns (coordinator/campaign/servers.py). Only
 processes recorded here are ever stopped. From a checkout, deploy/local/servers.py runs
-this without bgbench installed; installed, `python -m bgbench.launchers.servers`.
+this without bgbench installed; installed, `python -m bgbench.launchers.servers` (and
+`python -m bgbench.launchers.nodes` for the node commands).
 
     python deploy/local/servers.py start postgres DIR   # prints {"port": ..., "pid": ...}
     python deploy/local/servers.py start postgres DIR --cpus 0  # confined to CPU 0
@@ -16,6 +17,10 @@ this without bgbench installed; installed, `python -m bgbench.launchers.servers`
     python deploy/local/servers.py start postgres-replica DIR  # primary + hot standby
     python deploy/local/servers.py start postgres-replica-delayed DIR  # standby 300 ms behind
     python deploy/local/servers.py stop DIR
+    python deploy/local/servers.py nodes DIR             # its nodes, one line each
+    python deploy/local/servers.py restore DIR           # the nodes as they were at start
+    python deploy/local/servers.py node DIR n2 kill      # stop start restart pause resume
+                                                         # add remove restart-cache
     python deploy/local/servers.py fetch cassandra hbase  # only fetch (and cache) the jars
 
 Installs what is missing from Debian's packages (as root). PostgreSQL refuses to run as
@@ -30,6 +35,7 @@ import json
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -45,6 +51,7 @@ from bgbench.launchers.procs import (
     free_port,
     port_open,
     running,
+    signal_tree,
     stop_pid,
     tcp_answers,
     wait_for,
@@ -180,7 +187,8 @@ def start_memcached(
         stdout=log, stderr=log, start_new_session=True,
     )  # fmt: skip
     wait_for(lambda: tcp_answers(port, b"version\r\n", b"VERSION"), "memcached", 10)
-    return {"server": "memcached", "port": port, "pid": proc.pid, "dir": str(directory)}
+    return {"server": "memcached", "port": port, "pid": proc.pid, "dir": str(directory),
+            "memory_mb": memory_mb}  # fmt: skip
 
 
 def start_mongo_wire(directory: Path, port: int | None = None) -> dict[str, Any]:
@@ -240,7 +248,7 @@ def kinds() -> dict[str, Any]:
         "memcached": start_memcached,
         "mongo-wire": start_mongo_wire,
         "cassandra": cassandra_server.start,
-        "cassandra-cluster": lambda d: cassandra_server.start(d, nodes=3),
+        "cassandra-cluster": lambda d: cassandra_server.start(d, nodes=3, spares=1),
         "cassandra-dcs": lambda d: cassandra_server.start(d, nodes=3, datacenters=True),
         "cassandra-batch": lambda d: cassandra_server.start(d, commitlog="batch"),
         "hbase": hbase_server.start,
@@ -276,7 +284,7 @@ def start(
     starters = kinds()
     if kind not in starters:
         raise SystemExit(f"unknown server {kind!r}: use {', '.join(starters)}")
-    info = starters[kind](directory)
+    info = {**starters[kind](directory), "kind": kind}
     (directory / STATE).write_text(json.dumps(info))
     return info
 
@@ -286,14 +294,10 @@ def stop(directory: Path) -> None:
     if not state.exists():
         return
     info = json.loads(state.read_text())
+    if info.get("pid") and info.get("paused"):  # paused by a scenario: SIGTERM waits
+        signal_tree(info["pid"], signal.SIGCONT)
     if info["server"] == "postgres":
-        as_pg = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-        data = (directory / "pgdata").resolve()  # in postgres's home when linked from there
-        subprocess.run(
-            [*as_pg, str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "-t", "30",
-             "stop"],
-            capture_output=True,
-        )  # fmt: skip
+        stop_postgres(directory)
     elif info["server"] == postgres_replica.SERVER:
         postgres_replica.stop(directory, info)
     elif info["server"] == "cassandra":
@@ -303,6 +307,16 @@ def stop(directory: Path) -> None:
     else:
         stop_pid(info["pid"])
     state.unlink()
+
+
+def stop_postgres(directory: Path) -> None:
+    as_pg = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    data = (directory / "pgdata").resolve()  # in postgres's home when linked from there
+    subprocess.run(
+        [*as_pg, str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "-t", "30",
+         "stop"],
+        capture_output=True, timeout=60,
+    )  # fmt: skip
 
 
 def main(argv: list[str]) -> None:
