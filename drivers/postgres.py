@@ -10,7 +10,7 @@ it is a fault of the store.
 import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import asyncpg  # type: ignore[import-untyped]
 import psycopg
@@ -30,14 +30,19 @@ __all__ = [
     "PostgresOptions",
     "asyncpg_dsn",
     "blocking_pool",
+    "check_replica",
     "connect",
     "describe",
     "errors",
     "first_line",
     "loop_pools",
+    "reads_note",
+    "reads_options",
     "server_of",
     "server_version",
 ]
+
+Opts = TypeVar("Opts", bound=PostgresOptions)
 
 ISOLATION = {
     "read committed": psycopg.IsolationLevel.READ_COMMITTED,
@@ -50,6 +55,12 @@ def connect(
     options: PostgresOptions, first_contact: bool = False, **kwargs: Any
 ) -> psycopg.Connection[Any]:
     """A blocking autocommit connection; `kwargs` go to psycopg.connect."""
+    return _connect(options, "dsn", first_contact, kwargs)
+
+
+def _connect(
+    options: PostgresOptions, field: str, first_contact: bool, kwargs: dict[str, Any]
+) -> psycopg.Connection[Any]:
     try:
         return psycopg.connect(
             options.dsn,
@@ -61,10 +72,37 @@ def connect(
         where = server_of(options.dsn)
         if first_contact:
             raise UserError(
-                f"store.options.dsn: cannot reach PostgreSQL at {where} ({first_line(exc)}): "
-                "correct the dsn, or start the server"
+                f"store.options.{field}: cannot reach PostgreSQL at {where} ({first_line(exc)}): "
+                f"correct the {field}, or start the server"
             ) from None
         raise StoreError(f"cannot reach PostgreSQL at {where}: {first_line(exc)}") from None
+
+
+def reads_options(options: Opts) -> Opts | None:
+    """With read_from replica, the options of the standby the read actions go to (its dsn
+    as `dsn`); otherwise None: reads stay on the primary."""
+    if options.read_from != "replica" or not options.replica_dsn:
+        return None
+    return options.model_copy(
+        update={"dsn": options.replica_dsn, "replica_dsn": None, "read_from": "primary"}
+    )
+
+
+def check_replica(options: PostgresOptions) -> None:
+    """First contact with the standby reads go to, if any: one that cannot be reached is the
+    user's to fix (UserError naming replica_dsn)."""
+    replica = reads_options(options)
+    if replica is not None:
+        _connect(replica, "replica_dsn", True, {}).close()
+
+
+def reads_note(options: PostgresOptions) -> str:
+    """Where the read actions go, for describe(): '' when there is no standby."""
+    if options.read_from == "replica" and options.replica_dsn:
+        return f"reads from the hot standby at {server_of(options.replica_dsn)}"
+    if options.replica_dsn:
+        return "reads from the primary (replica_dsn unused)"
+    return ""
 
 
 @contextmanager
@@ -102,10 +140,12 @@ def server_version(conn: psycopg.Connection[Any]) -> str:
 
 
 def describe(options: PostgresOptions) -> str:
-    """`PostgreSQL <version> (<isolation>)`: never the dsn (it may hold a password)."""
+    """`PostgreSQL <version> (<isolation>)`, and where reads go when there is a standby:
+    never a dsn (it may hold a password)."""
     with connect(options) as conn:
         version = server_version(conn)
-    return f"PostgreSQL {version} ({options.isolation})"
+    note = reads_note(options)
+    return f"PostgreSQL {version} ({options.isolation}{'; ' + note if note else ''})"
 
 
 class LoopPools:

@@ -10,9 +10,10 @@ checking settings imports neither driver.
 from typing import Annotated, Literal
 from urllib.parse import unquote, urlencode
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 Isolation = Literal["read committed", "repeatable read", "serializable"]
+ReadFrom = Literal["primary", "replica"]
 DEFAULT_DSN = "host=127.0.0.1 port=5432 user=postgres dbname=postgres"
 DSN_FORMS = "use 'host=H port=P user=U dbname=D' or postgresql://user@host:port/dbname"
 
@@ -194,12 +195,47 @@ class PostgresOptions(BaseModel):
     isolation: Isolation = "read committed"
     pool_max: Annotated[int, Field(ge=1, le=10_000)] = 512
     connect_timeout_s: Annotated[float, Field(gt=0)] = 10.0
+    replica_dsn: str | None = Field(
+        None,
+        description="libpq connection string of a hot standby of the dsn's server (the same "
+        "database): where the runs' reads go when read_from is replica",
+    )
+    read_from: ReadFrom = Field(
+        "primary",
+        description="replica: the read actions of the runs go to replica_dsn, everything else "
+        "(writes, schema, loading, read-back) to dsn",
+    )
 
-    @field_validator("dsn")
+    @field_validator("dsn", "replica_dsn")
     @classmethod
-    def _libpq(cls, dsn: str) -> str:
+    def _libpq(cls, dsn: str | None) -> str | None:
         try:
-            asyncpg_dsn(dsn)
+            if dsn is not None:
+                asyncpg_dsn(dsn)
         except DSNError as exc:
             raise ValueError(f"not a libpq connection string ({exc}): {DSN_FORMS}") from None
         return dsn
+
+    @field_validator("read_from")
+    @classmethod
+    def _replica_named(cls, read_from: ReadFrom, info: ValidationInfo) -> ReadFrom:
+        if read_from != "replica" or "replica_dsn" not in info.data:  # a refused replica_dsn
+            return read_from  # has its own line
+        if not info.data["replica_dsn"]:
+            raise ValueError(
+                "replica needs replica_dsn, the hot standby's connection string "
+                "(deploy/local's postgres-replica server gives both)"
+            )
+        if info.data.get("isolation") == "serializable":
+            raise ValueError(
+                "replica reads cannot be serializable (a hot standby runs no serializable "
+                "transaction): use isolation 'repeatable read' or 'read committed'"
+            )
+        return read_from
+
+    @property
+    def reads_dsn(self) -> str:
+        """Where the runs' read actions go: the standby's dsn, or the primary's."""
+        if self.read_from == "replica" and self.replica_dsn:
+            return self.replica_dsn
+        return self.dsn

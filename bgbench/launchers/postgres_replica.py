@@ -22,8 +22,10 @@ postmaster PID; an action updates it, so `stop DIR` stops what runs now. Standar
 only, like the other launchers.
 """
 
+import contextlib
 import json
 import os
+import pwd
 import signal
 import subprocess
 import tempfile
@@ -32,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from bgbench.launchers import servers
-from bgbench.launchers.procs import free_port, running, wait_for
+from bgbench.launchers.procs import apt, free_port, running, wait_for
 
 KINDS = ("postgres-replica", "postgres-replica-delayed")
 SERVER = "postgres-replica"
@@ -71,8 +73,6 @@ def _sockets(home: Path) -> Path:
 
 
 def _postgres_ids() -> tuple[int, int]:
-    import pwd
-
     entry = pwd.getpwnam("postgres")
     return entry.pw_uid, entry.pw_gid
 
@@ -96,7 +96,7 @@ def start(directory: Path, apply_delay_ms: int = 0) -> dict[str, Any]:
     """A primary and its hot standby, each with its data under `directory`; with
     `apply_delay_ms`, the standby applies each commit that long after the primary."""
     if not (servers.PG_BIN / "initdb").exists():
-        servers.apt("postgresql")
+        apt("postgresql")
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "primary").mkdir(exist_ok=True)
     (directory / "standby").mkdir(exist_ok=True)
@@ -243,10 +243,8 @@ def _processes(postmaster: int) -> list[int]:
 
 def _signal_all(pids: list[int], sig: signal.Signals) -> None:
     for pid in pids:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, sig)
-        except ProcessLookupError:
-            pass
 
 
 def _stop_node(node: dict[str, Any], timeout_s: float) -> None:
@@ -256,10 +254,8 @@ def _stop_node(node: dict[str, Any], timeout_s: float) -> None:
     _signal_all(_processes(pid), signal.SIGCONT)  # a paused node cannot stop
     cmd = [*_as_pg(), str(servers.PG_BIN / "pg_ctl"), "-D", node["data"], "-m", "fast", "-w",
            "-t", str(max(1, int(timeout_s))), "stop"]  # fmt: skip
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         subprocess.run(cmd, capture_output=True, timeout=timeout_s + 5)
-    except subprocess.TimeoutExpired:
-        pass
     if running(pid):
         _kill_node(node, 10.0)
 

@@ -16,6 +16,11 @@ event loop; asyncpg's binary COPY would need a loop in every loading thread and 
 Python types for every column, for nothing: the load's time is the server's.
 The schema is made by one process (create_schema) before any load: CREATE INDEX takes a
 table lock that deadlocks with another process's loading transaction.
+
+With `read_from: replica` each socialite holds a second connection, to the hot standby of
+`replica_dsn`, and its five read actions (view profile, list friends, view friend
+requests, view top-k resources, view comments) run there; writes stay on the primary's
+connection. The blocking connection does the same with a second psycopg pool.
 """
 
 import threading
@@ -139,6 +144,10 @@ class PostgresBinding:
         # One asyncpg pool per event loop (a pool is bound to its loop); the first task of a
         # loop to ask makes it, the others await the same future.
         self._loop_pools = pg.loop_pools(options)
+        # The standby's pools, where reads go with read_from replica (None: the primary's).
+        self._replica = pg.reads_options(options)
+        self._read_loop_pools = pg.loop_pools(self._replica) if self._replica else None
+        self._read_pool: ConnectionPool[Any] | None = None
 
     def _connect(self, first_contact: bool = False) -> psycopg.Connection[Any]:
         """On first contact (preparing), a server that cannot be reached is the user's to fix;
@@ -152,6 +161,16 @@ class PostgresBinding:
                 self._pool = pg.blocking_pool(self.options)
             return self._pool
 
+    @property
+    def read_pool(self) -> ConnectionPool[Any] | None:
+        """The blocking pool of the standby reads go to; None: reads use `pool`."""
+        if self._replica is None:
+            return None
+        with self._pool_lock:
+            if self._read_pool is None:
+                self._read_pool = pg.blocking_pool(self._replica)
+            return self._read_pool
+
     def create_schema(self, db: BGDatabaseConfig) -> None:
         with self._connect(first_contact=True) as conn:
             conn.execute("SELECT pg_advisory_lock(7007)")  # two coordinators on one database
@@ -160,11 +179,13 @@ class PostgresBinding:
             finally:
                 conn.execute("SELECT pg_advisory_unlock(7007)")
             self._check_columns(conn, db)
+        pg.check_replica(self.options)
         self._use(db.attrcount)
 
     def use_schema(self, db: BGDatabaseConfig) -> None:
         with self._connect(first_contact=True) as conn:
             self._check_columns(conn, db)
+        pg.check_replica(self.options)
         self._use(db.attrcount)
 
     def _use(self, attrcount: int) -> None:
@@ -246,20 +267,37 @@ class PostgresBinding:
     def connect(self) -> "PostgresConnection":
         sql = self._statements()
         pool = self.pool
+        read_pool = self.read_pool
         try:
             conn = pool.getconn()
         except Exception as exc:
             raise StoreError(f"no PostgreSQL connection: {exc}") from None
-        return PostgresConnection(conn, sql, self.attrcount or 0, pool)
+        if read_pool is None:
+            return PostgresConnection(conn, sql, self.attrcount or 0, pool)
+        try:
+            reader = read_pool.getconn()
+        except Exception as exc:
+            pool.putconn(conn)
+            raise StoreError(f"no connection to the PostgreSQL standby: {exc}") from None
+        return PostgresConnection(conn, sql, self.attrcount or 0, pool, (reader, read_pool))
 
     async def connect_async(self) -> "PostgresAsyncConnection":
         sql = self._statements()
         con, pool = await self._loop_pools.acquire()
         timeout = self.options.connect_timeout_s
-        return PostgresAsyncConnection(con, pool, sql, self.attrcount or 0, timeout)
+        if self._read_loop_pools is None:
+            return PostgresAsyncConnection(con, pool, sql, self.attrcount or 0, timeout)
+        try:
+            reader = await self._read_loop_pools.acquire()
+        except BaseException:
+            await pool.release(con, timeout=timeout)
+            raise
+        return PostgresAsyncConnection(con, pool, sql, self.attrcount or 0, timeout, reader)
 
     async def aclose(self) -> None:
         await self._loop_pools.aclose()
+        if self._read_loop_pools is not None:
+            await self._read_loop_pools.aclose()
 
     def describe(self) -> str:
         return pg.describe(self.options)
@@ -269,10 +307,13 @@ class PostgresBinding:
 
     def close(self) -> None:
         with self._pool_lock:
-            if self._pool is not None:
-                self._pool.close()
-                self._pool = None
+            for pool in (self._pool, self._read_pool):
+                if pool is not None:
+                    pool.close()
+            self._pool = self._read_pool = None
         self._loop_pools.clear()  # a loop's pool is closed by aclose() on that loop
+        if self._read_loop_pools is not None:
+            self._read_loop_pools.clear()
 
 
 def _members(rows: list[Any], n: int) -> list[MemberRow]:
@@ -287,27 +328,40 @@ def _profile(row: tuple[Any, ...] | None, requester: int, member: int, n: int) -
 
 
 class PostgresAsyncConnection:
-    """One socialite task's asyncpg connection, held for its run."""
+    """One socialite task's asyncpg connection, held for its run; with a standby to read
+    from, a second one there (`reader`, of `reader_pool`), which its reads use."""
 
-    __slots__ = ("con", "friends", "n", "pool", "profile", "release_timeout", "requests")
+    __slots__ = (
+        "con", "friends", "n", "pool", "profile", "reader", "reader_pool", "release_timeout",
+        "requests",
+    )  # fmt: skip
 
     def __init__(
-        self, con: asyncpg.Connection, pool: asyncpg.Pool, sql: Statements, n: int, timeout: float
+        self,
+        con: asyncpg.Connection,
+        pool: asyncpg.Pool,
+        sql: Statements,
+        n: int,
+        timeout: float,
+        reader: tuple[asyncpg.Connection, asyncpg.Pool] | None = None,
     ) -> None:
         self.con = con
         self.pool = pool
+        self.reader: asyncpg.Connection = reader[0] if reader else con
+        self.reader_pool: asyncpg.Pool | None = reader[1] if reader else None
         self.n = n
         self.profile, self.friends, self.requests = sql.profile, sql.friends, sql.requests
         self.release_timeout = timeout
 
     async def view_profile(self, requester: int, member: int) -> Profile:
-        return _profile(await self.con.fetchrow(self.profile, member), requester, member, self.n)
+        row = await self.reader.fetchrow(self.profile, member)
+        return _profile(row, requester, member, self.n)
 
     async def list_friends(self, requester: int, member: int) -> list[MemberRow]:
-        return _members(await self.con.fetch(self.friends, member), self.n)
+        return _members(await self.reader.fetch(self.friends, member), self.n)
 
     async def view_friend_requests(self, member: int) -> list[MemberRow]:
-        return _members(await self.con.fetch(self.requests, member), self.n)
+        return _members(await self.reader.fetch(self.requests, member), self.n)
 
     async def invite_friend(self, inviter: int, invitee: int) -> None:
         await self.con.execute(INVITE, inviter, invitee)
@@ -325,10 +379,10 @@ class PostgresAsyncConnection:
             raise StoreError(f"thaw friendship {member}-{friend}: no matching row")
 
     async def view_top_k_resources(self, requester: int, member: int, k: int) -> list[ResourceRow]:
-        return [ResourceRow(*r) for r in await self.con.fetch(TOP_K, member, k)]
+        return [ResourceRow(*r) for r in await self.reader.fetch(TOP_K, member, k)]
 
     async def view_comments(self, requester: int, rid: int) -> list[CommentRow]:
-        return [CommentRow(*r) for r in await self.con.fetch(COMMENTS, rid)]
+        return [CommentRow(*r) for r in await self.reader.fetch(COMMENTS, rid)]
 
     async def post_comment(self, commenter: int, rid: int, mid: int, text: str) -> None:
         await self.con.execute(POST, rid, mid, commenter, text)
@@ -338,29 +392,41 @@ class PostgresAsyncConnection:
             raise StoreError(f"comment {rid}/{mid}: no matching row")
 
     async def close(self) -> None:
-        await self.pool.release(self.con, timeout=self.release_timeout)
+        try:
+            if self.reader_pool is not None:
+                await self.reader_pool.release(self.reader, timeout=self.release_timeout)
+        finally:
+            await self.pool.release(self.con, timeout=self.release_timeout)
 
 
 class PostgresConnection:
-    """The blocking connection (tools, CASQL's blocking path): the same statements."""
+    """The blocking connection (tools, CASQL's blocking path): the same statements; reads on
+    the standby's connection (`reader`) when there is one."""
 
     def __init__(
-        self, conn: psycopg.Connection, sql: Statements, attrcount: int, pool: ConnectionPool
+        self,
+        conn: psycopg.Connection,
+        sql: Statements,
+        attrcount: int,
+        pool: ConnectionPool,
+        reader: tuple[psycopg.Connection, ConnectionPool] | None = None,
     ) -> None:
         self.conn = conn
         self.pool = pool
+        self.reader: psycopg.Connection = reader[0] if reader else conn
+        self.reader_pool: ConnectionPool | None = reader[1] if reader else None
         self.n = attrcount
         self.sql = sql
 
     def view_profile(self, requester: int, member: int) -> Profile:
-        row = self.conn.execute(self.sql.profile, (member,)).fetchone()
+        row = self.reader.execute(self.sql.profile, (member,)).fetchone()
         return _profile(row, requester, member, self.n)
 
     def list_friends(self, requester: int, member: int) -> list[MemberRow]:
-        return _members(self.conn.execute(self.sql.friends, (member,)).fetchall(), self.n)
+        return _members(self.reader.execute(self.sql.friends, (member,)).fetchall(), self.n)
 
     def view_friend_requests(self, member: int) -> list[MemberRow]:
-        return _members(self.conn.execute(self.sql.requests, (member,)).fetchall(), self.n)
+        return _members(self.reader.execute(self.sql.requests, (member,)).fetchall(), self.n)
 
     def _change(self, sql: str, args: tuple[Any, ...], what: str) -> None:
         if self.conn.execute(sql, args).rowcount != 1:
@@ -379,10 +445,10 @@ class PostgresConnection:
         self._change(THAW, (member, friend), f"thaw friendship {member}-{friend}")
 
     def view_top_k_resources(self, requester: int, member: int, k: int) -> list[ResourceRow]:
-        return [ResourceRow(*r) for r in self.conn.execute(TOP_K, (member, k)).fetchall()]
+        return [ResourceRow(*r) for r in self.reader.execute(TOP_K, (member, k)).fetchall()]
 
     def view_comments(self, requester: int, rid: int) -> list[CommentRow]:
-        return [CommentRow(*r) for r in self.conn.execute(COMMENTS, (rid,)).fetchall()]
+        return [CommentRow(*r) for r in self.reader.execute(COMMENTS, (rid,)).fetchall()]
 
     def post_comment(self, commenter: int, rid: int, mid: int, text: str) -> None:
         self.conn.execute(POST, (rid, mid, commenter, text))
@@ -391,4 +457,8 @@ class PostgresConnection:
         self._change(DELETE_COMMENT, (rid, mid), f"comment {rid}/{mid}")
 
     def close(self) -> None:
-        self.pool.putconn(self.conn)
+        try:
+            if self.reader_pool is not None:
+                self.reader_pool.putconn(self.reader)
+        finally:
+            self.pool.putconn(self.conn)

@@ -16,6 +16,9 @@ its loop's asyncpg pool; statements have $n parameters, so asyncpg prepares each
 connection. Schema, loading, read-back and describe are blocking, on psycopg: loading
 streams the generated rows with COPY inside the transaction that deleted the fragment's
 old ones (BG's binding says why not asyncpg's COPY).
+
+With `read_from: replica` each socialite holds a second connection, to the hot standby of
+`replica_dsn`, where its READs run; its WRITEs stay on the primary.
 """
 
 from collections.abc import Callable
@@ -68,6 +71,8 @@ class PostgresEHRBinding:
         # One asyncpg pool per event loop (a pool is bound to its loop); the first task of a
         # loop to ask makes it, the others await the same future.
         self._loop_pools = pg.loop_pools(options)
+        replica = pg.reads_options(options)  # where READs go with read_from replica
+        self._read_loop_pools = pg.loop_pools(replica) if replica else None
 
     def _connect(self, first_contact: bool = False) -> psycopg.Connection[Any]:
         """On first contact (preparing), a server that cannot be reached is the user's to fix;
@@ -87,6 +92,7 @@ class PostgresEHRBinding:
                     conn.execute("DELETE FROM patients WHERE id >= %s", (db.patients,))
             finally:
                 conn.execute("SELECT pg_advisory_unlock(%s)", (ADVISORY_LOCK,))
+        pg.check_replica(self.options)
         self._ready = True
 
     def use_schema(self, db: EHRDatabaseConfig) -> None:
@@ -99,6 +105,7 @@ class PostgresEHRBinding:
             raise StoreError(
                 f"no EHR schema in {server_of(self.options.dsn)}: create_schema must run first"
             )
+        pg.check_replica(self.options)
         self._ready = True
 
     def load_fragment(self, fragment: FragmentRows, progress: Callable[[], None]) -> None:
@@ -145,10 +152,19 @@ class PostgresEHRBinding:
             raise StoreError("create_schema or use_schema must run before connect")
         con, pool = await self._loop_pools.acquire()
         timeout = self.options.connect_timeout_s
-        return PostgresEHRConnection(con, pool, timeout)
+        if self._read_loop_pools is None:
+            return PostgresEHRConnection(con, pool, timeout)
+        try:
+            reader = await self._read_loop_pools.acquire()
+        except BaseException:
+            await pool.release(con, timeout=timeout)
+            raise
+        return PostgresEHRConnection(con, pool, timeout, reader)
 
     async def aclose(self) -> None:
         await self._loop_pools.aclose()
+        if self._read_loop_pools is not None:
+            await self._read_loop_pools.aclose()
 
     def describe(self) -> str:
         return pg.describe(self.options)
@@ -158,20 +174,31 @@ class PostgresEHRBinding:
 
     def close(self) -> None:
         self._loop_pools.clear()  # a loop's pool is closed by aclose() on that loop
+        if self._read_loop_pools is not None:
+            self._read_loop_pools.clear()
 
 
 class PostgresEHRConnection:
-    """One socialite task's asyncpg connection, held for its run."""
+    """One socialite task's asyncpg connection, held for its run; with a standby to read
+    from, a second one there (`reader`, of `reader_pool`), which its READs use."""
 
-    __slots__ = ("con", "pool", "release_timeout")
+    __slots__ = ("con", "pool", "reader", "reader_pool", "release_timeout")
 
-    def __init__(self, con: asyncpg.Connection, pool: asyncpg.Pool, timeout: float) -> None:
+    def __init__(
+        self,
+        con: asyncpg.Connection,
+        pool: asyncpg.Pool,
+        timeout: float,
+        reader: tuple[asyncpg.Connection, asyncpg.Pool] | None = None,
+    ) -> None:
         self.con = con
         self.pool = pool
+        self.reader: asyncpg.Connection = reader[0] if reader else con
+        self.reader_pool: asyncpg.Pool | None = reader[1] if reader else None
         self.release_timeout = timeout
 
     async def recent_results(self, patient: int, k: int) -> tuple[list[LabResult], int]:
-        rows = await self.con.fetch(RECENT, patient, k)
+        rows = await self.reader.fetch(RECENT, patient, k)
         if not rows:
             return [], 0
         return [LabResult(r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows], int(rows[0][6])
@@ -180,4 +207,8 @@ class PostgresEHRConnection:
         await self.con.execute(INSERT, *row)
 
     async def close(self) -> None:
-        await self.pool.release(self.con, timeout=self.release_timeout)
+        try:
+            if self.reader_pool is not None:
+                await self.reader_pool.release(self.reader, timeout=self.release_timeout)
+        finally:
+            await self.pool.release(self.con, timeout=self.release_timeout)

@@ -4,7 +4,7 @@ strong and weak consistency. Light: no driver library and no binding is imported
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationInfo, field_validator
 
 from bgbench.drivers.cassandra_options import CassandraOptions
 from bgbench.drivers.mongodb_options import MongoOptions
@@ -27,6 +27,7 @@ class SQLiteSensorOptions(SQLiteOptions):
 class PostgresSensorOptions(PostgresOptions):
     consistency: Literal["strong", "weak"] = Field(
         "weak",
+        validate_default=True,  # weak, the default, has no standby to read from
         description="strong: logged table, serializable, synchronous_commit on; "
         "weak: unlogged table, read committed, synchronous_commit off",
     )
@@ -37,6 +38,23 @@ class PostgresSensorOptions(PostgresOptions):
     @property
     def level(self) -> Isolation:
         return self.isolation or LEVEL[self.consistency]
+
+    @field_validator("consistency")
+    @classmethod
+    def _replicated(cls, consistency: str, info: ValidationInfo) -> str:
+        if info.data.get("read_from") != "replica":
+            return consistency
+        if consistency == "weak":
+            raise ValueError(
+                "weak keeps the measures in an UNLOGGED table, which no standby has: use "
+                "consistency strong (with isolation 'repeatable read') to read from the replica"
+            )
+        if info.data.get("isolation") is None:
+            raise ValueError(
+                "strong runs serializable, which a hot standby cannot: set isolation "
+                "'repeatable read' to read from the replica"
+            )
+        return consistency
 
 
 class MongoSensorOptions(MongoOptions):

@@ -41,6 +41,11 @@ other), then ANALYZE. Socialites are asyncio tasks, each holding one connection 
 event loop's asyncpg pool; count_above is one statement, so one snapshot. The pool plans
 every statement for its own parameters (plan_cache_mode=force_custom_plan): a cached
 generic plan for `mv > $1 AND m >= $2 AND m < $3` would scan the fragment's whole key range.
+
+With `read_from: replica` (consistency strong with a non-serializable isolation: a standby
+has no unlogged table and runs no serializable transaction) each socialite holds a second
+connection, to the hot standby of `replica_dsn`, where newest and count_above run; inserts
+stay on the primary, as do the studies.
 """
 
 import re
@@ -121,12 +126,14 @@ class PostgresSensorBinding:
         self._ready = False
         # One asyncpg pool per event loop (a pool is bound to its loop); the first task of a
         # loop to ask makes it, the others await the same future.
-        self._loop_pools = pg.loop_pools(
-            options,
-            default_transaction_isolation=options.level,
-            synchronous_commit=SYNCHRONOUS_COMMIT[options.consistency],
-            plan_cache_mode="force_custom_plan",
-        )
+        settings = {
+            "default_transaction_isolation": options.level,
+            "synchronous_commit": SYNCHRONOUS_COMMIT[options.consistency],
+            "plan_cache_mode": "force_custom_plan",
+        }
+        self._loop_pools = pg.loop_pools(options, **settings)
+        replica = pg.reads_options(options)  # where the reads go with read_from replica
+        self._read_loop_pools = pg.loop_pools(replica, **settings) if replica else None
 
     @property
     def where(self) -> str:
@@ -227,6 +234,7 @@ class PostgresSensorBinding:
                     conn.execute(ddl)
             finally:
                 conn.execute("SELECT pg_advisory_unlock(%s)", (ADVISORY_LOCK,))
+        pg.check_replica(self.options)
         self._ready = True
 
     def use_schema(self, db: SensorLogDatabaseConfig) -> None:
@@ -234,6 +242,7 @@ class PostgresSensorBinding:
             row = conn.execute("SELECT to_regclass('measures') IS NOT NULL").fetchone()
         if not (row and row[0]):
             raise StoreError(f"no sensorlog table in {self.where}: create_schema must run first")
+        pg.check_replica(self.options)
         self._ready = True
 
     def load_fragment(self, fragment: FragmentLog, progress: Callable[[], None]) -> None:
@@ -258,10 +267,19 @@ class PostgresSensorBinding:
             raise StoreError("create_schema or use_schema must run before connect")
         con, pool = await self._loop_pools.acquire()
         timeout = self.options.connect_timeout_s
-        return PostgresSensorConnection(con, pool, timeout)
+        if self._read_loop_pools is None:
+            return PostgresSensorConnection(con, pool, timeout)
+        try:
+            reader = await self._read_loop_pools.acquire()
+        except BaseException:
+            await pool.release(con, timeout=timeout)
+            raise
+        return PostgresSensorConnection(con, pool, timeout, reader)
 
     async def aclose(self) -> None:
         await self._loop_pools.aclose()
+        if self._read_loop_pools is not None:
+            await self._read_loop_pools.aclose()
 
     def describe(self) -> str:
         with self._connect() as conn, self._errors("describe"):
@@ -272,6 +290,8 @@ class PostgresSensorBinding:
         o = self.options
         extra = f"; isolation set to {o.isolation}" if o.isolation else ""
         extra += "; server fsync=off" if fsync == "off" else ""
+        note = pg.reads_note(o)
+        extra += f"; {note}" if note else ""
         return (
             f"PostgreSQL {version} at {self.where} "
             f"({o.consistency}: {self.consistency_settings[o.consistency]}{extra})"
@@ -285,16 +305,27 @@ class PostgresSensorBinding:
             self._study.close()
             self._study = None
         self._loop_pools.clear()  # a loop's pool is closed by aclose() on that loop
+        if self._read_loop_pools is not None:
+            self._read_loop_pools.clear()
 
 
 class PostgresSensorConnection:
-    """One socialite task's asyncpg connection, held for its run."""
+    """One socialite task's asyncpg connection, held for its run; with a standby to read
+    from, a second one there (`reader`, of `reader_pool`), which its reads use."""
 
-    __slots__ = ("con", "pool", "release_timeout")
+    __slots__ = ("con", "pool", "reader", "reader_pool", "release_timeout")
 
-    def __init__(self, con: asyncpg.Connection, pool: asyncpg.Pool, timeout: float) -> None:
+    def __init__(
+        self,
+        con: asyncpg.Connection,
+        pool: asyncpg.Pool,
+        timeout: float,
+        reader: tuple[asyncpg.Connection, asyncpg.Pool] | None = None,
+    ) -> None:
         self.con = con
         self.pool = pool
+        self.reader: asyncpg.Connection = reader[0] if reader else con
+        self.reader_pool: asyncpg.Pool | None = reader[1] if reader else None
         self.release_timeout = timeout
 
     async def insert(self, row: Reading) -> None:
@@ -304,10 +335,14 @@ class PostgresSensorConnection:
         )
 
     async def newest(self, m: int, s: int, bt: int) -> bool:
-        return bool(await self.con.fetchval(NEWEST, int(m), int(s), int(bt)))
+        return bool(await self.reader.fetchval(NEWEST, int(m), int(s), int(bt)))
 
     async def count_above(self, x: float, m_lo: int, m_hi: int) -> int:
-        return int(await self.con.fetchval(COUNT_ABOVE, float(x), int(m_lo), int(m_hi)))
+        return int(await self.reader.fetchval(COUNT_ABOVE, float(x), int(m_lo), int(m_hi)))
 
     async def close(self) -> None:
-        await self.pool.release(self.con, timeout=self.release_timeout)
+        try:
+            if self.reader_pool is not None:
+                await self.reader_pool.release(self.reader, timeout=self.release_timeout)
+        finally:
+            await self.pool.release(self.con, timeout=self.release_timeout)
