@@ -156,7 +156,8 @@ async def _run_tasks(
     elapsed = time.monotonic() - t0
     cpu = cpu_seconds() - cpu0
     publish(*counts(), live.cut(final=True), 0.0, rec.timeouts)
-    await close_all(conns, plan.fragment, CLOSE_BOUND_S if flags.aborted else None)
+    stuck = flags.aborted or flags.notes  # calls left inside a store that stopped answering
+    await close_all(conns, plan.fragment, CLOSE_BOUND_S if stuck else None)
     finish([rec])
     return RunOutcome(
         elapsed,

@@ -194,6 +194,7 @@ def _check_phases(address: str, reply: pb.ValidateReply, phases: int) -> None:
                 address, f"validation phases {name}", f"{total} in all, where the run has {counts}"
             )
     for p in reply.phases:
+        _within(address, "validation phase unpredictable", p.unpredictable, 0, p.reads)
         _histogram(address, "validation phase lag_hist", p.lag_hist)
     _rows(address, "validation series_reads", reply.series_reads, MAX_BINS)
     if len(reply.series_unpredictable) != len(reply.series_reads):

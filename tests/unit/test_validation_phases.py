@@ -5,6 +5,8 @@ series; the phases add up to the whole run however the validation is split."""
 import numpy as np
 import pytest
 
+from bgbench.coordinator.execution.agent_checks import AgentFault, check_validation
+from bgbench.protos import worker_pb2 as pb
 from bgbench.validation import runner as validation_runner
 from bgbench.validation.checker import InitialValues, validate
 from bgbench.validation.logformat import READ, RECORD_DTYPE, WRITE_ABS
@@ -217,3 +219,32 @@ def test_the_agent_adds_its_load_processes_phases_and_bins():
 )
 def test_errors_count_as_timeouts_by_their_type_name(name, timeout):
     assert is_timeout(name) is timeout
+
+
+def _reply(phases: list[tuple[int, int]], series: list[int], bad: list[int]) -> pb.ValidateReply:
+    return pb.ValidateReply(
+        reads=sum(n for n, _ in phases),
+        unpredictable_reads=sum(u for _, u in phases),
+        phases=[pb.PhaseReads(reads=n, unpredictable=u) for n, u in phases],
+        series_reads=series,
+        series_unpredictable=bad,
+    )
+
+
+def test_the_coordinator_takes_phases_that_add_up_and_refuses_the_rest():
+    check_validation("a:1", _reply([(4, 1), (6, 2)], [6, 4], [1, 2]), 2)
+    check_validation("a:1", _reply([], [], []), 0)
+    broken = [
+        (_reply([(4, 1), (6, 2)], [], []), 3, "validation phases: 2 for 3 asked"),
+        (_reply([(4, 5)], [], []), 1, "validation phase unpredictable: 5, not 0 to 4"),
+        (_reply([(4, 1)], [3, 1], [1]), 1, "series_unpredictable: 1 bins for 2 of reads"),
+        (_reply([(4, 1)], [3, 9], [1, 0]), 1, "series_reads: 12, not 0 to 4"),
+        (_reply([(4, 1)], [1] * (MAX_BINS + 1), [0] * (MAX_BINS + 1)), 1, "7201 entries"),
+    ]
+    for reply, asked, why in broken:
+        with pytest.raises(AgentFault, match=why):
+            check_validation("a:1", reply, asked)
+    uneven = _reply([(4, 1), (6, 2)], [], [])
+    uneven.reads = 11
+    with pytest.raises(AgentFault, match="phases reads: 10 in all, where the run has 11"):
+        check_validation("a:1", uneven, 2)
