@@ -7,9 +7,12 @@ from __future__ import annotations
 from bgbench.coordinator.campaign.document import Located, ServerSpec
 from bgbench.coordinator.campaign.servers import check_kinds
 from bgbench.coordinator.configuration.config import Settings
+from bgbench.coordinator.configuration.scenario import ScenarioMistake
 from bgbench.coordinator.execution.checkconfig import check_settings
 from bgbench.coordinator.execution.target_kinds import target_kind
 from bgbench.errors import UserError
+
+SECTIONS = ("store", "scenario", "nodes")  # a check's line that names one: placed at it
 
 
 def job_problem(settings: Settings, study: str, servers: list[ServerSpec], merged: Located) -> str:
@@ -22,11 +25,19 @@ def job_problem(settings: Settings, study: str, servers: list[ServerSpec], merge
     try:
         if study:
             target_kind(copy).check_store(copy)
+            if copy.scenario:
+                raise UserError(
+                    "scenario: a study runs no rated experiments: a scenario applies to "
+                    "ratings (remove study or scenario)"
+                )
         else:
-            check_settings(copy)
+            check_settings(copy, [spec.kind for spec in servers])
+    except ScenarioMistake as exc:
+        return _placed(str(exc), merged.at(("scenario", str(exc.step))))
     except UserError as exc:
         message = str(exc).removeprefix("invalid config: ")
-        return _placed(message, merged.at(("store",)) if message.startswith("store") else "")
+        named = [section for section in SECTIONS if message.startswith(section)]
+        return _placed(message, merged.at((named[0],)) if named else "")
     return ""
 
 

@@ -35,6 +35,7 @@ from bgbench.coordinator.configuration.config import (
     Settings,
     apply_overrides,
 )
+from bgbench.coordinator.configuration.scenario import SCENARIO_ERROR
 from bgbench.coordinator.configuration.settings_files import TEXT_LIMIT, shown
 from bgbench.coordinator.rating.study import find_study
 from bgbench.errors import UserError
@@ -314,6 +315,11 @@ def describe(exc: ValidationError, merged: Located, context: str) -> str:
     loc = tuple(str(p) for p in err["loc"])
     if loc and loc[0].startswith("Settings_"):
         loc = loc[1:]
+    more = f"; and {len(exc.errors()) - 1} more" if len(exc.errors()) > 1 else ""
+    if err["type"] == SCENARIO_ERROR:  # the line names the step itself
+        step = (err.get("ctx") or {}).get("step")
+        where = merged.at((*loc, str(step)) if step is not None else loc)
+        return f"{context}: {err['msg']}{f' (set at {where})' if where else ''}{more}"
     msg = "unknown setting (check its spelling and section)"
     if err["type"] != "extra_forbidden":
         msg = err["msg"]
@@ -321,7 +327,6 @@ def describe(exc: ValidationError, merged: Located, context: str) -> str:
     got = "" if isinstance(given, dict) or err["type"] == "missing" else f" (got {given!r})"
     where = merged.at(loc) or merged.at(("params",))
     place = f" (set at {where})" if where else ""
-    more = f"; and {len(exc.errors()) - 1} more" if len(exc.errors()) > 1 else ""
     field = ".".join(shown(p) for p in loc) or "settings"
     return f"{context}: {field}: {msg}{got}{place}{more}"
 

@@ -58,6 +58,14 @@ _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|h|m|s)")
 _UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 
 
+class ScenarioMistake(UserError):
+    """A scenario step that cannot run here; `step` is its index (from 0)."""
+
+    def __init__(self, line: str, step: int) -> None:
+        super().__init__(line)
+        self.step = step
+
+
 def parse_duration(value: Any) -> float:
     """Seconds of "20s", "1m30s", "500ms", "2m", "1h", "1.5s" or a bare number (seconds)."""
     if isinstance(value, bool):
@@ -158,8 +166,8 @@ def step_name(index: int, raw: Any) -> str:
 
 
 def _mistake(index: int, raw: Any, problem: str) -> PydanticCustomError:
-    return PydanticCustomError(SCENARIO_ERROR, "{line}", {"line": f"{step_name(index, raw)}: "
-                               f"{problem}"})  # fmt: skip
+    line = f"{step_name(index, raw)}: {problem}"
+    return PydanticCustomError(SCENARIO_ERROR, "{line}", {"line": line, "step": index})
 
 
 def _field_problem(exc: ValidationError) -> str:
@@ -367,17 +375,26 @@ def check_scenario(
     for index, step in enumerate(steps):
         name = step_name(index, {"at": step.at_s, "do": step.do, "node": step.node})
         if step.at_s >= end_s:
-            raise UserError(
+            raise ScenarioMistake(
                 f"{name}: at or after the experiment's end: experiments last "
-                f"{shown_seconds(end_s)} ({setting})"
+                f"{shown_seconds(end_s)} ({setting})",
+                index,
             )
         if node_names is None or step.node is None:
             continue
         where = f" ({source})" if source else ""
+        if not node_names:
+            raise ScenarioMistake(
+                f"{name}: no node {step.node}: no nodes are known (name them in nodes.servers "
+                "or nodes.commands; a campaign job's server names its own)",
+                index,
+            )
         if step.node not in node_names:
-            known = ", ".join(sorted(node_names)) or "none"
-            raise UserError(f"{name}: no node {step.node}: known nodes {known}{where}")
+            known = ", ".join(sorted(node_names))
+            raise ScenarioMistake(f"{name}: no node {step.node}: known nodes {known}{where}", index)
         offered = node_names[step.node]
         if step.do not in offered:
             can = ", ".join(a for a in ACTIONS if a in offered) or "nothing"
-            raise UserError(f"{name}: node {step.node} cannot {step.do}: it can {can}{where}")
+            raise ScenarioMistake(
+                f"{name}: node {step.node} cannot {step.do}: it can {can}{where}", index
+            )

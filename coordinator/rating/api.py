@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bgbench.coordinator.configuration.config import Settings
+from bgbench.coordinator.execution.checkconfig import check_scenario_before_start
 from bgbench.coordinator.execution.experiment import faulted, new_experiment_id, save
 from bgbench.coordinator.execution.target import ExperimentTarget
 from bgbench.coordinator.execution.target_kinds import target_kind
@@ -156,6 +157,7 @@ def rate(
         kind = target_kind(settings)
         kind.resolve_layout(settings, None)
         kind.check_before_start(settings)
+        check_scenario_before_start(settings, "rate")
         store = open_results(settings.results_dir)
         rating_id = rating_id or new_rating_id()
         store.start_rating(
@@ -371,6 +373,7 @@ def run(
     kind = target_kind(settings)
     kind.resolve_layout(settings, threads)
     kind.check_before_start(settings, threads)  # as a rating does: bad input before the store
+    check_scenario_before_start(settings, "run")
     store = open_results(settings.results_dir)
     experiment_id = new_experiment_id(threads)
     run_dir = settings.results_dir / experiment_id
