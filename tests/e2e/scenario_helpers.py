@@ -1,0 +1,94 @@
+"""What the scenario end-to-end tests share: a settings file with a scenario, `bgbench run`
+on it, and the check that nothing a scenario did is left behind (no bgbench nft table, no
+node of the server stopped, paused or dead)."""
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bgbench.coordinator.scenario.network import bgbench_tables
+from tests.helpers import BGBENCH
+
+
+def settings_file(path: Path, store: dict[str, Any], scenario: list[dict[str, Any]],
+                  servers: list[Path], seconds: float, **more: Any) -> Path:  # fmt: skip
+    data: dict[str, Any] = {
+        "workload": {"name": "bg"},
+        "store": store,
+        "run": {"threadcount": 4, "maxexecutiontime": seconds},
+        "agents": {"local": 1, "processes": 1, "heartbeat_timeout": 60},
+        "scenario": scenario,
+        "nodes": {"servers": [str(s) for s in servers]},
+        **more,
+    }
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def start_run(settings: Path, results: Path, users: int = 500) -> subprocess.Popen[str]:
+    """`bgbench run -c SETTINGS --json`, started (its output piped)."""
+    return subprocess.Popen(
+        [*BGBENCH, "run", "-c", str(settings), "--users", str(users), "--results",
+         str(results), "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def run_scenario(settings: Path, results: Path, users: int = 500) -> dict[str, Any]:
+    """`bgbench run -c SETTINGS --json` to its end; the result (exit 0 asserted), with
+    its stderr and the nft tables its process left ("tables_left")."""
+    proc = start_run(settings, results, users)
+    try:
+        out, err = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+    assert proc.returncode == 0, err[-3000:]
+    result: dict[str, Any] = json.loads(out)
+    result["stderr"] = err
+    result["tables_left"] = tables_of(proc.pid)
+    result["pid"] = proc.pid
+    return result
+
+
+def tables_of(pid: int) -> list[str]:
+    """The bgbench nft tables process `pid` made that exist now."""
+    return [t for t in bgbench_tables() if t.startswith(f"bgbench_{pid}_")]
+
+
+def process_state(pid: int) -> str:
+    """The State letter of /proc/PID/status ("" when the process is gone)."""
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return ""
+    for line in text.splitlines():
+        if line.startswith("State:"):
+            return line.split()[1]
+    return ""
+
+
+def server_pids(directory: Path) -> list[int]:
+    info = json.loads((directory / "server.json").read_text())
+    return [int(p) for p in info.get("pids") or [info["pid"]] if p]
+
+
+def left_behind(directory: Path, pid: int) -> list[str]:
+    """What the scenario of `bgbench` process `pid` left undone on the server in
+    `directory`: its nft tables, and server processes stopped (T), dead (Z, or gone)."""
+    problems = [f"nft table {t}" for t in tables_of(pid)]
+    for pid in server_pids(directory):
+        state = process_state(pid)
+        if state in ("", "Z", "X"):
+            problems.append(f"pid {pid} is dead")
+        elif state in ("T", "t"):
+            problems.append(f"pid {pid} is stopped")
+    return problems
+
+
+def phases_by_label(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {p["label"]: p for p in result["scenario"]["phases"]}
