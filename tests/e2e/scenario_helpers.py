@@ -14,15 +14,15 @@ from tests.helpers import BGBENCH
 
 
 def settings_file(path: Path, store: dict[str, Any], scenario: list[dict[str, Any]],
-                  servers: list[Path], seconds: float, **more: Any) -> Path:  # fmt: skip
+                  servers: list[Path], seconds: float, agents: dict[str, Any] | None = None,
+                  ) -> Path:  # fmt: skip
     data: dict[str, Any] = {
         "workload": {"name": "bg"},
         "store": store,
         "run": {"threadcount": 4, "maxexecutiontime": seconds},
-        "agents": {"local": 1, "processes": 1, "heartbeat_timeout": 60},
+        "agents": {"local": 1, "processes": 1, "heartbeat_timeout": 60, **(agents or {})},
         "scenario": scenario,
         "nodes": {"servers": [str(s) for s in servers]},
-        **more,
     }
     path.write_text(yaml.safe_dump(data))
     return path
