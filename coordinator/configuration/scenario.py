@@ -31,11 +31,13 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    PlainSerializer,
     ValidationError,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
 
+from bgbench.coordinator.configuration.redaction import REDACTED, redact_text
 from bgbench.coordinator.configuration.settings_files import shown
 from bgbench.errors import UserError
 
@@ -100,9 +102,14 @@ Duration = Annotated[float, BeforeValidator(parse_duration)]
 
 def _command(text: str) -> str:
     """A command as given (run without a shell: shlex splits it); refused when empty, too
-    long or unbalanced in its quotes."""
+    long, unbalanced in its quotes, or holding a secret redacted from a record."""
     if len(text) > MAX_COMMAND:
         raise ValueError(f"a command has at most {MAX_COMMAND} characters")
+    if REDACTED in text:
+        raise ValueError(
+            f"command holds {REDACTED}, a secret redacted when it was recorded: keep secrets "
+            "out of commands (in a file or the environment)"
+        )
     try:
         words = shlex.split(text)
     except ValueError as exc:
@@ -112,7 +119,11 @@ def _command(text: str) -> str:
     return text
 
 
-Command = Annotated[str, BeforeValidator(lambda v: _command(v) if isinstance(v, str) else v)]
+Command = Annotated[
+    str,
+    BeforeValidator(lambda v: _command(v) if isinstance(v, str) else v),
+    PlainSerializer(redact_text),  # a URI's password, a secret NAME=value: never written out
+]
 
 
 class Step(BaseModel):

@@ -58,8 +58,8 @@ def scenario_nodes(
 ) -> tuple[dict[str, frozenset[str]], str]:
     """Each node a scenario may name, with the actions it offers, and where they come
     from (for a message): servers of `server_kinds` (by kind: nothing started), the server
-    directories of nodes.servers (their server.json) and nodes.commands. Any server node
-    can be partitioned: packet filtering needs only its endpoints."""
+    directories of nodes.servers (their server.json) and nodes.commands. A server's node
+    can be partitioned when it has endpoints (packet filtering needs only those)."""
     found: dict[str, frozenset[str]] = {}
     origin: dict[str, str] = {}
 
@@ -74,7 +74,7 @@ def scenario_nodes(
     for kind in server_kinds:
         for name, actions in launcher_nodes.node_names(kind).items():
             add(name, actions | NETWORK_ACTIONS, f"server {kind}")
-    for directory in nodes.servers:
+    for directory in dict.fromkeys(nodes.servers):  # a campaign may add a listed one again
         try:
             infos = launcher_nodes.nodes_of(directory)
         except (launcher_nodes.NodeActionError, OSError) as exc:
@@ -83,7 +83,8 @@ def scenario_nodes(
                 "start KIND DIR)"
             ) from None
         for info in infos:
-            add(info.name, info.actions | NETWORK_ACTIONS, str(directory))
+            reachable = info.client_endpoints or info.peer_endpoints
+            add(info.name, info.actions | (NETWORK_ACTIONS if reachable else set()), str(directory))
     for name, commands in nodes.commands.items():
         add(name, commands.actions(), "nodes.commands")
     return found, "from " + ", ".join(dict.fromkeys(origin.values()))

@@ -330,3 +330,18 @@ def test_campaign_jobs_name_the_step_and_the_line_that_set_it(tmp_path: Path):
 def test_step_is_importable_as_the_model_of_one_step():
     step = Step.model_validate({"at": "2m", "do": "remove", "node": "n4"})
     assert step.at_s == 120 and step.describe() == "remove n4"
+
+
+def test_a_secret_in_a_command_is_never_written_out():
+    s = settings_with(
+        [{"at": 1, "do": "run", "command": "curl https://ops:hunter2@lb.example/drain"}],
+        nodes={"commands": {"web1": {"kill": "curl https://ops:hunter2@lb.example/kill"}}},
+    )
+    assert s.scenario[0].command == "curl https://ops:hunter2@lb.example/drain"  # runs as given
+    written = s.model_dump_json()
+    assert "hunter2" not in written and "ops:***@lb.example" in written
+    with pytest.raises(ValidationError) as caught:  # a record's *** never runs as a command
+        Settings.model_validate(json.loads(written))
+    assert "command holds ***, a secret redacted when it was recorded" in (
+        describe_validation_error(caught.value)
+    )
