@@ -125,9 +125,9 @@ def running(pid: int) -> bool:
         return False
     try:
         os.kill(pid, 0)
-        return True
     except ProcessLookupError:
         return False
+    return process_state(pid) != "Z"  # a zombie no one reaps (an orphan's) has exited
 
 
 def reaped(pid: int) -> bool:

@@ -2,6 +2,7 @@
 server starter leaves the modes of the directories above a server's alone."""
 
 import configparser
+import json
 import re
 import shutil
 import subprocess
@@ -119,3 +120,58 @@ def test_starting_postgres_changes_no_mode_of_a_private_parent(tmp_path):
     finally:
         servers.stop(other)
     assert not cluster.exists()  # the cluster of a deleted directory is swept
+
+
+def test_node_names_by_server_kind_without_starting_anything():
+    from bgbench.launchers.nodes import PROCESS_ACTIONS, node_names
+
+    cluster = node_names("cassandra-cluster")
+    assert sorted(cluster) == ["n1", "n2", "n3", "n4"]
+    assert cluster["n1"] == PROCESS_ACTIONS  # the seed stays a member
+    assert cluster["n4"] == PROCESS_ACTIONS | {"add", "remove"}
+    assert sorted(node_names("cassandra-dcs")) == ["n1", "n2", "n3"]
+    assert "restart-cache" in node_names("memcached")["cache"]
+    assert node_names("postgres") == {"postgres": PROCESS_ACTIONS}
+    assert sorted(node_names("postgres-replica")) == ["primary", "standby"]
+    assert node_names("node-exporter") == {}
+
+
+def server_json(directory: Path, info: dict) -> Path:
+    (directory / "server.json").write_text(json.dumps(info))
+    return directory
+
+
+def test_node_actions_refuse_unknown_nodes_actions_and_bad_state_files(tmp_path):
+    from bgbench.launchers.nodes import NodeActionError, act, nodes_of
+
+    with pytest.raises(NodeActionError, match=r"^no server in"):
+        nodes_of(tmp_path / "nowhere")
+    (tmp_path / "server.json").write_text("{not json")
+    with pytest.raises(NodeActionError, match="is not JSON"):
+        act(tmp_path, "n1", "kill", 5)
+    (tmp_path / "server.json").write_text(" " * (2 << 20))
+    with pytest.raises(NodeActionError, match="larger than"):
+        nodes_of(tmp_path)
+    server_json(tmp_path, {"server": "memcached", "port": 1, "pid": 2**22 + 1})
+    with pytest.raises(
+        NodeActionError, match=r"^no node n2 in .* \(memcached\): known nodes cache$"
+    ):
+        act(tmp_path, "n2", "kill", 5)
+    with pytest.raises(NodeActionError, match=r"^cache \(memcached\) cannot add: it can "):
+        act(tmp_path, "cache", "add", 5)
+    with pytest.raises(NodeActionError, match=r"^cache is not running$"):
+        act(tmp_path, "cache", "pause", 5)
+    assert [(n.name, n.state, n.member) for n in nodes_of(tmp_path)] == [("cache", "down", True)]
+
+
+def test_the_node_commands_print_their_usage_when_called_wrong(tmp_path):
+    done = subprocess.run(
+        [sys.executable, str(DEPLOY / "local" / "servers.py"), "node", str(tmp_path)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode != 0 and "node DIR NAME ACTION" in done.stderr
+    done = subprocess.run(
+        [sys.executable, str(DEPLOY / "local" / "servers.py"), "nodes", str(tmp_path)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 1 and done.stderr.startswith(f"no server in {tmp_path}")
