@@ -54,6 +54,14 @@ def postgres_one_core(tmp_path_factory):
     yield from _running("postgres", tmp_path_factory, cpus={0})
 
 
+@pytest.fixture(scope="module")
+def postgres_replica(tmp_path_factory):
+    """A PostgreSQL primary with a streaming hot standby that applies each commit 300 ms
+    after the primary (deploy/local's postgres-replica-delayed): reads from it under
+    writes are stale for certain. Started once per module, both nodes stopped after it."""
+    yield from _running("postgres-replica-delayed", tmp_path_factory)
+
+
 @pytest.fixture(scope="session")
 def node_exporter_server(tmp_path_factory):
     """Prometheus' node_exporter on loopback; its "endpoint" is 127.0.0.1:PORT."""

@@ -14,16 +14,16 @@ every commit becomes visible there that long after the primary's, so reads from 
 writes are stale for certain, whatever the machine's speed (a plain standby's lag is a few
 milliseconds on loopback, and how many reads fall inside it depends on the machine).
 
-Nodes "primary" and "standby": kill (SIGKILL the postmaster and its backends), stop
-(pg_ctl stop -m fast), start (the recorded pg_ctl start; a primary recovers from its WAL,
-the standby reconnects by itself), restart, pause (SIGSTOP the postmaster and every process
-it forked), resume (SIGCONT). server.json records each node's command, data directory and
+Nodes "primary" and "standby" (launchers/nodes.py dispatches to node_infos, node_act and
+node_restore here): kill (SIGKILL the postmaster and its backends), stop (pg_ctl stop -m
+fast), start (the recorded pg_ctl start; a primary recovers from its WAL, the standby
+reconnects by itself), restart, pause (SIGSTOP the postmaster and every process it
+forked), resume (SIGCONT). server.json records each node's command, data directory and
 postmaster PID; an action updates it, so `stop DIR` stops what runs now. Standard library
 only, like the other launchers.
 """
 
 import contextlib
-import json
 import os
 import pwd
 import signal
@@ -34,7 +34,15 @@ from pathlib import Path
 from typing import Any
 
 from bgbench.launchers import servers
-from bgbench.launchers.procs import apt, free_port, running, wait_for
+from bgbench.launchers.procs import (
+    apt,
+    children,
+    free_port,
+    process_state,
+    running,
+    signal_tree,
+    wait_for,
+)
 
 KINDS = ("postgres-replica", "postgres-replica-delayed")
 SERVER = "postgres-replica"
@@ -201,70 +209,63 @@ def store_options(info: dict[str, Any], timeout_s: float = 60.0) -> dict[str, An
 
 def caught_up(info: dict[str, Any]) -> bool:
     """Whether the standby has replayed everything the primary wrote until now."""
-    lsn = _psql(info["port"], "SELECT pg_current_wal_lsn()")
+    lsn = _psql(info["port"], "SELECT pg_current_wal_insert_lsn()")
     standby_port = info["nodes"]["standby"]["port"]
     sql = f"SELECT pg_last_wal_replay_lsn() >= '{lsn}'::pg_lsn"
     return _psql(standby_port, sql) == "t"
 
 
-def replica_nodes(info: dict[str, Any]) -> list[dict[str, Any]]:
-    """The two nodes as the fields of launchers.nodes.NodeInfo (endpoints as (address,
-    port) pairs). Both nodes' peer endpoint is the primary's replication address: the
-    standby's WAL stream is the one connection between them."""
-    peer = ((REPLICATION_ADDRESS, int(info["port"])),)
-    ports = {"primary": int(info["port"]), "standby": int(info["nodes"]["standby"]["port"])}
-    return [
-        {"name": name, "server": SERVER, "directory": Path(info["dir"]), "address": "",
-         "client_endpoints": (("127.0.0.1", ports[name]),), "peer_endpoints": peer,
-         "actions": ACTIONS, "member": True}
-        for name in NODES
-    ]  # fmt: skip
+def node_infos(directory: Path, info: dict[str, Any]) -> list[Any]:
+    """The two nodes as launchers.nodes.NodeInfo. Both nodes' peer endpoint is the primary's
+    replication address: the standby's WAL stream is the one connection between them (its
+    walreceiver connects from 127.0.0.1 to REPLICATION_ADDRESS:PORT, as `ss -tnp` shows)."""
+    from bgbench.launchers.nodes import Endpoint, NodeInfo  # nodes imports this module
+
+    peer = (Endpoint(REPLICATION_ADDRESS, int(info["port"])),)
+    kind = str(info.get("kind", SERVER))
+    found = []
+    for name in NODES:
+        node = info["nodes"][name]
+        client = (Endpoint("127.0.0.1", int(node["port"])),)
+        found.append(NodeInfo(name, kind, directory, "", client, peer, ACTIONS, True, _state(node)))
+    return found
 
 
 def node_names() -> dict[str, frozenset[str]]:
     return {name: ACTIONS for name in NODES}
 
 
-def _processes(postmaster: int) -> list[int]:
-    """The postmaster and every process it forked (backends, WAL sender or receiver)."""
-    children = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        if int(fields[1]) == postmaster:
-            children.append(int(entry.name))
-    return [postmaster, *children]
-
-
-def _signal_all(pids: list[int], sig: signal.Signals) -> None:
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, sig)
+def _state(node: dict[str, Any]) -> str:
+    pid = int(node["pid"])
+    if not running(pid):
+        return "down"
+    return "paused" if node.get("paused") or process_state(pid) == "T" else "up"
 
 
 def _stop_node(node: dict[str, Any], timeout_s: float) -> None:
+    """pg_ctl stop -m fast (resumed first: a stopped process cannot shut down), then
+    SIGKILL to what is left."""
     pid = int(node["pid"])
+    node["paused"] = False
     if not running(pid):
         return
-    _signal_all(_processes(pid), signal.SIGCONT)  # a paused node cannot stop
+    signal_tree(pid, signal.SIGCONT)
     cmd = [*_as_pg(), str(servers.PG_BIN / "pg_ctl"), "-D", node["data"], "-m", "fast", "-w",
            "-t", str(max(1, int(timeout_s))), "stop"]  # fmt: skip
     with contextlib.suppress(subprocess.TimeoutExpired):
-        subprocess.run(cmd, capture_output=True, timeout=timeout_s + 5)
+        subprocess.run(cmd, capture_output=True, timeout=max(1.0, timeout_s) + 5)
     if running(pid):
         _kill_node(node, 10.0)
 
 
 def _kill_node(node: dict[str, Any], timeout_s: float) -> list[int]:
-    pids = _processes(int(node["pid"]))
-    _signal_all(pids, signal.SIGKILL)
+    """SIGKILL to the postmaster and every process it forked, as a crash."""
+    pid = int(node["pid"])
+    pids = [pid, *children(pid)]
+    signal_tree(pid, signal.SIGKILL)
+    node["paused"] = False
     deadline = time.monotonic() + timeout_s
-    while any(running(pid) for pid in pids):
+    while any(running(each) for each in pids):
         if time.monotonic() >= deadline:
             raise RuntimeError(f"PIDs {pids} still run {timeout_s:.0f} s after SIGKILL")
         time.sleep(0.05)
@@ -272,67 +273,77 @@ def _kill_node(node: dict[str, Any], timeout_s: float) -> list[int]:
 
 
 def _start_node(name: str, node: dict[str, Any], timeout_s: float) -> None:
-    _run(node["command"], f"starting the {name}", timeout_s)
+    """The recorded pg_ctl start (a primary recovers from its WAL; a standby reconnects to
+    the primary by itself), after the lock file a killed postmaster left, if any."""
+    _clear_stale_lock(Path(node["data"]))
+    _run(node["command"], f"starting the {name}", max(1.0, timeout_s))
     node["pid"] = _postmaster(Path(node["data"]))
-    wait_for(lambda: _ready(int(node["port"])), f"the {name}", timeout_s)
+    node["paused"] = False
+    wait_for(lambda: _ready(int(node["port"])), f"the {name}", max(1.0, timeout_s))
 
 
-def act(directory: Path, node_name: str, action: str, timeout_s: float) -> str:
-    """One node action on a `postgres-replica` started in `directory`: a line of what was
-    done. Raises RuntimeError (unknown node or action, failure, timeout)."""
-    state = directory / servers.STATE
-    info = json.loads(state.read_text())
-    if node_name not in NODES:
-        raise RuntimeError(f"no node {node_name!r} in {directory}: nodes {', '.join(NODES)}")
-    if action not in ACTIONS:
-        raise RuntimeError(f"{node_name} cannot {action}: it can {', '.join(sorted(ACTIONS))}")
+def _clear_stale_lock(data: Path) -> None:
+    """A killed postmaster no one reaps stays a zombie, which PostgreSQL takes for a live
+    one ("lock file already exists"): its lock files go once it is dead."""
+    lock = data / "postmaster.pid"
+    try:
+        lines = lock.read_text()[:4096].split("\n")
+        pid, port, sockets = int(lines[0]), int(lines[3]), Path(lines[4])
+    except (OSError, ValueError, IndexError):
+        return
+    if not running(pid):
+        (sockets / f".s.PGSQL.{port}.lock").unlink(missing_ok=True)
+        lock.unlink(missing_ok=True)
+
+
+def node_act(
+    directory: Path, info: dict[str, Any], node_name: str, action: str, deadline: float
+) -> str:
+    """One action on a node of the postgres-replica in `directory` (launchers.nodes.act
+    checked the name and the action, holds the lock and writes `info` back); a line of
+    what was done. RuntimeError on failure or past the deadline."""
     node = info["nodes"][node_name]
     pid = int(node["pid"])
+    left = deadline - time.monotonic()
+    state = _state(node)
+    if action in ("kill", "stop", "pause", "resume") and state == "down":
+        raise RuntimeError(f"{node_name} is not running")
+    if action == "start" and state != "down":
+        raise RuntimeError(f"{node_name} is running already (pid {pid})")
     if action == "kill":
-        pids = _kill_node(node, timeout_s)
+        pids = _kill_node(node, left)
         line = f"killed {node_name} (SIGKILL to pids {', '.join(map(str, pids))})"
     elif action == "stop":
-        _stop_node(node, timeout_s)
+        _stop_node(node, left)
         line = f"stopped {node_name} (pid {pid})"
     elif action in ("start", "restart"):
         if action == "restart":
-            _stop_node(node, timeout_s)
-        if running(int(node["pid"])):
-            raise RuntimeError(f"{node_name} already runs (pid {node['pid']})")
-        _start_node(node_name, node, timeout_s)
+            _stop_node(node, left)
+        _start_node(node_name, node, deadline - time.monotonic())
         line = f"{action}ed {node_name}: pid {node['pid']}, port {node['port']}"
-    else:
-        sig = signal.SIGSTOP if action == "pause" else signal.SIGCONT
-        pids = _processes(pid) if running(pid) else []
-        if not pids:
-            raise RuntimeError(f"{node_name} does not run: nothing to {action}")
-        _signal_all(pids, sig)
+    elif action in ("pause", "resume"):
+        signal_tree(pid, signal.SIGSTOP if action == "pause" else signal.SIGCONT)
+        wait_for(lambda: (process_state(pid) == "T") == (action == "pause"),
+                 f"{node_name} to {action}", max(1.0, left))  # fmt: skip
         node["paused"] = action == "pause"
-        line = f"{action}d {node_name} ({len(pids)} processes from pid {pid})"
-    if action != "pause":
-        node["paused"] = False
-    _record(state, info)
+        line = f"{action}d {node_name} (pid {pid} and its backends)"
+    else:
+        raise RuntimeError(f"{node_name} cannot {action}")
+    info["pid"] = info["nodes"]["primary"]["pid"]
+    info["pids"] = [info["nodes"][name]["pid"] for name in NODES]
     return line
 
 
-def _record(state: Path, info: dict[str, Any]) -> None:
-    nodes = info["nodes"]
-    info["pid"] = nodes["primary"]["pid"]
-    info["pids"] = [nodes["primary"]["pid"], nodes["standby"]["pid"]]
-    state.write_text(json.dumps(info))
-
-
-def restore(directory: Path, timeout_s: float) -> list[str]:
+def node_restore(directory: Path, info: dict[str, Any], deadline: float) -> list[str]:
     """Both nodes as started: resumed if paused, started if killed or stopped (the primary
     first: the standby streams from it). The lines of what was done."""
-    info = json.loads((directory / servers.STATE).read_text())
     done = []
     for name in NODES:
-        node = info["nodes"][name]
-        if node.get("paused") and running(int(node["pid"])):
-            done.append(act(directory, name, "resume", timeout_s))
-        if not running(int(node["pid"])):
-            done.append(act(directory, name, "start", timeout_s))
+        state = _state(info["nodes"][name])
+        if state == "paused":
+            done.append(node_act(directory, info, name, "resume", deadline))
+        elif state == "down":
+            done.append(node_act(directory, info, name, "start", deadline))
     return done
 
 
