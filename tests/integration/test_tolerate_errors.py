@@ -104,7 +104,7 @@ def test_a_locked_sqlite_is_tolerated_by_threads_only_when_asked(tmp_path, toler
     holder.execute("PRAGMA journal_mode=DELETE")  # in WAL mode readers would go on
     try:
         summary, _ = run_with_fault(
-            engine, tmp_path, lambda: holder.execute("BEGIN EXCLUSIVE"), tolerate, 6.0
+            engine, tmp_path, lambda: holder.execute("BEGIN EXCLUSIVE"), tolerate
         )
     finally:
         if holder.in_transaction:
@@ -115,10 +115,10 @@ def test_a_locked_sqlite_is_tolerated_by_threads_only_when_asked(tmp_path, toler
     assert summary.errors > 0
     if not tolerate:
         assert summary.aborted.startswith("store failing: 100 errors in a row"), summary.aborted
-        assert summary.elapsed < 6.0
+        assert summary.elapsed < DURATION_S
         return
     assert summary.aborted == "" and summary.note == ""
-    assert summary.elapsed >= 6.0
+    assert summary.elapsed >= DURATION_S
     assert summary.errors > 100
     assert any(e.type == "OperationalError" for e in summary.error_counts)
 
