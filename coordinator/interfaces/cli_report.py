@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from bgbench.coordinator.rating.api import results_path
 from bgbench.inputs import check_output
@@ -43,9 +44,15 @@ def report(
 ) -> None:
     """Write one self-contained HTML report (figures inline) of a rating, run or campaign."""
     from bgbench.coordinator.reports import html_report
+    from bgbench.coordinator.reports.html_scenario import scenarios_of
+    from bgbench.coordinator.reports.report_scenario import phase_table
 
     target = check_output(output or Path(f"{ident}.html"), "--output")
-    written = html_report.report(_frames(results), ident, target, fmt)
+    frames = _frames(results)
+    written = html_report.report(frames, ident, target, fmt)
+    for what, figures in scenarios_of(frames, ident):
+        out.print(Text(f"Scenario of {what}", style="bold"))
+        out.print(phase_table(figures))
     out.print(f"wrote {written.html} ({len(written.figures)} figures)")
     for path in written.files:
         err.print(f"wrote {path}")

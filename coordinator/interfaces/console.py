@@ -13,6 +13,7 @@ from bgbench.coordinator.records.events import (
     JobStarting,
 )
 from bgbench.coordinator.reports.report import LiveProgress, experiment_line
+from bgbench.coordinator.reports.report_scenario import phase_table
 from bgbench.resources.model import Bottleneck
 
 
@@ -38,6 +39,8 @@ class ConsoleView:
             self.console.rule(f"job {event.seq} of {event.jobs}: {event.label}")
         elif isinstance(event, ExperimentResultReady):
             self.console.print(experiment_line(event.phase, event.result, event.beta_ms))
+            if event.result.scenario is not None:
+                self.console.print(phase_table(event.result.scenario))
 
     def _stop(self) -> None:
         live, self.live = self.live, None

@@ -27,6 +27,7 @@ from bgbench.coordinator.reports.compare import (
     socialites_text,
 )
 from bgbench.coordinator.reports.html_resources import bottleneck_line, resource_sections
+from bgbench.coordinator.reports.html_scenario import campaign_scenario, scenario_sections
 from bgbench.coordinator.storage.frames import ResultFrames, lag_histogram, response_histogram
 from bgbench.errors import UserError
 
@@ -44,6 +45,7 @@ table.data { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0 1.5em
 table.data th, table.data td { border: 1px solid #ddd; padding: 2px 6px; text-align: right; }
 table.data th { background: #f4f4f4; }
 figure.chart { display: inline-block; vertical-align: top; width: 48%; margin: 0.5em 1% 1em 0; }
+figure.chart.wide { width: 98%; }
 figure.chart svg { width: 100%; height: auto; } figcaption { font-size: 0.85em; color: #555; }
 .headline { font-size: 1.15em; font-weight: bold; color: #14632b; }
 .failed { color: #a00; } pre { background: #f6f6f6; padding: 0.5em; overflow-x: auto; }
@@ -89,11 +91,12 @@ class Page:
             shown.to_html(index=False, classes="data", border=0, na_rep="", float_format=_num)
         )
 
-    def figure(self, ident: str, fig: Figure | None, caption: str) -> None:
+    def figure(self, ident: str, fig: Figure | None, caption: str, wide: bool = False) -> None:
         if fig is None:
             return
+        css = "chart wide" if wide else "chart"
         self.parts.append(
-            f'<figure class="chart" id="{html.escape(ident)}">{charts.svg(fig)}'
+            f'<figure class="{css}" id="{html.escape(ident)}">{charts.svg(fig)}'
             f"<figcaption>{html.escape(caption)}</figcaption></figure>"
         )
         self.figures.append(ident)
@@ -272,6 +275,7 @@ def rating_sections(frames: ResultFrames, rating_id: str, page: Page, prefix: st
     page.text("Every experiment, in the order it ran: phase, T, verdict and its reasons.")
     # a closed-loop rating has no arrival rate; a classic search no intervals
     page.table(_columns(exps, SEARCH_PATH).dropna(axis=1, how="all"))
+    scenario_sections(frames, rating_id, page, prefix, r["beta_ms"])
     _breakdowns(frames, rating_id, exps, page, prefix)
     resource_sections(frames, rating_id, page, prefix, _x_axis(r))
     sweep = frames.of_rating(frames.sweep, rating_id)
@@ -370,6 +374,7 @@ def campaign_sections(frames: ResultFrames, campaign_id: str, page: Page) -> Non
     page.heading("Jobs")
     bound = [bottleneck_text(j) for _, j in jobs.iterrows()]
     page.table(_columns(jobs.assign(bottleneck=bound), JOB_TABLE))
+    campaign_scenario(frames, jobs, page)
     page.heading("Campaign file", level=3)
     page.pre(str(c["file_text"]))
     for _, job in jobs.iterrows():

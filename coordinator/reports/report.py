@@ -13,6 +13,7 @@ from bgbench.coordinator.configuration.config import Settings
 from bgbench.coordinator.rating.bottleneck_of import bottleneck_of
 from bgbench.coordinator.records.sweep import ALL_ACTIONS, SweepTable
 from bgbench.coordinator.reports.live import LiveProgress as LiveProgress
+from bgbench.coordinator.reports.report_scenario import render_scenario
 from bgbench.resources.model import Bottleneck
 from bgbench.run_result import ExperimentResult
 from bgbench.sdk import StudyTable
@@ -39,6 +40,7 @@ def render(result: ExperimentResult, settings: Settings) -> Group:
         _actions_table(result, settings),
         *([units] if units.row_count else []),
         _agents_table(result),
+        *([render_scenario(result.scenario)] if result.scenario is not None else []),
         _notes(result),
     )
 

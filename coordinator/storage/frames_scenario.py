@@ -123,7 +123,9 @@ def scenario_timeline(result: Mapping[str, Any]) -> tuple[pd.DataFrame, pd.DataF
 
 
 def steps_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    return pd.DataFrame(rows, columns=list(STEP_COLUMNS))
+    frame = pd.DataFrame(rows, columns=list(STEP_COLUMNS))
+    frame["exit_status"] = pd.to_numeric(frame["exit_status"]).astype("Int64")  # None: NA
+    return frame
 
 
 def phases_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:

@@ -7,8 +7,11 @@ import json
 from collections.abc import Callable
 
 import pytest
+from rich.console import Console
 
 from bgbench.coordinator.configuration.config import Settings, load_settings
+from bgbench.coordinator.reports import charts, charts_scenario
+from bgbench.coordinator.reports.report_scenario import render_scenario
 from bgbench.coordinator.scenario.phases import MAX_LEAD, ScenarioRecorder
 from bgbench.protos import new_histogram
 from bgbench.protos import worker_pb2 as pb
@@ -269,3 +272,24 @@ def test_a_tau_above_the_phase_share_keeps_it_within_the_sla():
     replies = [pb.ValidateReply(phases=[pb.PhaseReads(reads=100, unpredictable=5)])]
     (base,) = recorder.finish([], replies).phases
     assert base.unpredictable_percent == 5.0 and base.meets_sla
+
+
+def test_hostile_labels_are_drawn_and_printed_as_text():
+    """A lone `$` would be math to matplotlib (and fail); `[red]` would be markup to rich."""
+    scenario = figures()
+    scenario.steps[0].label = "kill $n2 [red]now[/red] <x>"
+    scenario.phases[1].label = scenario.steps[0].label
+    fig = charts_scenario.timeline(scenario, "run $1", beta_ms=100.0)
+    assert fig is not None
+    svg = charts.svg(fig)
+    assert "1: kill $n2 [red]now[/red] &lt;x&gt;" in svg and "<x>" not in svg
+    assert charts_scenario.literal("a" * 100).endswith("…")
+    console = Console(record=True, width=200)
+    console.print(render_scenario(scenario))
+    text = console.export_text()
+    assert "kill $n2 [red]now[/red] <x>" in text and "baseline" in text
+    assert "not reached" in text  # the second step never ran
+
+
+def test_an_empty_timeline_draws_nothing():
+    assert charts_scenario.timeline(ScenarioFigures(), "run", 100.0) is None
