@@ -3,6 +3,7 @@ on it, and the check that nothing a scenario did is left behind (no bgbench nft 
 node of the server stopped, paused or dead)."""
 
 import json
+import signal
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -44,15 +45,26 @@ def run_scenario(settings: Path, results: Path, users: int = 500) -> dict[str, A
     try:
         out, err = proc.communicate(timeout=600)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=30)
+        end(proc)
     assert proc.returncode == 0, err[-3000:]
     result: dict[str, Any] = json.loads(out)
     result["stderr"] = err
     result["tables_left"] = tables_of(proc.pid)
     result["pid"] = proc.pid
     return result
+
+
+def end(proc: subprocess.Popen[str]) -> None:
+    """A run the test gave up on: interrupted as Ctrl-C does (its scenario is undone),
+    killed if it does not end within two minutes."""
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate(timeout=30)
 
 
 def tables_of(pid: int) -> list[str]:

@@ -12,7 +12,8 @@ from bgbench.launchers.nodes import nodes_of
 from tests.conftest import servers
 from tests.e2e.scenario_helpers import left_behind, phases_by_label, run_scenario, settings_file
 
-pytestmark = pytest.mark.slow
+# The cluster and three runs come with the first test (its module fixtures): minutes.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 
 SECONDS = 30
 KILL_AT, START_AT = 8, 16

@@ -11,6 +11,7 @@ import pytest
 
 from tests.conftest import servers
 from tests.e2e.scenario_helpers import (
+    end,
     left_behind,
     process_state,
     run_scenario,
@@ -103,9 +104,7 @@ def test_an_experiment_an_agent_failure_ends_is_undone(postgres, tmp_path):
     try:
         _, err = proc.communicate(timeout=300)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=30)
+        end(proc)
     assert proc.returncode == 3, err[-3000:]
     assert "undo: deleted table inet bgbench_" in err and "undo: resumed" in err, err[-3000:]
     assert left_behind(directory, proc.pid) == []
@@ -121,9 +120,7 @@ def test_ctrl_c_mid_scenario_undoes_it(postgres, tmp_path):
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=180)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=30)
+        end(proc)
     assert proc.returncode == 130, err[-3000:]
     assert left_behind(directory, proc.pid) == []
     assert process_state(pid) not in ("T", "")
