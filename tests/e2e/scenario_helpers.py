@@ -29,19 +29,21 @@ def settings_file(path: Path, store: dict[str, Any], scenario: list[dict[str, An
     return path
 
 
-def start_run(settings: Path, results: Path, users: int = 500) -> subprocess.Popen[str]:
-    """`bgbench run -c SETTINGS --json`, started (its output piped)."""
+def start_run(settings: Path, results: Path, users: int = 500,
+              args: tuple[str, ...] = ()) -> subprocess.Popen[str]:  # fmt: skip
+    """`bgbench run -c SETTINGS --json ARGS`, started (its output piped)."""
     return subprocess.Popen(
         [*BGBENCH, "run", "-c", str(settings), "--users", str(users), "--results",
-         str(results), "--json"],
+         str(results), "--json", *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
 
 
-def run_scenario(settings: Path, results: Path, users: int = 500) -> dict[str, Any]:
+def run_scenario(settings: Path, results: Path, users: int = 500,
+                 args: tuple[str, ...] = ()) -> dict[str, Any]:  # fmt: skip
     """`bgbench run -c SETTINGS --json` to its end; the result (exit 0 asserted), with
     its stderr and the nft tables its process left ("tables_left")."""
-    proc = start_run(settings, results, users)
+    proc = start_run(settings, results, users, args)
     try:
         out, err = proc.communicate(timeout=600)
     finally:

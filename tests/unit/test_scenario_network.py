@@ -1,6 +1,7 @@
 """A scenario's partitions (real nftables rules on loopback) and its timeline (steps at
 their offsets, recorded, and undone in a finally)."""
 
+import json
 import socket
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from bgbench.coordinator.records.events import JsonLinesSink, ScenarioStep
 from bgbench.coordinator.scenario.network import (
     Endpoint,
     NetworkFaultError,
@@ -23,7 +25,9 @@ from bgbench.coordinator.scenario.network import (
     sweep_dead_tables,
 )
 from bgbench.coordinator.scenario.nodes import CommandSpec, command_node, run_command
+from bgbench.coordinator.scenario.run import is_warmup
 from bgbench.coordinator.scenario.timeline import ScenarioTimeline, step_line
+from bgbench.run_result.scenario import StepRecord
 from tests.helpers import wait_until
 
 pytestmark = pytest.mark.skipif(
@@ -229,3 +233,22 @@ def test_steps_run_in_order_recorded_and_undone_after_an_exception(
     assert step_line(false).endswith("FAILED: exit status 1")
     assert timeline.undo_failures == []
     assert timeline.finish() is records  # twice is once
+
+
+def test_a_ratings_warm_up_runs_without_the_scenario() -> None:
+    assert is_warmup("R20260101-120000-abcd-warmup0-T8")
+    assert is_warmup("R20260101-120000-abcd-warmup1-T8-retry1")
+    assert not is_warmup("R20260101-120000-abcd-T8-5s")
+    assert not is_warmup("20260101-120000-T4")
+
+
+def test_a_step_is_an_event_the_events_file_records(tmp_path: Path) -> None:
+    record = StepRecord(index=0, at_s=20.0, action="kill", node="n2", started_s=20.1,
+                        ended_s=20.4, ok=True, detail="killed n2 (pid 1234)")  # fmt: skip
+    event = ScenarioStep.of("exp-1", record, step_line(record))
+    assert event.line == "20.1 s: kill n2 — killed n2 (pid 1234)"
+    sink = JsonLinesSink(tmp_path / "events.jsonl")
+    sink.emit(event)
+    sink.close()
+    [written] = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert written["kind"] == "scenario_step" and written["node"] == "n2" and written["ok"]
