@@ -110,14 +110,15 @@ def test_an_experiment_an_agent_failure_ends_is_undone(postgres, tmp_path):
     assert left_behind(directory, proc.pid) == []
 
 
-def test_ctrl_c_mid_scenario_undoes_it(postgres, tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_an_interrupt_mid_scenario_undoes_it(postgres, tmp_path, sig):
     directory, info = postgres
     [pid] = server_pids(directory)
     path = settings_file(tmp_path / "s.yaml", pg_store(info), PAUSE_AND_CUT, [directory], 120)
     proc = start_run(path, tmp_path / "results")
     try:
         wait_until(lambda: process_state(pid) == "T" and tables_of(proc.pid), "the pause", 180)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         _, err = proc.communicate(timeout=180)
     finally:
         end(proc)
