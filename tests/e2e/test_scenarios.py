@@ -1,8 +1,8 @@
 """Scenarios on the local 3-node Cassandra cluster (one cluster for the whole file: it takes
-minutes to start): a node killed and started again at ONE, QUORUM and ALL, and a node
-partitioned from the clients and healed. Each run is `bgbench run` with a scenario,
-checked through its phase figures, and checked for what it left behind: no nft table of
-its process, no node stopped or dead."""
+minutes to start): a node killed and started again at ONE, QUORUM and ALL. Each run is
+`bgbench run` with a scenario, checked through its phase figures, and checked for what
+it left behind: no nft table of its process, no node stopped or dead. (A partition and
+its heal are tested on PostgreSQL's replication: test_scenarios_replica.py.)"""
 
 from pathlib import Path
 
@@ -89,21 +89,3 @@ def test_one_and_quorum_keep_serving_while_all_loses_availability(kill_and_start
         down["ONE"]["unavailable_s"], down["QUORUM"]["unavailable_s"]
     )
 
-
-def test_a_partition_from_the_clients_and_its_heal_change_what_clients_see(cluster, tmp_path):
-    """n2 cut from the clients (its CQL port) at ONE: requests it coordinates hang until
-    the driver's 2 s timeout, in that phase only."""
-    directory, info = cluster
-    scenario = [{"at": "6s", "do": "partition", "node": "n2", "from": "clients"},
-                {"at": "14s", "do": "heal", "node": "n2"}]  # fmt: skip
-    store = cassandra_store(info, "scen_partition", "ONE", timeout_s=2)
-    r = run_scenario(settings_file(tmp_path / "s.yaml", store, scenario, [directory], 22),
-                     tmp_path / "results")  # fmt: skip
-    partition, heal = r["scenario"]["steps"]
-    assert partition["ok"] and heal["ok"], (partition, heal)
-    assert "drop rules" in partition["detail"] and heal["detail"] == "healed n2 from clients"
-    base, cut = r["scenario"]["phases"][:2]
-    assert cut["label"].startswith("partition n2"), cut
-    assert cut["timeouts"] > base["timeouts"], (base, cut)
-    assert cut["timeouts"] > 0
-    assert left_behind(directory, r["pid"]) == []
