@@ -88,4 +88,3 @@ def test_one_and_quorum_keep_serving_while_all_loses_availability(kill_and_start
     assert phase["unavailable_s"] > max(
         down["ONE"]["unavailable_s"], down["QUORUM"]["unavailable_s"]
     )
-
