@@ -204,6 +204,8 @@ def _rules(step: Step) -> str:
         return f"command is for run steps, not {step.do}"
     if step.do != "partition" and step.from_ != "others":
         return f"from is for partition steps, not {step.do}"
+    if not step.label.isprintable():
+        return "label: one line of printable text"
     if step.node is not None and not NODE_NAME.fullmatch(step.node):
         return f"node {step.node!r} is not a node name (letters, digits, . _ -)"
     return ""
@@ -258,7 +260,7 @@ class NodeCommands(BaseModel):
     kill: Command | None = None
     stop: Command | None = None
     start: Command | None = None
-    restart: Command | None = Field(None, description="default: stop, then start")
+    restart: Command | None = None
     pause: Command | None = None
     resume: Command | None = None
     address: str | None = Field(
@@ -289,11 +291,9 @@ class NodeCommands(BaseModel):
         return self
 
     def actions(self) -> frozenset[str]:
-        """The actions this node offers: those with a command, restart when it has one or
-        stop and start, partition when it has an address and ports."""
+        """The actions this node offers: those it has a command for, and partition and
+        heal when it has an address and ports."""
         offered = {a for a in PROCESS_ACTIONS if getattr(self, a)}
-        if self.stop and self.start:
-            offered.add("restart")
         if self.address and (self.client_ports or self.peer_ports):
             offered |= NETWORK_ACTIONS
         return frozenset(offered)

@@ -144,6 +144,8 @@ LOAD_MISTAKES = [
     ([{"at": 1, "do": "kill", "node": "n 2"}],
      "scenario step 1 (at 1s, kill n 2): node 'n 2' is not a node name"),
     (["kill n2"], "scenario step 1: a step is a mapping"),
+    ([{"at": 1, "do": "heal", "label": "two\nlines"}],
+     "scenario step 1 (at 1s, heal): label: one line of printable text"),
 ]  # fmt: skip
 
 
@@ -191,7 +193,7 @@ def test_the_actions_a_command_node_offers():
     )
     commands = s.nodes.commands
     assert commands["web1"].actions() == {"kill", "start", "partition", "heal"}
-    assert commands["db"].actions() == {"stop", "start", "restart"}  # restart: stop, start
+    assert commands["db"].actions() == {"stop", "start"}  # restart only by its own command
     assert commands["x"].actions() == frozenset()
 
 
