@@ -81,6 +81,15 @@ LOGBACK_TOOLS = """<configuration>
 """
 
 
+TOKENS_PER_NODE = 16
+
+
+def member_tokens(index: int, members: int) -> str:
+    """Member `index`'s tokens, interleaved with the others' evenly over Murmur3's ring."""
+    step = 2**64 // (members * TOKENS_PER_NODE)
+    return ",".join(str(-(2**63) + (k * members + index) * step) for k in range(TOKENS_PER_NODE))
+
+
 def _commitlog(mode: str) -> str:
     if mode == "batch":  # each write synced before it is acknowledged
         return "commitlog_sync: batch"
@@ -96,9 +105,15 @@ def _yaml(
     rf: int,
     commitlog: str,
     bootstrap: bool,
+    tokens: str,
 ) -> str:
+    # A member's tokens are given (initial_token): nodes started together would otherwise
+    # allocate the same ones (each sees only the seed's), and two of three would share a
+    # place in the ring. A spare that bootstraps allocates its own from the ring it joins.
+    chosen = f'initial_token: "{tokens}"' if tokens else ""
     return f"""cluster_name: bgbench
-num_tokens: 16
+num_tokens: {TOKENS_PER_NODE}
+{chosen}
 allocate_tokens_for_local_replication_factor: {rf}
 partitioner: org.apache.cassandra.dht.Murmur3Partitioner
 auto_bootstrap: {"true" if bootstrap else "false"}
@@ -149,7 +164,8 @@ def start(
         taken.add(jmx_port)
         dc = i + 1 if datacenters else 0
         config = NodeConfig(host, hosts[0], storage_port, cql_port, jmx_port, dc, commitlog)
-        records.append(_configure(directory, i, config, lib, heap, spare=i >= nodes))
+        tokens = member_tokens(i, nodes) if i < nodes else ""
+        records.append(_configure(directory, i, config, lib, heap, tokens))
 
     def ready(host: str, peers: int) -> None:
         wait_for(
@@ -193,9 +209,11 @@ class NodeConfig(NamedTuple):
 
 
 def _configure(
-    directory: Path, i: int, config: NodeConfig, lib: Path, heap: str, spare: bool
+    directory: Path, i: int, config: NodeConfig, lib: Path, heap: str, tokens: str
 ) -> dict[str, Any]:
-    """The node's directory, configuration and command line: its record in server.json."""
+    """The node's directory, configuration and command line: its record in server.json
+    (a spare, with no tokens given, is not a member and bootstraps when added)."""
+    spare = not tokens
     node = directory / f"node{i + 1}"
     node.mkdir(parents=True, exist_ok=True)
     if config.datacenter:
@@ -205,7 +223,7 @@ def _configure(
         snitch, rf = "SimpleSnitch", 3
     seeds = f"{config.seed}:{config.storage_port}"
     yaml = _yaml(config.host, seeds, config.storage_port, config.cql_port, snitch, rf,
-                 config.commitlog, bootstrap=spare)  # fmt: skip
+                 config.commitlog, bootstrap=spare, tokens=tokens)  # fmt: skip
     (node / "cassandra.yaml").write_text(yaml)
     (node / "jvm.options").write_text(JVM17)
     classpath = ":".join(str(j) for j in sorted(lib.glob("*.jar")))

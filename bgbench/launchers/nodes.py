@@ -42,6 +42,7 @@ import importlib
 import json
 import os
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -124,6 +125,13 @@ def read_state(directory: Path) -> dict[str, Any]:
 def nodes_of(directory: Path) -> list[NodeInfo]:
     """The nodes of the server whose server.json is in `directory`."""
     info = read_state(directory)
+    try:
+        return _nodes_of(directory, info)
+    except FAULTS as e:
+        raise _fault(f"the nodes in {directory / STATE}", e) from None
+
+
+def _nodes_of(directory: Path, info: dict[str, Any]) -> list[NodeInfo]:
     kind = str(info.get("kind", info["server"]))
     offered = node_names(kind)
     if info["server"] == "cassandra":
@@ -177,10 +185,8 @@ def act(directory: Path, node: str, action: str, timeout_s: float) -> str:
             raise NodeActionError(f"{node} ({kind}) cannot {action}: it can {can}")
         try:
             return _act(directory, info, node, action, deadline)
-        except (CassandraNodeError, OSError, RuntimeError) as e:
-            if isinstance(e, NodeActionError):
-                raise
-            raise NodeActionError(f"{action} {node}: {e}") from None
+        except FAULTS as e:
+            raise _fault(f"{action} {node}", e) from None
         finally:
             _write_state(directory, info)
 
@@ -213,12 +219,34 @@ def restore(directory: Path, timeout_s: float) -> list[str]:
             if state == "down":
                 return [_single_act(directory, info, node, "start", deadline)]
             return []
-        except (CassandraNodeError, OSError, RuntimeError) as e:
-            if isinstance(e, NodeActionError):
-                raise
-            raise NodeActionError(f"restore {directory}: {e}") from None
+        except FAULTS as e:
+            raise _fault(f"restore {directory}", e) from None
         finally:
             _write_state(directory, info)
+
+
+# What a node action may meet: a process or command that fails, a server.json whose
+# fields are missing or of the wrong type (it is read as untrusted input).
+FAULTS = (
+    CassandraNodeError, OSError, RuntimeError, subprocess.SubprocessError, KeyError,
+    ValueError, TypeError,
+)  # fmt: skip
+
+
+def _fault(doing: str, e: BaseException) -> NodeActionError:
+    """One line saying what failed (a failed command: its status and last line of output)."""
+    if isinstance(e, NodeActionError):
+        return e
+    if isinstance(e, subprocess.CalledProcessError):
+        output = e.stderr or e.stdout or ""
+        said = output.decode(errors="replace") if isinstance(output, bytes) else str(output)
+        last = said.strip().splitlines()[-1:] or ["no output"]
+        return NodeActionError(
+            f"{doing}: {Path(e.cmd[0]).name} exited {e.returncode}: {last[0][:300]}"
+        )
+    if isinstance(e, KeyError):
+        return NodeActionError(f"{doing}: server.json has no field {e}")
+    return NodeActionError(f"{doing}: {type(e).__name__}: {str(e)[:300]}")
 
 
 def _replica() -> Any:

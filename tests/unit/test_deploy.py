@@ -162,6 +162,9 @@ def test_node_actions_refuse_unknown_nodes_actions_and_bad_state_files(tmp_path)
     with pytest.raises(NodeActionError, match=r"^cache is not running$"):
         act(tmp_path, "cache", "pause", 5)
     assert [(n.name, n.state, n.member) for n in nodes_of(tmp_path)] == [("cache", "down", True)]
+    server_json(tmp_path, {"server": "memcached", "pid": "x"})
+    with pytest.raises(NodeActionError, match="server.json has no field 'port'"):
+        nodes_of(tmp_path)
 
 
 def test_the_node_commands_print_their_usage_when_called_wrong(tmp_path):
