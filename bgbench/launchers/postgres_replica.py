@@ -27,6 +27,7 @@ import contextlib
 import os
 import pwd
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -127,8 +128,35 @@ def _home(node_directory: Path) -> Path:
     return servers._pg_home(node_directory) if _as_pg() else node_directory
 
 
+def _port(node_directory: Path, *hosts: str) -> int:
+    """The port the node had (started again on its data: the dsns handed out before still
+    reach it), if it is free; else a free one. Recorded in the node's directory."""
+    known = node_directory / "port"
+    try:
+        port = int(known.read_text().strip())
+        if all(_bindable(host, port) for host in ("127.0.0.1", *hosts)):
+            return port
+    except (OSError, ValueError):
+        pass
+    port = free_port(*hosts)
+    known.write_text(str(port))
+    return port
+
+
+def _bindable(host: str, port: int) -> bool:
+    """As PostgreSQL binds (SO_REUSEADDR): its own connections of before, in TIME_WAIT, do
+    not keep it from its port."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+            return True
+        except OSError:
+            return False
+
+
 def _start_primary(node_directory: Path) -> dict[str, Any]:
-    port = free_port(REPLICATION_ADDRESS)
+    port = _port(node_directory, REPLICATION_ADDRESS)
     home = _home(node_directory)
     data, log = home / "pgdata", home / "pg.log"
     if not data.exists():
@@ -152,17 +180,20 @@ def _start_primary(node_directory: Path) -> dict[str, Any]:
 def _start_standby(
     node_directory: Path, primary: dict[str, Any], apply_delay_ms: int
 ) -> dict[str, Any]:
-    port = free_port()
+    port = _port(node_directory)
     home = _home(node_directory)
     data, log = home / "pgdata", home / "pg.log"
     if not data.exists():
         _run([*_as_pg(), str(servers.PG_BIN / "pg_basebackup"), "-h", REPLICATION_ADDRESS,
               "-p", str(primary["port"]), "-U", "postgres", "-D", str(data), "-R",
               "-X", "stream", "-c", "fast"], "pg_basebackup of the primary")  # fmt: skip
+    # primary_conninfo given here too (a URI: no spaces), so a standby started again on
+    # its data follows the primary's port of now rather than the one of its base backup
+    conninfo = f"postgresql://postgres@{REPLICATION_ADDRESS}:{primary['port']}/"
     options = (
         f"-c listen_addresses=127.0.0.1 -c unix_socket_directories={_sockets(home)} "
         f"{PG_SETTINGS} -c hot_standby=on -c recovery_min_apply_delay={apply_delay_ms}ms "
-        "-c wal_receiver_status_interval=1s"
+        f"-c wal_receiver_status_interval=1s -c primary_conninfo={conninfo}"
     )
     command = _start_command(data, log, port, options)
     _run(command, "starting the standby")

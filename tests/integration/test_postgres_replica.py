@@ -263,7 +263,10 @@ def test_the_primary_and_standby_nodes_are_killed_paused_and_restored_through_la
 
         def standby_count() -> int:
             with psycopg.connect(options["replica_dsn"], connect_timeout=10) as c:
-                return int(c.execute("SELECT count(*) FROM t").fetchone()[0])
+                try:
+                    return int(c.execute("SELECT count(*) FROM t").fetchone()[0])
+                except psycopg.errors.UndefinedTable:  # its creation not replayed yet
+                    return 0
 
         write(1)
         assert "paused standby" in nodes.act(directory, "standby", "pause", 60)
@@ -295,7 +298,14 @@ def test_the_primary_and_standby_nodes_are_killed_paused_and_restored_through_la
         write(5)
         wait_until(lambda: standby_count() == 5, "the standby after a restore")
         last = json.loads((directory / "server.json").read_text())
+        servers.stop(directory)
+        pids = [last["nodes"][name]["pid"] for name in launcher.NODES]
+        assert not any(launcher.running(pid) for pid in pids)  # stop stops what runs now
+
+        again = servers.start("postgres-replica", directory)  # a campaign resumed
+        assert again["port"] == info["port"]  # the dsns handed out before still reach it
+        assert again["nodes"]["standby"]["port"] == info["nodes"]["standby"]["port"]
+        write(6)
+        wait_until(lambda: standby_count() == 6, "the standby started again on its data")
     finally:
         servers.stop(directory)
-    pids = [last["nodes"][name]["pid"] for name in launcher.NODES]
-    assert not any(launcher.running(pid) for pid in pids)  # stop stops what runs now
