@@ -91,8 +91,8 @@ class PhaseFigures:
 class Timeline:
     """The experiment's series over all agents. Progress intervals (`interval_s` apart,
     `t_s` their ends) carry throughput, p95 and errors; the validator's bins (`bin_s`
-    long, from the run's start) carry the reads and unpredictable reads that started in
-    them."""
+    long, from the agents' run start, which is `bin_start_s` into the experiment) carry
+    the reads and unpredictable reads that started in them."""
 
     interval_s: float = 0.0
     t_s: list[float] = field(default_factory=list)
@@ -101,6 +101,7 @@ class Timeline:
     errors_per_s: list[float] = field(default_factory=list)
     within: list[float | None] = field(default_factory=list)  # % within beta; None: idem
     bin_s: float = 0.0
+    bin_start_s: float = 0.0  # where the bins' run start falls on the experiment's clock
     reads: list[int] = field(default_factory=list)
     unpredictable: list[int] = field(default_factory=list)
 

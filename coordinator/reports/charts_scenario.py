@@ -7,6 +7,8 @@ Step labels come from settings files: untrusted text. Matplotlib reads `$...$` a
 SVG writer escapes what remains.
 """
 
+import math
+
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
@@ -38,14 +40,15 @@ def timeline(figures: ScenarioFigures, title: str, beta_ms: float | None) -> Fig
     rate.plot(t.t_s, t.throughput, label="successful actions/s", color="tab:blue")
     if any(t.errors_per_s):
         rate.plot(t.t_s, t.errors_per_s, label="errors/s", color="tab:red", linestyle="--")
-    times = [s for s, v in zip(t.t_s, t.p95_ms, strict=False) if v is not None]
-    values = [v for v in t.p95_ms if v is not None]
-    p95.plot(times, values, color="tab:purple", label="p95")
+    # an interval where nothing ended breaks the line (NaN): no p95 is drawn across it
+    values = [math.nan if v is None else v for v in t.p95_ms[: len(t.t_s)]]
+    p95.plot(t.t_s[: len(values)], values, color="tab:purple", marker=".", markersize=3,
+             label="p95")  # fmt: skip
     if beta_ms:
         p95.axhline(beta_ms, color="black", linestyle=":", linewidth=0.8, label="beta")
     p95.set_yscale("log")  # a failure's timeouts are seconds, the store's normal ms or less
     if t.reads and t.bin_s:
-        starts = [i * t.bin_s for i in range(len(t.reads))]
+        starts = [t.bin_start_s + i * t.bin_s for i in range(len(t.reads))]
         stale.bar(starts, [r / t.bin_s for r in t.reads], width=t.bin_s, align="edge",
                   color="tab:gray", alpha=0.5, label="reads/s")  # fmt: skip
         unpredictable = (t.unpredictable + [0] * len(t.reads))[: len(t.reads)]

@@ -25,8 +25,6 @@ def steps_table(figures: ScenarioFigures) -> Table:
         table.add_column(col, justify="left" if col in ("step", "what was done") else "right")
     for s in figures.steps:
         detail = s.detail if len(s.detail) <= DETAIL_CHARS else s.detail[:DETAIL_CHARS] + "…"
-        if s.exit_status is not None:
-            detail = f"exit {s.exit_status}; {detail}"
         table.add_row(
             str(s.index + 1),
             Text(s.text),

@@ -48,6 +48,7 @@ MIN_SPAN_S = 0.1  # shorter intervals (an agent's final report) count in the pha
 SETTLE_AFTER = 2
 MAX_LEAD = 8  # intervals the fastest agent may lead before the slowest's are not waited for
 MAX_BINS = 7200  # the validator's series bins an agent sends at most
+MAX_POINTS = 7200  # timeline points kept with the result (an hour at 0.5 s; longer: merged)
 BASELINE = "baseline"
 
 
@@ -188,7 +189,11 @@ class ScenarioRecorder:
             verdict = judge(
                 phase.within_percent, phase.unpredictable_percent, phase.errors, False, self.sla
             )
-            phase.meets_sla, phase.reasons = verdict.passed, verdict.reasons
+            if phase.unavailable_s > 0:  # what never ended is not in the latency share
+                verdict.reasons.append(
+                    f"unavailable: {phase.unavailable_s:.1f} s with no successful action"
+                )
+            phase.meets_sla, phase.reasons = not verdict.reasons, verdict.reasons
         return figures
 
     def _clock(self, part: _Part) -> tuple[float, float]:
@@ -276,7 +281,7 @@ class ScenarioRecorder:
                 )
             )
         self._timeline_figures(phases)
-        points = self._points
+        points = _coarser(self._points)
         timeline = Timeline(
             interval_s=statistics.median([p.span for p in points]) if points else 0.0,
             t_s=[round(p.end, 3) for p in points],
@@ -285,18 +290,30 @@ class ScenarioRecorder:
             errors_per_s=[p.errors_per_s for p in points],
             within=[p.within for p in points],
             bin_s=self.series_bin_s,
+            bin_start_s=round(self._run_start(), 3),
         )
         return ScenarioFigures(steps, phases, timeline)
 
+    def _run_start(self) -> float:
+        """Where the agents' run start (their bins' origin) falls on the experiment's
+        clock: the median over the agents that reported."""
+        known = [o - self.started for o in self._origin if o is not None]
+        return statistics.median(known) if known else 0.0
+
     def _timeline_figures(self, phases: list[PhaseFigures]) -> None:
-        """Unavailability and the times to recover, from the timeline's points."""
+        """Unavailability and the times to recover, from the timeline's points. Before the
+        run's first successful action the load is starting, not the store failing: those
+        intervals are not unavailable time."""
         starts = [p.start_s for p in phases[1:]]
         rows: list[list[_Point]] = [[] for _ in phases]
         for point in self._points:
             rows[bisect.bisect_right(starts, point.end - point.span / 2)].append(point)
         baseline = phases[0].actions_per_s
+        served = next((p.end for p in self._points if p.throughput > 0), math.inf)
         for phase, points in zip(phases, rows, strict=True):
-            phase.unavailable_s = sum(p.span for p in points if p.throughput == 0)
+            phase.unavailable_s = sum(
+                p.span for p in points if p.throughput == 0 and p.end > served
+            )
             if phase.index == 0:
                 continue
             phase.recover_throughput_s = _recovery(
@@ -307,6 +324,32 @@ class ScenarioRecorder:
                 points,
                 lambda p: p.errors == 0 and p.within is not None and p.within >= self.sla.alpha,
             )
+
+
+def _coarser(points: list[_Point]) -> list[_Point]:
+    """At most MAX_POINTS points for the record: consecutive ones merged (rates averaged
+    over their time, the worst p95 and share within beta kept) when a run is longer."""
+    group = math.ceil(len(points) / MAX_POINTS)
+    if group <= 1:
+        return points
+    out = []
+    for i in range(0, len(points), group):
+        part = points[i : i + group]
+        span = sum(p.span for p in part)
+        p95 = [p.p95_ms for p in part if p.p95_ms is not None]
+        within = [p.within for p in part if p.within is not None]
+        out.append(
+            _Point(
+                end=part[-1].end,
+                span=span,
+                throughput=sum(p.throughput * p.span for p in part) / span,
+                errors_per_s=sum(p.errors_per_s * p.span for p in part) / span,
+                p95_ms=max(p95) if p95 else None,
+                within=min(within) if within else None,
+                errors=sum(p.errors for p in part),
+            )
+        )
+    return out
 
 
 def _recovery(

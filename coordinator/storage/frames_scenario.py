@@ -17,7 +17,7 @@ phases (one row per phase of one experiment; phase 0 is the baseline)
     reasons (list).
 scenario_timeline(result) (one experiment's timeline: two frames)
     intervals: t_s (the interval's end), throughput, p95_ms, errors_per_s, within;
-    bins: t_s (the bin's start), reads, unpredictable.
+    bins: t_s (the bin's start, on the experiment's clock), reads, unpredictable.
 """
 
 import math
@@ -113,7 +113,7 @@ def scenario_timeline(result: Mapping[str, Any]) -> tuple[pd.DataFrame, pd.DataF
     bins = len(t.reads)
     bin_rows = pd.DataFrame(
         {
-            "t_s": [i * t.bin_s for i in range(bins)],
+            "t_s": [t.bin_start_s + i * t.bin_s for i in range(bins)],
             "reads": t.reads,
             "unpredictable": (t.unpredictable + [0] * bins)[:bins],
         },

@@ -12,6 +12,7 @@ from rich.console import Console
 from bgbench.coordinator.configuration.config import Settings, load_settings
 from bgbench.coordinator.reports import charts, charts_scenario
 from bgbench.coordinator.reports.report_scenario import render_scenario
+from bgbench.coordinator.scenario import phases
 from bgbench.coordinator.scenario.phases import MAX_LEAD, ScenarioRecorder
 from bgbench.protos import new_histogram
 from bgbench.protos import worker_pb2 as pb
@@ -159,6 +160,7 @@ def test_phases_are_cut_at_the_steps_with_their_figures():
     assert killed.p95_ms == pytest.approx(2000, rel=0.01)  # 40 of 340 took 2 s
     assert killed.within_percent == pytest.approx(100 * 300 / 340)
     assert not killed.meets_sla and any("errors: 40" in r for r in killed.reasons)
+    assert "unavailable: 4.0 s with no successful action" in killed.reasons
     assert started.recover_throughput_s == pytest.approx(0.0, abs=0.02) and started.meets_sla
     assert started.actions_per_s == pytest.approx(100.0)
 
@@ -175,6 +177,15 @@ def test_the_timeline_carries_each_interval():
     assert timeline.p95_ms[0] == pytest.approx(10, rel=0.01)
     assert timeline.within[16] == 0.0 and timeline.within[0] == 100.0
     assert timeline.bin_s == 1.0
+
+
+def test_the_load_starting_is_not_unavailability():
+    recorder = ScenarioRecorder(1, settings(), started=STARTED, duration_s=5.0)
+    agent = Agent(recorder, 0, STARTED)
+    for i in range(10):
+        agent.tick(0 if i in (0, 1, 6) else 50)  # two intervals starting, one lost later
+    (base,) = recorder.finish([]).phases
+    assert base.unavailable_s == pytest.approx(0.5) and not base.meets_sla
 
 
 def test_a_store_that_never_recovers_has_no_recovery_time():
@@ -222,6 +233,23 @@ def test_agents_are_placed_on_the_coordinators_clock_and_merged_by_interval():
     # half the interval's actions took 200 ms: the merged p95 is theirs, not 10 ms
     assert figures.timeline.p95_ms[3] == pytest.approx(200, rel=0.01)
     assert base.within_percent == pytest.approx(100 * 100 / 190) and not base.meets_sla
+    assert figures.timeline.bin_start_s == pytest.approx(0.16, abs=0.02)  # median of 2
+
+
+def test_a_long_run_keeps_a_bounded_timeline(monkeypatch):
+    monkeypatch.setattr(phases, "MAX_POINTS", 10)
+    recorder = ScenarioRecorder(1, settings(), started=STARTED, duration_s=20.0)
+    agent = Agent(recorder, 0, STARTED)
+    for i in range(40):
+        agent.tick(50 if i % 2 else 0, ok_ms=10.0 if i < 20 else 200.0)
+    figures = recorder.finish([])
+    t = figures.timeline
+    assert len(t.t_s) == 10 and t.interval_s == pytest.approx(2.0)
+    assert t.throughput == [pytest.approx(50.0)] * 10  # 100/s half the time
+    assert t.p95_ms[0] == pytest.approx(10, rel=0.01) and t.p95_ms[-1] == pytest.approx(
+        200, rel=0.01
+    )
+    assert figures.phases[0].unavailable_s == pytest.approx(9.5)  # at full resolution
 
 
 def test_a_silent_agent_does_not_hold_the_timeline_back():
@@ -262,6 +290,7 @@ def test_reads_staleness_and_series_come_from_the_validations():
     assert any(r.startswith("staleness") for r in killed.reasons)
     assert figures.timeline.reads == [11, 20, 30]
     assert figures.timeline.unpredictable == [0, 1]
+    assert figures.timeline.bin_start_s == pytest.approx(0.01)  # the agent's run start
 
 
 def test_a_tau_above_the_phase_share_keeps_it_within_the_sla():
