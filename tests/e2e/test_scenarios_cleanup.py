@@ -22,6 +22,8 @@ from tests.e2e.scenario_helpers import (
 )
 from tests.helpers import bgbench, wait_until
 
+pytestmark = pytest.mark.slow
+
 KILL_AGENTS = """\
 import os, signal
 parent = os.getppid()  # the coordinator that runs this step
