@@ -7,9 +7,10 @@ remove (decommission through nodetool over JMX on 127.0.0.1) and restart-cache
 
 Nodes by server kind: cassandra, cassandra-batch: n1. cassandra-dcs: n1, n2, n3.
 cassandra-cluster: n1, n2, n3 and the spare n4 (127.0.0.4: configured, not started, not a
-member until `add`). postgres: postgres. memcached: cache. postgres-replica: primary,
-standby. Every action updates server.json (pids, membership), so `servers.py stop DIR`
-stops what runs now, and `restore` brings back the membership recorded at start.
+member until `add`). postgres: postgres. memcached: cache. postgres-replica and
+postgres-replica-delayed: primary, standby. Every action updates server.json (pids,
+membership), so `servers.py stop DIR` stops what runs now, and `restore` brings back the
+membership recorded at start.
 
 Addresses on a loopback Cassandra cluster (seen with `ss -tnp` on a 3-node cluster): every
 node listens on its own address (127.0.0.N: storage_port for its peers, the CQL port for
@@ -99,7 +100,7 @@ def node_names(kind: str) -> dict[str, frozenset[str]]:
         return {"postgres": PROCESS_ACTIONS}
     if kind == "memcached":
         return {"cache": CACHE_ACTIONS}
-    if kind == "postgres-replica":
+    if kind in ("postgres-replica", "postgres-replica-delayed"):
         return {"primary": PROCESS_ACTIONS, "standby": PROCESS_ACTIONS}
     return {}
 

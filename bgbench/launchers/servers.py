@@ -237,7 +237,7 @@ def store_options(info: dict[str, Any]) -> dict[str, Any]:
 def alive(info: dict[str, Any]) -> bool:
     """Whether every process of a server recorded here still runs (Cassandra: every
     member node, whose pid is 0 while a scenario has it down)."""
-    if "nodes" in info:
+    if info["server"] == "cassandra" and "nodes" in info:
         return all(r["pid"] and running(r["pid"]) for r in info["nodes"] if r["member"])
     pids = info.get("pids") or [info["pid"]]
     return all(running(pid) for pid in pids)

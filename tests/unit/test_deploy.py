@@ -133,6 +133,7 @@ def test_node_names_by_server_kind_without_starting_anything():
     assert "restart-cache" in node_names("memcached")["cache"]
     assert node_names("postgres") == {"postgres": PROCESS_ACTIONS}
     assert sorted(node_names("postgres-replica")) == ["primary", "standby"]
+    assert node_names("postgres-replica-delayed") == node_names("postgres-replica")
     assert node_names("node-exporter") == {}
 
 
@@ -163,7 +164,7 @@ def test_node_actions_refuse_unknown_nodes_actions_and_bad_state_files(tmp_path)
         act(tmp_path, "cache", "pause", 5)
     assert [(n.name, n.state, n.member) for n in nodes_of(tmp_path)] == [("cache", "down", True)]
     server_json(tmp_path, {"server": "memcached", "pid": "x"})
-    with pytest.raises(NodeActionError, match="server.json has no field 'port'"):
+    with pytest.raises(NodeActionError, match=r"server\.json has no field 'port'"):
         nodes_of(tmp_path)
 
 
