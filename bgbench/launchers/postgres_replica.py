@@ -32,7 +32,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from bgbench.launchers import servers
 from bgbench.launchers.procs import (
@@ -119,7 +119,8 @@ def start(directory: Path, apply_delay_ms: int = 0) -> dict[str, Any]:
         "server": SERVER, "port": primary["port"], "pid": primary["pid"],
         "pids": [primary["pid"], standby["pid"]], "dir": str(directory),
         "replication_address": REPLICATION_ADDRESS, "apply_delay_ms": apply_delay_ms,
-        "standby_port": standby["port"], "nodes": {"primary": primary, "standby": standby},
+        "standby_port": standby["port"], "nodes": [{"name": "primary", "member": True, **primary},
+                  {"name": "standby", "member": True, **standby}],
     }  # fmt: skip
     return info
 
@@ -225,7 +226,7 @@ def store_options(info: dict[str, Any], timeout_s: float = 60.0) -> dict[str, An
     returned once the standby has it (it replays the CREATE DATABASE)."""
     dsn = servers.new_database(info)
     dbname = dsn.rsplit("dbname=", 1)[1]
-    standby_port = info["nodes"]["standby"]["port"]
+    standby_port = node_of(info, "standby")["port"]
 
     def visible() -> bool:
         try:
@@ -241,9 +242,18 @@ def store_options(info: dict[str, Any], timeout_s: float = 60.0) -> dict[str, An
 def caught_up(info: dict[str, Any]) -> bool:
     """Whether the standby has replayed everything the primary wrote until now."""
     lsn = _psql(info["port"], "SELECT pg_current_wal_insert_lsn()")
-    standby_port = info["nodes"]["standby"]["port"]
+    standby_port = node_of(info, "standby")["port"]
     sql = f"SELECT pg_last_wal_replay_lsn() >= '{lsn}'::pg_lsn"
     return _psql(standby_port, sql) == "t"
+
+
+def node_of(info: dict[str, Any], name: str) -> dict[str, Any]:
+    """The record of node `name` in server.json's `nodes` (a list, as Cassandra's: name,
+    member, port, pid, data, log, command, paused)."""
+    for node in info["nodes"]:
+        if node["name"] == name:
+            return cast(dict[str, Any], node)  # the record itself: actions change it
+    raise RuntimeError(f"no node {name} in this postgres-replica")
 
 
 def node_infos(directory: Path, info: dict[str, Any]) -> list[Any]:
@@ -256,7 +266,7 @@ def node_infos(directory: Path, info: dict[str, Any]) -> list[Any]:
     kind = str(info.get("kind", SERVER))
     found = []
     for name in NODES:
-        node = info["nodes"][name]
+        node = node_of(info, name)
         client = (Endpoint("127.0.0.1", int(node["port"])),)
         found.append(NodeInfo(name, kind, directory, "", client, peer, ACTIONS, True, _state(node)))
     return found
@@ -333,7 +343,7 @@ def node_act(
     """One action on a node of the postgres-replica in `directory` (launchers.nodes.act
     checked the name and the action, holds the lock and writes `info` back); a line of
     what was done. RuntimeError on failure or past the deadline."""
-    node = info["nodes"][node_name]
+    node = node_of(info, node_name)
     pid = int(node["pid"])
     left = deadline - time.monotonic()
     state = _state(node)
@@ -360,8 +370,8 @@ def node_act(
         line = f"{action}d {node_name} (pid {pid} and its backends)"
     else:
         raise RuntimeError(f"{node_name} cannot {action}")
-    info["pid"] = info["nodes"]["primary"]["pid"]
-    info["pids"] = [info["nodes"][name]["pid"] for name in NODES]
+    info["pid"] = node_of(info, "primary")["pid"]
+    info["pids"] = [node_of(info, name)["pid"] for name in NODES]
     return line
 
 
@@ -370,7 +380,7 @@ def node_restore(directory: Path, info: dict[str, Any], deadline: float) -> list
     first: the standby streams from it). The lines of what was done."""
     done = []
     for name in NODES:
-        state = _state(info["nodes"][name])
+        state = _state(node_of(info, name))
         if state == "paused":
             done.append(node_act(directory, info, name, "resume", deadline))
         elif state == "down":
@@ -381,4 +391,4 @@ def node_restore(directory: Path, info: dict[str, Any], deadline: float) -> list
 def stop(directory: Path, info: dict[str, Any]) -> None:
     """Both nodes: the standby first, then the primary (fast shutdown, then SIGKILL)."""
     for name in reversed(NODES):
-        _stop_node(info["nodes"][name], 30.0)
+        _stop_node(node_of(info, name), 30.0)

@@ -31,6 +31,7 @@ cached in ~/.cache/bgbench/jars) on JDK 17. Standard library only, except that t
 functional readiness probes of Cassandra and HBase use the drivers bgbench installs.
 """
 
+import importlib
 import json
 import os
 import pwd
@@ -44,7 +45,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bgbench.launchers import cassandra_server, hbase_server, node_exporter, postgres_replica
+from bgbench.launchers import cassandra_server, hbase_server, node_exporter
 from bgbench.launchers.procs import (
     apt,
     fetch_jars,
@@ -218,8 +219,8 @@ def store_options(info: dict[str, Any]) -> dict[str, Any]:
     port = info["port"]
     if info["server"] == "postgres":
         return {"dsn": new_database(info)}
-    if info["server"] == postgres_replica.SERVER:
-        return postgres_replica.store_options(info)
+    if info["server"] == "postgres-replica":
+        return _replica().store_options(info)  # type: ignore[no-any-return]
     if info["server"] == "memcached":
         return {"memcached": f"127.0.0.1:{port}"}
     if info["server"] == "mongo-wire":
@@ -256,10 +257,8 @@ def kinds() -> dict[str, Any]:
         "cassandra-batch": lambda d: cassandra_server.start(d, commitlog="batch"),
         "hbase": hbase_server.start,
         "node-exporter": node_exporter.start,
-        "postgres-replica": postgres_replica.start,
-        "postgres-replica-delayed": lambda d: postgres_replica.start(
-            d, postgres_replica.APPLY_DELAY_MS
-        ),
+        "postgres-replica": lambda d: _replica().start(d),
+        "postgres-replica-delayed": lambda d: _replica().start(d, _replica().APPLY_DELAY_MS),
     }
 
 
@@ -292,6 +291,12 @@ def start(
     return info
 
 
+def _replica() -> Any:
+    """bgbench/launchers/postgres_replica.py, loaded when used: it starts its nodes with the
+    PostgreSQL helpers of this module (an import here would be a cycle)."""
+    return importlib.import_module("bgbench.launchers.postgres_replica")
+
+
 def stop(directory: Path) -> None:
     state = directory / STATE
     if not state.exists():
@@ -301,8 +306,8 @@ def stop(directory: Path) -> None:
         signal_tree(info["pid"], signal.SIGCONT)
     if info["server"] == "postgres":
         stop_postgres(directory)
-    elif info["server"] == postgres_replica.SERVER:
-        postgres_replica.stop(directory, info)
+    elif info["server"] == "postgres-replica":
+        _replica().stop(directory, info)
     elif info["server"] == "cassandra":
         cassandra_server.stop(info)
     elif info["server"] == "hbase":

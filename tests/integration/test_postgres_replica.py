@@ -253,7 +253,7 @@ def test_the_primary_and_standby_nodes_are_killed_paused_and_restored_through_la
             )
             assert node.state == "up" and node.member
         assert listed["standby"].client_endpoints == (
-            nodes.Endpoint("127.0.0.1", info["nodes"]["standby"]["port"]),
+            nodes.Endpoint("127.0.0.1", launcher.node_of(info, "standby")["port"]),
         )
 
         def write(k: int) -> None:
@@ -299,12 +299,13 @@ def test_the_primary_and_standby_nodes_are_killed_paused_and_restored_through_la
         wait_until(lambda: standby_count() == 5, "the standby after a restore")
         last = json.loads((directory / "server.json").read_text())
         servers.stop(directory)
-        pids = [last["nodes"][name]["pid"] for name in launcher.NODES]
+        pids = [launcher.node_of(last, name)["pid"] for name in launcher.NODES]
         assert not any(launcher.running(pid) for pid in pids)  # stop stops what runs now
 
         again = servers.start("postgres-replica", directory)  # a campaign resumed
         assert again["port"] == info["port"]  # the dsns handed out before still reach it
-        assert again["nodes"]["standby"]["port"] == info["nodes"]["standby"]["port"]
+        standby_port = launcher.node_of(info, "standby")["port"]
+        assert launcher.node_of(again, "standby")["port"] == standby_port
         write(6)
         wait_until(lambda: standby_count() == 6, "the standby started again on its data")
     finally:
