@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from bgbench import results
 from tests.conftest import servers
 from tests.e2e.scenario_helpers import (
     end,
@@ -127,3 +128,28 @@ def test_an_interrupt_mid_scenario_undoes_it(postgres, tmp_path, sig):
     assert proc.returncode == 130, err[-3000:]
     assert left_behind(directory, proc.pid) == []
     assert process_state(pid) not in ("T", "")
+
+
+def test_a_campaign_jobs_servers_are_its_scenarios_nodes(tmp_path):
+    """A campaign job names no nodes.servers: the PostgreSQL the campaign starts for it is
+    where its `postgres` node comes from, and it is resumed at the experiment's end."""
+    campaign = tmp_path / "scenario.yaml"
+    campaign.write_text(
+        "campaign: scenario-nodes\n"
+        "jobs:\n"
+        "  - name: pause\n"
+        "    store: {name: postgres}\n"
+        "    server: {kind: postgres}\n"
+        "    agents: {local: 1, processes: 1}\n"
+        "    params: {usercount: 500}\n"
+        "    rating: {objective: sweep, sweep_threads: [4], sweep_repeats: 1}\n"
+        "    sla: {delta_s: 8}\n"
+        "    scenario:\n"
+        "      - {at: 2s, do: pause, node: postgres}\n"
+        "      - {at: 4s, do: resume, node: postgres}\n"
+    )
+    proc = bgbench("campaign", "run", str(campaign), "--results", str(tmp_path / "r"), timeout=280)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "2.0 s: pause postgres — paused postgres" in proc.stderr, proc.stderr[-3000:]
+    steps = results.load(tmp_path / "r").steps
+    assert list(steps["action"]) == ["pause", "resume"] and all(steps["ok"])
