@@ -4,7 +4,8 @@ with the campaign; resumed after a crash or Ctrl-C without re-running a finished
 A job that fails (bad settings, a store or infrastructure fault) is recorded with its
 reason and the campaign goes on to the next job, or stops (on_failure: stop). An
 interrupted rating is resumed through the rating API (`rate --resume`). Servers the
-campaign started are stopped at its end, whatever ends it (servers.py).
+campaign started are stopped at its end, whatever ends it (servers.py); a job with a
+scenario acts on its servers' nodes (their directories become its nodes.servers).
 """
 
 import json
@@ -180,6 +181,9 @@ def _run_job(
         else:  # a new rating, or a study (which cannot resume: it runs again, under a new id)
             options = servers.options(job.seq, job.specs)
             settings.store.options = {**options, **settings.store.options}
+            if settings.scenario:  # the job's servers are the nodes its steps name
+                started = [servers.root / servers.key(job.seq, spec) for spec in job.specs]
+                settings.nodes.servers = [*started, *settings.nodes.servers]
             kept = None if job.study else job.rating_id  # named before a kill, never started
             rating_id = kept or api.new_rating_id()
             records.update_job(store, campaign_id, job.seq, status="running", rating_id=rating_id)

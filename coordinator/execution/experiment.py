@@ -24,6 +24,7 @@ from bgbench.coordinator.execution.run_watch import watch_run
 from bgbench.coordinator.execution.steady import Tick, analyse, tick_of, window_within_counts
 from bgbench.coordinator.records.faults import fault_time
 from bgbench.coordinator.records.metrics import Verdict, client_bound_reason, judge
+from bgbench.coordinator.scenario.run import ScenarioRun
 from bgbench.errors import BGBenchError, SystemFault, UserError
 from bgbench.protos import START_READIED
 from bgbench.protos import worker_pb2 as pb
@@ -141,10 +142,14 @@ def run_experiment(
     heartbeat_timeout: float = 5.0,
     rate: float | None = None,
     sources: Sequence[ResourceSource] = (),
+    scenario: ScenarioRun | None = None,
 ) -> ExperimentResult:
     """One experiment; `rate` (actions/s over all agents) runs it open loop, else
     settings.run.target_rate does, else it is closed loop. Its resources are the agents'
-    samples of their hosts and those of `sources` (remote store hosts) over its run."""
+    samples of their hosts and those of `sources` (remote store hosts) over its run.
+    With a `scenario`, its steps run from the runs' start and are undone when the runs end
+    (however they end); the agents count errors and go on, the experiment is rated whole
+    (no steady window) and its figures per phase are kept (result.scenario)."""
     rate = rate or settings.run.target_rate or 0.0
     resources = ExperimentResources([c.address for c in cluster.clients], list(sources))
     shares = split_threads(threads, cluster.capacities)
@@ -162,7 +167,7 @@ def run_experiment(
 
     try:
         cluster.ready(start_state)
-    except SystemFault as exc:
+    except SystemFault as exc:  # a scenario has not started: nothing to undo
         return _faulted(
             experiment_id, threads, duration_s, cluster, outcomes, str(exc), fault_time(exc)
         )
@@ -189,6 +194,7 @@ def run_experiment(
             target_rate=rate * shares[i] / threads if threads else 0.0,
             arrivals=settings.run.arrivals,
             watch=store_watch(settings).to_proto(),
+            tolerate_errors=scenario is not None,
         )
         try:
             for event in client.run(request):
@@ -211,15 +217,23 @@ def run_experiment(
                 lost = time.monotonic() - started
                 fail(f"{exc} (after {lost:.1f} s of the experiment)", client)
 
+    if scenario is not None:
+        on_progress = scenario.feeding(on_progress)
     workers = [threading.Thread(target=drive, args=(i,), daemon=True) for i in range(len(shares))]
     resources.start(duration_s)
     try:
+        if scenario is not None:
+            scenario.start()
         for w in workers:
             w.start()
         watch_run(cluster.clients, workers, last_seen, heartbeat_timeout, lambda m: fail(m, None))
     finally:
         resources.stop()
+        if scenario is not None:
+            scenario.finish()  # the steps stop and are undone, whatever ended the runs
     coordinator_cpu = _cpu_seconds() - cpu_started
+    if scenario is not None and scenario.undo_failures:
+        faults.append("the scenario could not be undone: " + "; ".join(scenario.undo_failures))
     if faults or any(r is None for r in results):
         fault = "; ".join(faults) or "an agent ended the experiment without a result"
         return _faulted(
@@ -227,7 +241,8 @@ def run_experiment(
         )
 
     validations = _parallel(
-        [partial(c.validate, experiment_id) for c in cluster.clients], tolerate=True
+        [partial(_validate, c, experiment_id, i, scenario) for i, c in enumerate(cluster.clients)],
+        tolerate=True,
     )
     ran = [r for r in results if r is not None]
     result = _experiment_result(
@@ -235,9 +250,21 @@ def run_experiment(
     )
     result.coordinator_cpu_s, result.progress_events = coordinator_cpu, events[0]
     result.target_rate = rate
-    result = rate_steady(result, ticks, settings.sla, settings.rating)
+    if scenario is None:
+        result = rate_steady(result, ticks, settings.sla, settings.rating)
+    else:  # rated whole: its phases, not a steady window, say what happened when
+        result.scenario = scenario.figures(validations)
     result.resources = resources.finish(result, settings)
     return judge_resources(result, settings.sla)
+
+
+def _validate(
+    client: AgentClient, experiment_id: str, agent: int, scenario: ScenarioRun | None
+) -> pb.ValidateReply:
+    if scenario is None:
+        return client.validate(experiment_id)
+    args = scenario.validate_args(agent)
+    return client.validate(experiment_id, args.phase_starts_s, args.series_bin_s)
 
 
 def judge_resources(result: ExperimentResult, sla: SLAConfig) -> ExperimentResult:

@@ -40,6 +40,7 @@ from bgbench.coordinator.records.events import (
     Say,
 )
 from bgbench.coordinator.records.faults import should_retry
+from bgbench.coordinator.scenario.run import ScenarioRun, is_warmup
 from bgbench.errors import BGBenchError, SystemFault
 from bgbench.protos import worker_pb2 as pb
 from bgbench.run_result import ExperimentResult
@@ -102,6 +103,11 @@ class AgentsTarget:
 
             on_progress = both
             events.emit(AgentsRunning(experiment_id, tuple(addresses), duration_s))
+        scenario = None
+        if self.settings.scenario and not is_warmup(experiment_id):
+            scenario = ScenarioRun(
+                self.settings, len(addresses), duration_s, experiment_id, self.say, events
+            )
         try:
             return run_experiment(
                 self.cluster,
@@ -114,6 +120,7 @@ class AgentsTarget:
                 self.settings.agents.heartbeat_timeout,
                 rate,
                 self.sources,
+                scenario,
             )
         finally:
             if events is not None:

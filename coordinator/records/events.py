@@ -4,11 +4,12 @@ The coordinator emits a rating's start and end, each experiment's start and verd
 a progress tick per progress round of the agents (ProgressTap), with each agent's latest
 sample of its host (HostLoad), and with each verdict what bound the experiment. Sinks (the
 --events JSON lines file, the --metrics-port Prometheus registry, the console view)
-subscribe through one Fanout. The console view also takes the events no file records
-(LIVE_ONLY): each agent's raw progress report between an attempt's start and end on the
-agents, and each finished experiment's full result. Work per tick is constant (one
-histogram merge, three percentiles), so a sink cannot slow the
-engine more than its own write; a sink that raises is dropped with one warning.
+subscribe through one Fanout. A scenario's steps are events too, each as it ends
+(ScenarioStep). The console view also takes the events no file records (LIVE_ONLY): each
+agent's raw progress report between an attempt's start and end on the agents, and each
+finished experiment's full result. Work per tick is constant (one histogram merge, three
+percentiles), so a sink cannot slow the engine more than its own write; a sink that raises
+is dropped with one warning.
 """
 
 import contextlib
@@ -28,6 +29,7 @@ from bgbench.protos import new_histogram
 from bgbench.protos import worker_pb2 as pb
 from bgbench.resources.model import Bottleneck, HostSample
 from bgbench.run_result import ExperimentResult
+from bgbench.run_result.scenario import StepRecord
 
 log = logging.getLogger(__name__)
 
@@ -247,6 +249,44 @@ class ExperimentResultReady:
 
 
 @dataclass(frozen=True)
+class ScenarioStep:
+    """A scenario's step ended (coordinator/scenario): offsets from the experiment's start;
+    `line` is what the console says ('20.0 s: kill n2 — killed pid 1234')."""
+
+    kind: ClassVar[str] = "scenario_step"
+    experiment_id: str
+    index: int
+    action: str
+    node: str
+    label: str
+    at_s: float
+    started_s: float
+    ended_s: float
+    ok: bool
+    detail: str
+    exit_status: int | None
+    line: str
+    time: float = field(default_factory=time.time)
+
+    @classmethod
+    def of(cls, experiment_id: str, step: StepRecord, line: str) -> "ScenarioStep":
+        return cls(
+            experiment_id=experiment_id,
+            index=step.index,
+            action=step.action,
+            node=step.node,
+            label=step.label,
+            at_s=step.at_s,
+            started_s=step.started_s or 0.0,
+            ended_s=step.ended_s or 0.0,
+            ok=step.ok,
+            detail=step.detail[:MAX_NAME],
+            exit_status=step.exit_status,
+            line=line[: 2 * MAX_NAME],
+        )
+
+
+@dataclass(frozen=True)
 class JobStarting:
     """A campaign's job starts (the console draws a rule)."""
 
@@ -270,6 +310,7 @@ Event = (
     | AgentsStopped
     | ExperimentResultReady
     | JobStarting
+    | ScenarioStep
 )
 LIVE_ONLY = (AgentsRunning, AgentProgress, AgentsStopped, ExperimentResultReady, JobStarting)
 
