@@ -164,9 +164,10 @@ def _remove(info: dict[str, Any], record: dict[str, Any], deadline: float) -> st
         if observer is None:
             raise CassandraNodeError(f"{name} is down and no other member runs")
         seen: dict[str, tuple[str, str]] = {}
+        watcher: dict[str, Any] = observer
 
         def seen_down() -> bool:  # removenode refuses a node its peers still think alive
-            seen.update(_status(info, observer, deadline, {}))
+            seen.update(_status(info, watcher, deadline, {}))
             return seen.get(record["host"], ("", ""))[0].startswith("D")
 
         _wait(seen_down, f"{observer['name']} to see {name} down", deadline)
