@@ -160,7 +160,7 @@ class ResultFrames:
         with read_only(self.path) as db:
             row = db.execute(
                 "SELECT result_json FROM experiments WHERE rating_id = ? AND seq = ?",
-                (rating_id, seq),
+                (rating_id, int(seq)),  # a seq taken from a frame is a numpy integer
             ).fetchone()
         if row is None:
             raise UserError(f"no experiment {seq} of rating {rating_id!r} in {self.path}")

@@ -114,6 +114,7 @@ def test_per_action_and_validation_rows_match_the_results(sqlite_store):
     assert list(r.per_action.columns) == list(ACTION_COLUMNS)
     last = int(r.experiments["seq"].max())
     result = r.result(record.rating_id, last)
+    assert r.result(record.rating_id, r.experiments["seq"].max()) == result  # numpy's int too
     actions = r.per_action[r.per_action["seq"] == last]
     assert dict(zip(actions["action"], actions["count"], strict=True)) == {
         a["action"]: a["count"] for a in result["per_action"]
