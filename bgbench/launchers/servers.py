@@ -222,8 +222,11 @@ OPTIONS_GIVEN: dict[str, dict[str, Any]] = {
     "postgres-replica": {"dsn": _PG_STAND_IN, "replica_dsn": _PG_STAND_IN},
     "postgres-replica-delayed": {"dsn": _PG_STAND_IN, "replica_dsn": _PG_STAND_IN},
     "memcached": {"memcached": "127.0.0.1:11211"},
-    "mongo-wire": {"uri": "mongodb://127.0.0.1:27017", "database": "bg_check",
-                   "server_name": "MongoDB-wire"},  # fmt: skip
+    "mongo-wire": {
+        "uri": "mongodb://127.0.0.1:27017",
+        "database": "bg_check",
+        "server_name": "MongoDB-wire",
+    },
     "cassandra": _CASSANDRA_STAND_IN,
     "cassandra-cluster": _CLUSTER_STAND_IN,
     "cassandra-dcs": _CLUSTER_STAND_IN,
