@@ -28,6 +28,7 @@ from bgbench.errors import StoreError, UserError
 __all__ = [
     "ISOLATION",
     "Held",
+    "HeldBlocking",
     "LoopPools",
     "PostgresOptions",
     "asyncpg_dsn",
@@ -162,6 +163,7 @@ def blocking_pool(options: PostgresOptions) -> ConnectionPool[Any]:
         max_size=options.pool_max,
         kwargs={"autocommit": True, "prepare_threshold": 0, "cursor_factory": psycopg.RawCursor},
         configure=configure,
+        check=ConnectionPool.check_connection,  # one its server closed is not handed out
         timeout=options.connect_timeout_s,
         open=True,
     )
@@ -305,6 +307,35 @@ class Held:
         con, self.con = self.con, None
         if con is not None:
             await self.pool.release(con, timeout=self.pools.timeout_s)
+
+
+class HeldBlocking:
+    """Held's blocking twin: a psycopg pool's connection, taken again from the pool (within
+    `timeout_s`) on the first use after its server closed it."""
+
+    __slots__ = ("held", "pool", "timeout_s")
+
+    def __init__(self, pool: ConnectionPool[Any], held: Any, timeout_s: float) -> None:
+        self.pool = pool
+        self.held: psycopg.Connection[Any] | None = held
+        self.timeout_s = timeout_s
+
+    def live(self) -> psycopg.Connection[Any]:
+        """The connection, a fresh one if the held one is gone (StoreError: none)."""
+        if self.held is not None and not self.held.closed:
+            return self.held
+        self.release()
+        try:
+            self.held = self.pool.getconn(timeout=self.timeout_s)
+        except Exception as exc:
+            raise StoreError(f"no PostgreSQL connection: {first_line(exc)}") from None
+        return self.held
+
+    def release(self) -> None:
+        """Back to its pool, which drops it when it is closed."""
+        held, self.held = self.held, None
+        if held is not None:
+            self.pool.putconn(held)
 
 
 def loop_pools(options: PostgresOptions, **server_settings: str) -> LoopPools:

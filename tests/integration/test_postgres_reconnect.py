@@ -9,15 +9,18 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
+from bgbench.errors import StoreError
 from bgbench.launchers import nodes
 from bgbench.run_result import RunResult
 from bgbench.worker.engine import FragmentEngine, RunSpec
-from bgbench.workloads.bg.config import BGConfig
+from bgbench.workloads.bg.config import BGConfig, BGDatabaseConfig
 from bgbench.workloads.bg.workload import WORKLOAD as BG
 from bgbench.workloads.ehr.config import EHRConfig
 from bgbench.workloads.ehr.workload import WORKLOAD as EHR
+from bgbench.workloads.registry import make_binding
 from bgbench.workloads.sensorlog.config import SensorLogConfig
 from bgbench.workloads.sensorlog.workload import WORKLOAD as SENSORLOG
 from tests.conftest import servers
@@ -28,6 +31,7 @@ ACTION_S = 120.0  # a node action's bound (a killed PostgreSQL recovers before i
 WAIT_S = 60.0  # bound on each wait for the run to reach a mark
 LONG_S = 600.0  # the run's duration: the test stops it once it has what it checks
 CLEAN = 100  # successful actions in a row that show the run recovered
+DB = BGDatabaseConfig(usercount=10, attrcount=2)
 
 
 @pytest.fixture
@@ -142,3 +146,30 @@ def test_a_run_fails_while_postgresql_is_down_and_succeeds_again_after_it_starts
     assert down[1] - killed[1] >= 50  # every action failed while it was down
     after = (summary.actions - summary.errors) - (started[0] - started[1])
     assert after >= CLEAN, (after, summary.error_counts)  # successes after the start
+
+
+@pytest.mark.timeout(300)
+def test_the_blocking_connection_is_taken_again_after_its_server_restarts(postgres_node):
+    """The blocking path (tools, CASQL's blocking connection): psycopg's connection, lost
+    with its server, is replaced on the first action after the server is back."""
+    directory, info = postgres_node
+    binding = make_binding("bg", "postgres", {"dsn": servers.new_database(info)})
+    binding.create_schema(DB)
+    try:
+        conn = binding.connect()
+        try:
+            conn.invite_friend(1, 2)
+            assert conn.view_friend_requests(2) == []  # no member 1 loaded: none joined
+            conn.conn.execute("CHECKPOINT")  # on disk: commits are not synchronous here
+            nodes.act(directory, "postgres", "kill", ACTION_S)
+            with pytest.raises((psycopg.Error, StoreError)):
+                conn.invite_friend(3, 4)
+            nodes.act(directory, "postgres", "start", ACTION_S)
+            conn.invite_friend(5, 6)  # the first action after the start
+            assert conn.view_comments(5, 1) == []
+            count = conn.conn.execute("SELECT count(*) FROM friendship").fetchone()
+            assert count == (2,)  # 1->2 and 5->6: the one tried while down never was
+        finally:
+            conn.close()
+    finally:
+        binding.close()

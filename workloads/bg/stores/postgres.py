@@ -269,18 +269,19 @@ class PostgresBinding:
         sql = self._statements()
         pool = self.pool
         read_pool = self.read_pool
+        timeout = self.options.connect_timeout_s
         try:
-            conn = pool.getconn()
+            writes = pg.HeldBlocking(pool, pool.getconn(timeout=timeout), timeout)
         except Exception as exc:
             raise StoreError(f"no PostgreSQL connection: {exc}") from None
         if read_pool is None:
-            return PostgresConnection(conn, sql, self.attrcount or 0, pool)
+            return PostgresConnection(writes, sql, self.attrcount or 0)
         try:
-            reader = read_pool.getconn()
+            reads = pg.HeldBlocking(read_pool, read_pool.getconn(timeout=timeout), timeout)
         except Exception as exc:
-            pool.putconn(conn)
+            writes.release()
             raise StoreError(f"no connection to the PostgreSQL standby: {exc}") from None
-        return PostgresConnection(conn, sql, self.attrcount or 0, pool, (reader, read_pool))
+        return PostgresConnection(writes, sql, self.attrcount or 0, reads)
 
     async def connect_async(self) -> "PostgresAsyncConnection":
         sql = self._statements()
@@ -404,22 +405,30 @@ class PostgresAsyncConnection:
 
 class PostgresConnection:
     """The blocking connection (tools, CASQL's blocking path): the same statements; reads on
-    the standby's connection (`reader`) when there is one."""
+    the standby's connection (`reader`) when there is one. Each is taken again on its first
+    use after its server closed it."""
 
     def __init__(
         self,
-        conn: psycopg.Connection,
+        writes: pg.HeldBlocking,
         sql: Statements,
         attrcount: int,
-        pool: ConnectionPool,
-        reader: tuple[psycopg.Connection, ConnectionPool] | None = None,
+        reads: pg.HeldBlocking | None = None,
     ) -> None:
-        self.conn = conn
-        self.pool = pool
-        self.reader: psycopg.Connection = reader[0] if reader else conn
-        self.reader_pool: ConnectionPool | None = reader[1] if reader else None
+        self.writes = writes
+        self.reads = reads or writes
         self.n = attrcount
         self.sql = sql
+
+    @property
+    def conn(self) -> psycopg.Connection:
+        """The primary's connection, a fresh one if its server closed the last."""
+        return self.writes.live()
+
+    @property
+    def reader(self) -> psycopg.Connection:
+        """The connection reads use (the standby's, or the primary's), live as `conn`."""
+        return self.reads.live()
 
     def view_profile(self, requester: int, member: int) -> Profile:
         row = self.reader.execute(self.sql.profile, (member,)).fetchone()
@@ -461,7 +470,7 @@ class PostgresConnection:
 
     def close(self) -> None:
         try:
-            if self.reader_pool is not None:
-                self.reader_pool.putconn(self.reader)
+            if self.reads is not self.writes:
+                self.reads.release()
         finally:
-            self.pool.putconn(self.conn)
+            self.writes.release()
