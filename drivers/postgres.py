@@ -27,6 +27,7 @@ from bgbench.errors import StoreError, UserError
 
 __all__ = [
     "ISOLATION",
+    "Held",
     "LoopPools",
     "PostgresOptions",
     "asyncpg_dsn",
@@ -38,6 +39,7 @@ __all__ = [
     "errors",
     "first_line",
     "loop_pools",
+    "lost",
     "reads_note",
     "reads_options",
     "server_of",
@@ -261,6 +263,48 @@ class LoopPools:
     def clear(self) -> None:
         """Forget every loop's pool (each is closed by aclose() on its own loop)."""
         self._pools.clear()
+
+
+def lost(con: Any) -> bool:
+    """Whether an asyncpg connection of a pool is gone: closed, or (its server closed it)
+    handed back to its pool already, which then refuses every call on it."""
+    try:
+        return bool(con.is_closed())
+    except asyncpg.InterfaceError:
+        return True
+
+
+class Held:
+    """A socialite's connection of a LoopPools, held for its run, and taken again when its
+    server closed it (killed, restarted): the next action after the loss asks the pool for
+    one fresh connection, within the pool's timeout; none is that action's error (the
+    server is still down) and the action after asks again. No retries inside an action."""
+
+    __slots__ = ("con", "pool", "pools")
+
+    def __init__(self, pools: LoopPools, con: Any, pool: Any) -> None:
+        self.pools = pools
+        self.con: Any = con
+        self.pool: Any = pool
+
+    @classmethod
+    async def acquire(cls, pools: LoopPools) -> "Held":
+        con, pool = await pools.acquire()
+        return cls(pools, con, pool)
+
+    async def live(self) -> Any:
+        """The connection, a fresh one if the held one is gone (StoreError: none)."""
+        if self.con is not None and not lost(self.con):
+            return self.con
+        await self.release()
+        self.con, self.pool = await self.pools.acquire()
+        return self.con
+
+    async def release(self) -> None:
+        """Back to its pool (nothing when its pool took it back already)."""
+        con, self.con = self.con, None
+        if con is not None:
+            await self.pool.release(con, timeout=self.pools.timeout_s)
 
 
 def loop_pools(options: PostgresOptions, **server_settings: str) -> LoopPools:

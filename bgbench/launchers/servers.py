@@ -211,6 +211,31 @@ def start_mongo_wire(directory: Path, port: int | None = None) -> dict[str, Any]
             "pid": proc.pid, "dir": str(directory)}  # fmt: skip
 
 
+_PG_STAND_IN = "host=127.0.0.1 port=5432 dbname=bg_check"
+_CASSANDRA_STAND_IN = {"hosts": ["127.0.0.1"], "port": 9042, "keyspace": "bg_check"}
+_CLUSTER_STAND_IN = {**_CASSANDRA_STAND_IN, "hosts": ["127.0.0.1", "127.0.0.2", "127.0.0.3"]}
+# The store options store_options gives for each kind, with stand-ins of their form: a
+# campaign checks a job's options with these before its servers exist (a job may rely on
+# an option its server gives, as read_from: replica relies on replica_dsn).
+OPTIONS_GIVEN: dict[str, dict[str, Any]] = {
+    "postgres": {"dsn": _PG_STAND_IN},
+    "postgres-replica": {"dsn": _PG_STAND_IN, "replica_dsn": _PG_STAND_IN},
+    "postgres-replica-delayed": {"dsn": _PG_STAND_IN, "replica_dsn": _PG_STAND_IN},
+    "memcached": {"memcached": "127.0.0.1:11211"},
+    "mongo-wire": {
+        "uri": "mongodb://127.0.0.1:27017",
+        "database": "bg_check",
+        "server_name": "MongoDB-wire",
+    },
+    "cassandra": _CASSANDRA_STAND_IN,
+    "cassandra-cluster": _CLUSTER_STAND_IN,
+    "cassandra-dcs": _CLUSTER_STAND_IN,
+    "cassandra-batch": _CASSANDRA_STAND_IN,
+    "hbase": {"port": 16000, "table_prefix": "bg_check_", "server_name": "HBase"},
+    "node-exporter": {},
+}
+
+
 def store_options(info: dict[str, Any]) -> dict[str, Any]:
     """The store options (`store.options`) that point a binding at a server started here,
     each with a namespace of its own (a new database, keyspace or table prefix), so jobs

@@ -11,6 +11,7 @@ from bgbench.coordinator.configuration.scenario import ScenarioMistake
 from bgbench.coordinator.execution.checkconfig import check_settings
 from bgbench.coordinator.execution.target_kinds import target_kind
 from bgbench.errors import UserError
+from bgbench.launchers import servers as launchers
 
 SECTIONS = ("store", "scenario", "nodes")  # a check's line that names one: placed at it
 
@@ -22,6 +23,8 @@ def job_problem(settings: Settings, study: str, servers: list[ServerSpec], merge
     except UserError as exc:
         return _placed(str(exc), merged.at(("server",)))
     copy = settings.model_copy(deep=True)  # checking makes its layout concrete
+    given = [launchers.OPTIONS_GIVEN.get(spec.kind, {}) for spec in servers]
+    copy.store.options = {**{k: v for g in given for k, v in g.items()}, **copy.store.options}
     try:
         if study:
             target_kind(copy).check_store(copy)

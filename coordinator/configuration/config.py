@@ -439,7 +439,7 @@ def set_path(data: dict[str, Any], dotted: str, value: Any) -> None:
     for part in parts[:-1]:
         child = node.setdefault(part, {})
         if not isinstance(child, dict):
-            raise UserError(f"parameter {dotted}: {part} is not a section")
+            raise UserError(f"parameter {shown(dotted)}: {shown(part)} is not a section")
         node = child
     node[parts[-1]] = value
 

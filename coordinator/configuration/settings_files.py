@@ -200,6 +200,7 @@ def read_file(path: Path) -> dict[str, Any]:
 
 def parse_value(name: str, raw: str) -> Any:
     """A `-p NAME=VALUE` value: JSON when it parses, else the text itself."""
+    name = shown(name)  # a name holding a newline must not break the one line
     try:
         value = json.loads(raw)
     except json.JSONDecodeError:

@@ -310,10 +310,9 @@ class ScenarioRecorder:
             rows[bisect.bisect_right(starts, point.end - point.span / 2)].append(point)
         baseline = phases[0].actions_per_s
         served = next((p.end for p in self._points if p.throughput > 0), math.inf)
+        lost = [p for p in self._points if p.throughput == 0 and p.end > served]
         for phase, points in zip(phases, rows, strict=True):
-            phase.unavailable_s = sum(
-                p.span for p in points if p.throughput == 0 and p.end > served
-            )
+            phase.unavailable_s = _time_within(lost, phase.start_s, phase.end_s)
             if phase.index == 0:
                 continue
             phase.recover_throughput_s = _recovery(
@@ -324,6 +323,14 @@ class ScenarioRecorder:
                 points,
                 lambda p: p.errors == 0 and p.within is not None and p.within >= self.sla.alpha,
             )
+
+
+def _time_within(points: list[_Point], start_s: float, end_s: float) -> float:
+    """The time of `points` inside [start_s, end_s]: a phase's share of an interval that
+    straddles its edges, nothing of intervals past the run's end (calls stuck in a dead
+    store report on after it), never more than the phase lasts."""
+    inside = sum(max(0.0, min(p.end, end_s) - max(p.begin, start_s)) for p in points)
+    return min(inside, max(0.0, end_s - start_s))
 
 
 def _coarser(points: list[_Point]) -> list[_Point]:

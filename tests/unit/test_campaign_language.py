@@ -7,6 +7,7 @@ import pytest
 
 from bgbench.coordinator.campaign import load_campaign
 from bgbench.errors import UserError
+from bgbench.launchers import servers
 
 
 def write(directory: Path, name: str, text: str) -> Path:
@@ -197,6 +198,24 @@ def test_the_example_campaigns_unfold_into_valid_jobs():
     for path in examples:
         campaign = load_campaign(path)
         assert campaign.jobs and not campaign.invalid, (path, [j.error for j in campaign.invalid])
+
+
+def test_an_option_the_jobs_server_gives_counts_in_the_check(tmp_path):
+    """read_from: replica needs replica_dsn, which a postgres-replica server gives when it
+    runs (not a single postgres): the check counts the options a server kind gives."""
+    job = """
+jobs:
+  - name: reads
+    server: {kind: KIND}
+    store: {name: postgres, options: {read_from: replica}}
+    sla: {delta_search_s: 2, delta_s: 4}
+"""
+    given = load_campaign(write(tmp_path, "r.yaml", job.replace("KIND", "postgres-replica")))
+    assert given.jobs and not given.invalid, [j.error for j in given.invalid]
+    single = load_campaign(write(tmp_path, "p.yaml", job.replace("KIND", "postgres")))
+    assert [j.seq for j in single.invalid] == [1]
+    assert "replica needs replica_dsn" in single.invalid[0].error
+    assert set(servers.OPTIONS_GIVEN) == set(servers.kinds())  # every kind says what it gives
 
 
 # -- bounds: what grows without end is refused as it is counted, never built ------------------

@@ -107,6 +107,7 @@ def test_any_toml_settings_text_is_read_or_refused_with_a_user_error(text):
 
 @FUZZ
 @given(st.lists(texts(PARAM_BITS, 12), min_size=1, max_size=4))
+@example(["run.seed\n0=" + "1" * 5000])
 def test_any_parameter_is_read_or_refused_with_a_user_error(params):
     with no_hang():
         try:

@@ -143,7 +143,7 @@ def kill_and_restart() -> tuple[ScenarioRecorder, list[StepRecord]]:
 
 def test_phases_are_cut_at_the_steps_with_their_figures():
     recorder, steps = kill_and_restart()
-    figures = recorder.finish(steps)
+    figures = within_their_phases(recorder.finish(steps))
     base, killed, started = figures.phases
     assert (base.label, killed.label, started.label) == ("baseline", "kill n2", "start n2")
     assert (base.start_s, base.end_s, killed.end_s, started.end_s) == (0.0, 8.0, 15.0, 20.0)
@@ -202,6 +202,40 @@ def test_a_store_that_never_recovers_has_no_recovery_time():
     assert killed.unavailable_s == 0.0 and killed.actions_per_s == pytest.approx(50.0)
 
 
+def within_their_phases(figures: ScenarioFigures) -> ScenarioFigures:
+    for phase in figures.phases:
+        assert 0.0 <= phase.unavailable_s <= phase.end_s - phase.start_s, phase
+    return figures
+
+
+def test_unavailability_stays_within_the_run_when_calls_stay_stuck_past_its_end():
+    """The store dies at 5 s of a 10 s run and its calls stay stuck: the agent reports
+    empty intervals until 16 s. The last phase ends at the run's end: 5 s unavailable."""
+    recorder = ScenarioRecorder(1, settings(), started=STARTED, duration_s=10.0)
+    agent = Agent(recorder, 0, STARTED)
+    for i in range(32):
+        if i == 10:
+            recorder.boundary(0, STARTED + 5.0)
+        agent.tick(50 if i < 10 else 0)
+    figures = within_their_phases(recorder.finish([StepRecord(0, 5.0, "kill", "postgres")]))
+    base, killed = figures.phases
+    assert (killed.start_s, killed.end_s) == (5.0, 10.0)
+    assert killed.unavailable_s == pytest.approx(5.0 - 0.01, abs=0.02)
+    assert base.unavailable_s == 0.0
+
+
+def test_an_interval_across_a_step_is_unavailable_time_on_both_sides():
+    recorder = ScenarioRecorder(1, settings(), started=STARTED, duration_s=4.0)
+    agent = Agent(recorder, 0, STARTED)
+    for i in range(8):
+        if i == 5:
+            recorder.boundary(0, STARTED + 2.25)  # inside the 6th interval (2.5 .. 3.0 s)
+        agent.tick(0 if i in (4, 5) else 50, lateness=0.0)
+    base, killed = within_their_phases(recorder.finish([StepRecord(0, 2.25, "kill", "n1")])).phases
+    assert base.unavailable_s == pytest.approx(0.25)  # 2.0 .. 2.25
+    assert killed.unavailable_s == pytest.approx(0.75)  # 2.25 .. 3.0
+
+
 def test_agents_are_placed_on_the_coordinators_clock_and_merged_by_interval():
     """Two agents: the second started 0.3 s after the first and its reports arrive late
     by varying amounts; its clock is taken from its earliest-arriving report. Reports and
@@ -242,7 +276,7 @@ def test_a_long_run_keeps_a_bounded_timeline(monkeypatch):
     agent = Agent(recorder, 0, STARTED)
     for i in range(40):
         agent.tick(50 if i % 2 else 0, ok_ms=10.0 if i < 20 else 200.0)
-    figures = recorder.finish([])
+    figures = within_their_phases(recorder.finish([]))
     t = figures.timeline
     assert len(t.t_s) == 10 and t.interval_s == pytest.approx(2.0)
     assert t.throughput == [pytest.approx(50.0)] * 10  # 100/s half the time

@@ -284,16 +284,15 @@ class PostgresBinding:
 
     async def connect_async(self) -> "PostgresAsyncConnection":
         sql = self._statements()
-        con, pool = await self._loop_pools.acquire()
-        timeout = self.options.connect_timeout_s
+        writes = await pg.Held.acquire(self._loop_pools)
         if self._read_loop_pools is None:
-            return PostgresAsyncConnection(con, pool, sql, self.attrcount or 0, timeout)
+            return PostgresAsyncConnection(writes, sql, self.attrcount or 0)
         try:
-            reader = await self._read_loop_pools.acquire()
+            reads = await pg.Held.acquire(self._read_loop_pools)
         except BaseException:
-            await pool.release(con, timeout=timeout)
+            await writes.release()
             raise
-        return PostgresAsyncConnection(con, pool, sql, self.attrcount or 0, timeout, reader)
+        return PostgresAsyncConnection(writes, sql, self.attrcount or 0, reads)
 
     async def aclose(self) -> None:
         await self._loop_pools.aclose()
@@ -329,75 +328,78 @@ def _profile(row: tuple[Any, ...] | None, requester: int, member: int, n: int) -
 
 
 class PostgresAsyncConnection:
-    """One socialite task's asyncpg connection, held for its run; with a standby to read
-    from, a second one there (`reader`, of `reader_pool`), which its reads use."""
+    """One socialite task's asyncpg connection (`writes`), held for its run and taken again
+    after its server closed it; with a standby to read from, a second one there (`reads`),
+    which its reads use."""
 
-    __slots__ = (
-        "con", "friends", "n", "pool", "profile", "reader", "reader_pool", "release_timeout",
-        "requests",
-    )  # fmt: skip
+    __slots__ = ("friends", "n", "profile", "reads", "requests", "writes")
 
     def __init__(
-        self,
-        con: asyncpg.Connection,
-        pool: asyncpg.Pool,
-        sql: Statements,
-        n: int,
-        timeout: float,
-        reader: tuple[asyncpg.Connection, asyncpg.Pool] | None = None,
+        self, writes: pg.Held, sql: Statements, n: int, reads: pg.Held | None = None
     ) -> None:
-        self.con = con
-        self.pool = pool
-        self.reader: asyncpg.Connection = reader[0] if reader else con
-        self.reader_pool: asyncpg.Pool | None = reader[1] if reader else None
+        self.writes = writes
+        self.reads = reads or writes
         self.n = n
         self.profile, self.friends, self.requests = sql.profile, sql.friends, sql.requests
-        self.release_timeout = timeout
+
+    @property
+    def con(self) -> asyncpg.Connection:
+        """The primary's connection held now (None once closed)."""
+        return self.writes.con
+
+    @property
+    def reader(self) -> asyncpg.Connection:
+        """The connection reads use now: the standby's, or the primary's."""
+        return self.reads.con
 
     async def view_profile(self, requester: int, member: int) -> Profile:
-        row = await self.reader.fetchrow(self.profile, member)
+        row = await (await self.reads.live()).fetchrow(self.profile, member)
         return _profile(row, requester, member, self.n)
 
     async def list_friends(self, requester: int, member: int) -> list[MemberRow]:
-        return _members(await self.reader.fetch(self.friends, member), self.n)
+        return _members(await (await self.reads.live()).fetch(self.friends, member), self.n)
 
     async def view_friend_requests(self, member: int) -> list[MemberRow]:
-        return _members(await self.reader.fetch(self.requests, member), self.n)
+        return _members(await (await self.reads.live()).fetch(self.requests, member), self.n)
+
+    async def _write(self, sql: str, *args: object) -> str:
+        return str(await (await self.writes.live()).execute(sql, *args))
 
     async def invite_friend(self, inviter: int, invitee: int) -> None:
-        await self.con.execute(INVITE, inviter, invitee)
+        await self._write(INVITE, inviter, invitee)
 
     async def accept_friend_request(self, inviter: int, invitee: int) -> None:
-        if await self.con.execute(ACCEPT, inviter, invitee) != UPDATED_ONE:
+        if await self._write(ACCEPT, inviter, invitee) != UPDATED_ONE:
             raise StoreError(f"accept invitation {inviter}->{invitee}: no matching row")
 
     async def reject_friend_request(self, inviter: int, invitee: int) -> None:
-        if await self.con.execute(REJECT, inviter, invitee) != DELETED_ONE:
+        if await self._write(REJECT, inviter, invitee) != DELETED_ONE:
             raise StoreError(f"reject invitation {inviter}->{invitee}: no matching row")
 
     async def thaw_friendship(self, member: int, friend: int) -> None:
-        if await self.con.execute(THAW, member, friend) != DELETED_ONE:
+        if await self._write(THAW, member, friend) != DELETED_ONE:
             raise StoreError(f"thaw friendship {member}-{friend}: no matching row")
 
     async def view_top_k_resources(self, requester: int, member: int, k: int) -> list[ResourceRow]:
-        return [ResourceRow(*r) for r in await self.reader.fetch(TOP_K, member, k)]
+        rows = await (await self.reads.live()).fetch(TOP_K, member, k)
+        return [ResourceRow(*r) for r in rows]
 
     async def view_comments(self, requester: int, rid: int) -> list[CommentRow]:
-        return [CommentRow(*r) for r in await self.reader.fetch(COMMENTS, rid)]
+        return [CommentRow(*r) for r in await (await self.reads.live()).fetch(COMMENTS, rid)]
 
     async def post_comment(self, commenter: int, rid: int, mid: int, text: str) -> None:
-        await self.con.execute(POST, rid, mid, commenter, text)
+        await self._write(POST, rid, mid, commenter, text)
 
     async def delete_comment(self, rid: int, mid: int) -> None:
-        if await self.con.execute(DELETE_COMMENT, rid, mid) != DELETED_ONE:
+        if await self._write(DELETE_COMMENT, rid, mid) != DELETED_ONE:
             raise StoreError(f"comment {rid}/{mid}: no matching row")
 
     async def close(self) -> None:
         try:
-            if self.reader_pool is not None:
-                await self.reader_pool.release(self.reader, timeout=self.release_timeout)
+            if self.reads is not self.writes:
+                await self.reads.release()
         finally:
-            await self.pool.release(self.con, timeout=self.release_timeout)
+            await self.writes.release()
 
 
 class PostgresConnection:

@@ -151,16 +151,15 @@ class PostgresEHRBinding:
     async def connect_async(self) -> "PostgresEHRConnection":
         if not self._ready:
             raise StoreError("create_schema or use_schema must run before connect")
-        con, pool = await self._loop_pools.acquire()
-        timeout = self.options.connect_timeout_s
+        writes = await pg.Held.acquire(self._loop_pools)
         if self._read_loop_pools is None:
-            return PostgresEHRConnection(con, pool, timeout)
+            return PostgresEHRConnection(writes)
         try:
-            reader = await self._read_loop_pools.acquire()
+            reads = await pg.Held.acquire(self._read_loop_pools)
         except BaseException:
-            await pool.release(con, timeout=timeout)
+            await writes.release()
             raise
-        return PostgresEHRConnection(con, pool, timeout, reader)
+        return PostgresEHRConnection(writes, reads)
 
     async def aclose(self) -> None:
         await self._loop_pools.aclose()
@@ -180,36 +179,38 @@ class PostgresEHRBinding:
 
 
 class PostgresEHRConnection:
-    """One socialite task's asyncpg connection, held for its run; with a standby to read
-    from, a second one there (`reader`, of `reader_pool`), which its READs use."""
+    """One socialite task's asyncpg connection (`writes`), held for its run and taken again
+    after its server closed it; with a standby to read from, a second one there (`reads`),
+    which its READs use."""
 
-    __slots__ = ("con", "pool", "reader", "reader_pool", "release_timeout")
+    __slots__ = ("reads", "writes")
 
-    def __init__(
-        self,
-        con: asyncpg.Connection,
-        pool: asyncpg.Pool,
-        timeout: float,
-        reader: tuple[asyncpg.Connection, asyncpg.Pool] | None = None,
-    ) -> None:
-        self.con = con
-        self.pool = pool
-        self.reader: asyncpg.Connection = reader[0] if reader else con
-        self.reader_pool: asyncpg.Pool | None = reader[1] if reader else None
-        self.release_timeout = timeout
+    def __init__(self, writes: pg.Held, reads: pg.Held | None = None) -> None:
+        self.writes = writes
+        self.reads = reads or writes
+
+    @property
+    def con(self) -> asyncpg.Connection:
+        """The primary's connection held now (None once closed)."""
+        return self.writes.con
+
+    @property
+    def reader(self) -> asyncpg.Connection:
+        """The connection READs use now: the standby's, or the primary's."""
+        return self.reads.con
 
     async def recent_results(self, patient: int, k: int) -> tuple[list[LabResult], int]:
-        rows = await self.reader.fetch(RECENT, patient, k)
+        rows = await (await self.reads.live()).fetch(RECENT, patient, k)
         if not rows:
             return [], 0
         return [LabResult(r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows], int(rows[0][6])
 
     async def insert_result(self, row: LabResult) -> None:
-        await self.con.execute(INSERT, *row)
+        await (await self.writes.live()).execute(INSERT, *row)
 
     async def close(self) -> None:
         try:
-            if self.reader_pool is not None:
-                await self.reader_pool.release(self.reader, timeout=self.release_timeout)
+            if self.reads is not self.writes:
+                await self.reads.release()
         finally:
-            await self.pool.release(self.con, timeout=self.release_timeout)
+            await self.writes.release()

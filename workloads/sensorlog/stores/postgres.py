@@ -266,16 +266,15 @@ class PostgresSensorBinding:
     async def connect_async(self) -> "PostgresSensorConnection":
         if not self._ready:
             raise StoreError("create_schema or use_schema must run before connect")
-        con, pool = await self._loop_pools.acquire()
-        timeout = self.options.connect_timeout_s
+        writes = await pg.Held.acquire(self._loop_pools)
         if self._read_loop_pools is None:
-            return PostgresSensorConnection(con, pool, timeout)
+            return PostgresSensorConnection(writes)
         try:
-            reader = await self._read_loop_pools.acquire()
+            reads = await pg.Held.acquire(self._read_loop_pools)
         except BaseException:
-            await pool.release(con, timeout=timeout)
+            await writes.release()
             raise
-        return PostgresSensorConnection(con, pool, timeout, reader)
+        return PostgresSensorConnection(writes, reads)
 
     async def aclose(self) -> None:
         await self._loop_pools.aclose()
@@ -311,39 +310,43 @@ class PostgresSensorBinding:
 
 
 class PostgresSensorConnection:
-    """One socialite task's asyncpg connection, held for its run; with a standby to read
-    from, a second one there (`reader`, of `reader_pool`), which its reads use."""
+    """One socialite task's asyncpg connection (`writes`), held for its run and taken again
+    after its server closed it; with a standby to read from, a second one there (`reads`),
+    which its reads use."""
 
-    __slots__ = ("con", "pool", "reader", "reader_pool", "release_timeout")
+    __slots__ = ("reads", "writes")
 
-    def __init__(
-        self,
-        con: asyncpg.Connection,
-        pool: asyncpg.Pool,
-        timeout: float,
-        reader: tuple[asyncpg.Connection, asyncpg.Pool] | None = None,
-    ) -> None:
-        self.con = con
-        self.pool = pool
-        self.reader: asyncpg.Connection = reader[0] if reader else con
-        self.reader_pool: asyncpg.Pool | None = reader[1] if reader else None
-        self.release_timeout = timeout
+    def __init__(self, writes: pg.Held, reads: pg.Held | None = None) -> None:
+        self.writes = writes
+        self.reads = reads or writes
+
+    @property
+    def con(self) -> asyncpg.Connection:
+        """The primary's connection held now (None once closed)."""
+        return self.writes.con
+
+    @property
+    def reader(self) -> asyncpg.Connection:
+        """The connection reads use now: the standby's, or the primary's."""
+        return self.reads.con
 
     async def insert(self, row: Reading) -> None:
         # asyncpg encodes by exact Python type: no numpy scalars
-        await self.con.execute(
+        await (await self.writes.live()).execute(
             INSERT, int(row.m), int(row.s), int(row.bt), int(row.et), float(row.mv)
         )
 
     async def newest(self, m: int, s: int, bt: int) -> bool:
-        return bool(await self.reader.fetchval(NEWEST, int(m), int(s), int(bt)))
+        found = await (await self.reads.live()).fetchval(NEWEST, int(m), int(s), int(bt))
+        return bool(found)
 
     async def count_above(self, x: float, m_lo: int, m_hi: int) -> int:
-        return int(await self.reader.fetchval(COUNT_ABOVE, float(x), int(m_lo), int(m_hi)))
+        reads = await self.reads.live()
+        return int(await reads.fetchval(COUNT_ABOVE, float(x), int(m_lo), int(m_hi)))
 
     async def close(self) -> None:
         try:
-            if self.reader_pool is not None:
-                await self.reader_pool.release(self.reader, timeout=self.release_timeout)
+            if self.reads is not self.writes:
+                await self.reads.release()
         finally:
-            await self.pool.release(self.con, timeout=self.release_timeout)
+            await self.writes.release()
