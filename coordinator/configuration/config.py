@@ -123,7 +123,7 @@ class AgentsConfig(BaseModel):
             description="an agent silent this long (s), or a load process of it making no "
             "progress this long while loading, readying or validating, has failed",
         ),
-    ] = 5.0
+    ] = 15.0
     local: Annotated[int, Field(ge=1, le=64, description="local agents to spawn")] = 2
     processes: Annotated[int, Field(ge=1, le=64)] | Literal["auto"] = Field(
         "auto",

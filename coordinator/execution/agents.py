@@ -33,7 +33,9 @@ VALIDATE_TIMEOUT_S = 3600.0
 RUN_SLACK_S = 120.0  # beyond the duration, for stopping and flushing logs
 TLS_PROBE_TIMEOUT_S = 2.0
 MAX_WATCH_S = 86_400.0  # a Watch's longest duration (an experiment's)
-HEARTBEAT_TIMEOUT_S = 5.0  # agents.heartbeat_timeout's default
+# agents.heartbeat_timeout's default: 5 s named single slow steps (a schema's DDL, a load
+# chunk) as hung loads on a busy two-core host with Cassandra beside it; 15 s does not.
+HEARTBEAT_TIMEOUT_S = 15.0
 CHILD_GRACE_S = 2.0  # a closed local agent's load processes get this long to end with it
 PREPARE_DOING = {
     pb.PREPARE_SCHEMA_AND_LOAD: "loading",

@@ -139,7 +139,7 @@ def run_experiment(
     experiment_id: str,
     on_progress: ProgressCallback | None = None,
     start_state: str = "carry",
-    heartbeat_timeout: float = 5.0,
+    heartbeat_timeout: float = HEARTBEAT_TIMEOUT_S,
     rate: float | None = None,
     sources: Sequence[ResourceSource] = (),
     scenario: ScenarioRun | None = None,
