@@ -52,7 +52,14 @@ from typing import Any
 
 from bgbench.launchers import cassandra_nodes, servers
 from bgbench.launchers.cassandra_nodes import CassandraNodeError
-from bgbench.launchers.procs import command_line, process_state, running, signal_tree, stop_pid
+from bgbench.launchers.procs import (
+    clear_stale_postgres_lock,
+    command_line,
+    process_state,
+    running,
+    signal_tree,
+    stop_pid,
+)
 
 STATE = servers.STATE
 LOCK = ".nodes.lock"
@@ -312,7 +319,7 @@ def _single_start(directory: Path, info: dict[str, Any], node: str, deadline: fl
     """The server again on its recorded port (PostgreSQL: on its data, with its CPUs)."""
     port = int(info["port"])
     if info["server"] == "postgres":
-        _clear_stale_lock(directory)
+        clear_stale_postgres_lock((directory / "pgdata").resolve())
         cpus = set(info["cpus"]) if info.get("cpus") else None
         started = servers.start_postgres(directory, port, cpus)
     else:
@@ -321,21 +328,6 @@ def _single_start(directory: Path, info: dict[str, Any], node: str, deadline: fl
     if time.monotonic() > deadline:
         raise NodeActionError(f"{node} started (pid {info['pid']}) after its deadline")
     return f"started {node} (pid {info['pid']}) on port {port}"
-
-
-def _clear_stale_lock(directory: Path) -> None:
-    """A killed postmaster no one reaps stays a zombie, which PostgreSQL takes for a
-    running postmaster ("lock file already exists"): its lock files go when it is dead
-    (postmaster.pid: pid, data directory, start time, port, socket directory ...)."""
-    lock = (directory / "pgdata").resolve() / "postmaster.pid"
-    try:
-        lines = lock.read_text()[:4096].split("\n")
-        pid, port, sockets = int(lines[0]), int(lines[3]), Path(lines[4])
-    except (OSError, ValueError, IndexError):
-        return
-    if not running(pid):
-        (sockets / f".s.PGSQL.{port}.lock").unlink(missing_ok=True)
-        lock.unlink(missing_ok=True)
 
 
 def _wait(check: Any, what: str, deadline: float) -> None:

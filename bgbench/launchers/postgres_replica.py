@@ -38,6 +38,7 @@ from bgbench.launchers import servers
 from bgbench.launchers.procs import (
     apt,
     children,
+    clear_stale_postgres_lock,
     free_port,
     process_state,
     running,
@@ -316,25 +317,11 @@ def _kill_node(node: dict[str, Any], timeout_s: float) -> list[int]:
 def _start_node(name: str, node: dict[str, Any], timeout_s: float) -> None:
     """The recorded pg_ctl start (a primary recovers from its WAL; a standby reconnects to
     the primary by itself), after the lock file a killed postmaster left, if any."""
-    _clear_stale_lock(Path(node["data"]))
+    clear_stale_postgres_lock(Path(node["data"]))
     _run(node["command"], f"starting the {name}", max(1.0, timeout_s))
     node["pid"] = _postmaster(Path(node["data"]))
     node["paused"] = False
     wait_for(lambda: _ready(int(node["port"])), f"the {name}", max(1.0, timeout_s))
-
-
-def _clear_stale_lock(data: Path) -> None:
-    """A killed postmaster no one reaps stays a zombie, which PostgreSQL takes for a live
-    one ("lock file already exists"): its lock files go once it is dead."""
-    lock = data / "postmaster.pid"
-    try:
-        lines = lock.read_text()[:4096].split("\n")
-        pid, port, sockets = int(lines[0]), int(lines[3]), Path(lines[4])
-    except (OSError, ValueError, IndexError):
-        return
-    if not running(pid):
-        (sockets / f".s.PGSQL.{port}.lock").unlink(missing_ok=True)
-        lock.unlink(missing_ok=True)
 
 
 def node_act(

@@ -193,3 +193,18 @@ def command_line(pid: int) -> list[str]:
     except OSError:
         return []
     return [arg.decode(errors="replace") for arg in raw.split(b"\0") if arg]
+
+
+def clear_stale_postgres_lock(data: Path) -> None:
+    """A killed postmaster no one reaps stays a zombie, which PostgreSQL takes for a live
+    one ("lock file already exists"): its lock files (postmaster.pid: pid, data directory,
+    start time, port, socket directory ...) go once it is dead."""
+    lock = data / "postmaster.pid"
+    try:
+        lines = lock.read_text()[:4096].split("\n")
+        pid, port, sockets = int(lines[0]), int(lines[3]), Path(lines[4])
+    except (OSError, ValueError, IndexError):
+        return
+    if not running(pid):
+        (sockets / f".s.PGSQL.{port}.lock").unlink(missing_ok=True)
+        lock.unlink(missing_ok=True)
