@@ -71,7 +71,10 @@ def test_a_rating_report_shows_the_utilisation_figures(sqlite_rating, tmp_path):
     assert "<h2>Resources</h2>" in text
     frames = results.load(where)
     rating = frames.rating(rating_id)
-    assert rating["bottleneck_kind"] in ("server_cpu", "client", "none"), rating["bottleneck"]
+    # "setup": the other test worker's servers (a Cassandra cluster) took the host's cores,
+    # which the rating rightly names rather than blaming the store or the client
+    kinds = ("server_cpu", "client", "none", "setup")
+    assert rating["bottleneck_kind"] in kinds, rating["bottleneck"]
     assert html.escape(rating["bottleneck"], quote=False) in text  # the headline's line
     exps = frames.of_rating(frames.experiments, rating_id)
     assert exps["bottleneck"].notna().all()
