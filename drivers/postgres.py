@@ -309,6 +309,48 @@ class Held:
             await self.pool.release(con, timeout=self.pools.timeout_s)
 
 
+class HeldPair:
+    """A socialite task's connections, held for its run: `writes` on the primary, and
+    `reads` on the standby its reads go to (the same Held when there is none). The
+    PostgreSQL bindings' async connections extend it with their statements."""
+
+    __slots__ = ("reads", "writes")
+
+    def __init__(self, writes: Held, reads: Held | None = None) -> None:
+        self.writes = writes
+        self.reads = reads or writes
+
+    @property
+    def con(self) -> Any:
+        """The primary's connection held now (None once closed)."""
+        return self.writes.con
+
+    @property
+    def reader(self) -> Any:
+        """The connection reads use now: the standby's, or the primary's."""
+        return self.reads.con
+
+    async def close(self) -> None:
+        try:
+            if self.reads is not self.writes:
+                await self.reads.release()
+        finally:
+            await self.writes.release()
+
+
+async def acquire_pair(pools: LoopPools, read_pools: LoopPools | None) -> tuple[Held, Held | None]:
+    """One connection from `pools` and, with a standby to read from, one from `read_pools`
+    (the first given back when the second cannot be had)."""
+    writes = await Held.acquire(pools)
+    if read_pools is None:
+        return writes, None
+    try:
+        return writes, await Held.acquire(read_pools)
+    except BaseException:
+        await writes.release()
+        raise
+
+
 class HeldBlocking:
     """Held's blocking twin: a psycopg pool's connection, taken again from the pool (within
     `timeout_s`) on the first use after its server closed it."""

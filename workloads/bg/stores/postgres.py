@@ -27,7 +27,6 @@ import threading
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import asyncpg  # type: ignore[import-untyped]
 import psycopg
 from psycopg_pool import ConnectionPool
 from pydantic import BaseModel
@@ -285,14 +284,7 @@ class PostgresBinding:
 
     async def connect_async(self) -> "PostgresAsyncConnection":
         sql = self._statements()
-        writes = await pg.Held.acquire(self._loop_pools)
-        if self._read_loop_pools is None:
-            return PostgresAsyncConnection(writes, sql, self.attrcount or 0)
-        try:
-            reads = await pg.Held.acquire(self._read_loop_pools)
-        except BaseException:
-            await writes.release()
-            raise
+        writes, reads = await pg.acquire_pair(self._loop_pools, self._read_loop_pools)
         return PostgresAsyncConnection(writes, sql, self.attrcount or 0, reads)
 
     async def aclose(self) -> None:
@@ -328,30 +320,19 @@ def _profile(row: tuple[Any, ...] | None, requester: int, member: int, n: int) -
     return Profile(member, list(row[:n]), row[n + 1], row[n + 2], pending, row[n])
 
 
-class PostgresAsyncConnection:
+class PostgresAsyncConnection(pg.HeldPair):
     """One socialite task's asyncpg connection (`writes`), held for its run and taken again
     after its server closed it; with a standby to read from, a second one there (`reads`),
     which its reads use."""
 
-    __slots__ = ("friends", "n", "profile", "reads", "requests", "writes")
+    __slots__ = ("friends", "n", "profile", "requests")
 
     def __init__(
         self, writes: pg.Held, sql: Statements, n: int, reads: pg.Held | None = None
     ) -> None:
-        self.writes = writes
-        self.reads = reads or writes
+        super().__init__(writes, reads)
         self.n = n
         self.profile, self.friends, self.requests = sql.profile, sql.friends, sql.requests
-
-    @property
-    def con(self) -> asyncpg.Connection:
-        """The primary's connection held now (None once closed)."""
-        return self.writes.con
-
-    @property
-    def reader(self) -> asyncpg.Connection:
-        """The connection reads use now: the standby's, or the primary's."""
-        return self.reads.con
 
     async def view_profile(self, requester: int, member: int) -> Profile:
         row = await (await self.reads.live()).fetchrow(self.profile, member)
@@ -394,13 +375,6 @@ class PostgresAsyncConnection:
     async def delete_comment(self, rid: int, mid: int) -> None:
         if await self._write(DELETE_COMMENT, rid, mid) != DELETED_ONE:
             raise StoreError(f"comment {rid}/{mid}: no matching row")
-
-    async def close(self) -> None:
-        try:
-            if self.reads is not self.writes:
-                await self.reads.release()
-        finally:
-            await self.writes.release()
 
 
 class PostgresConnection:

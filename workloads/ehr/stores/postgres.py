@@ -24,7 +24,6 @@ With `read_from: replica` each socialite holds a second connection, to the hot s
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-import asyncpg  # type: ignore[import-untyped]
 import psycopg
 
 from bgbench.drivers import postgres as pg
@@ -151,14 +150,7 @@ class PostgresEHRBinding:
     async def connect_async(self) -> "PostgresEHRConnection":
         if not self._ready:
             raise StoreError("create_schema or use_schema must run before connect")
-        writes = await pg.Held.acquire(self._loop_pools)
-        if self._read_loop_pools is None:
-            return PostgresEHRConnection(writes)
-        try:
-            reads = await pg.Held.acquire(self._read_loop_pools)
-        except BaseException:
-            await writes.release()
-            raise
+        writes, reads = await pg.acquire_pair(self._loop_pools, self._read_loop_pools)
         return PostgresEHRConnection(writes, reads)
 
     async def aclose(self) -> None:
@@ -178,26 +170,12 @@ class PostgresEHRBinding:
             self._read_loop_pools.clear()
 
 
-class PostgresEHRConnection:
+class PostgresEHRConnection(pg.HeldPair):
     """One socialite task's asyncpg connection (`writes`), held for its run and taken again
     after its server closed it; with a standby to read from, a second one there (`reads`),
     which its READs use."""
 
-    __slots__ = ("reads", "writes")
-
-    def __init__(self, writes: pg.Held, reads: pg.Held | None = None) -> None:
-        self.writes = writes
-        self.reads = reads or writes
-
-    @property
-    def con(self) -> asyncpg.Connection:
-        """The primary's connection held now (None once closed)."""
-        return self.writes.con
-
-    @property
-    def reader(self) -> asyncpg.Connection:
-        """The connection READs use now: the standby's, or the primary's."""
-        return self.reads.con
+    __slots__ = ()
 
     async def recent_results(self, patient: int, k: int) -> tuple[list[LabResult], int]:
         rows = await (await self.reads.live()).fetch(RECENT, patient, k)
@@ -207,10 +185,3 @@ class PostgresEHRConnection:
 
     async def insert_result(self, row: LabResult) -> None:
         await (await self.writes.live()).execute(INSERT, *row)
-
-    async def close(self) -> None:
-        try:
-            if self.reads is not self.writes:
-                await self.reads.release()
-        finally:
-            await self.writes.release()

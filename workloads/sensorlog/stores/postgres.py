@@ -53,7 +53,6 @@ from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from typing import Any, ClassVar
 
-import asyncpg  # type: ignore[import-untyped]
 import psycopg
 
 from bgbench.drivers import postgres as pg
@@ -266,14 +265,7 @@ class PostgresSensorBinding:
     async def connect_async(self) -> "PostgresSensorConnection":
         if not self._ready:
             raise StoreError("create_schema or use_schema must run before connect")
-        writes = await pg.Held.acquire(self._loop_pools)
-        if self._read_loop_pools is None:
-            return PostgresSensorConnection(writes)
-        try:
-            reads = await pg.Held.acquire(self._read_loop_pools)
-        except BaseException:
-            await writes.release()
-            raise
+        writes, reads = await pg.acquire_pair(self._loop_pools, self._read_loop_pools)
         return PostgresSensorConnection(writes, reads)
 
     async def aclose(self) -> None:
@@ -309,26 +301,12 @@ class PostgresSensorBinding:
             self._read_loop_pools.clear()
 
 
-class PostgresSensorConnection:
+class PostgresSensorConnection(pg.HeldPair):
     """One socialite task's asyncpg connection (`writes`), held for its run and taken again
     after its server closed it; with a standby to read from, a second one there (`reads`),
     which its reads use."""
 
-    __slots__ = ("reads", "writes")
-
-    def __init__(self, writes: pg.Held, reads: pg.Held | None = None) -> None:
-        self.writes = writes
-        self.reads = reads or writes
-
-    @property
-    def con(self) -> asyncpg.Connection:
-        """The primary's connection held now (None once closed)."""
-        return self.writes.con
-
-    @property
-    def reader(self) -> asyncpg.Connection:
-        """The connection reads use now: the standby's, or the primary's."""
-        return self.reads.con
+    __slots__ = ()
 
     async def insert(self, row: Reading) -> None:
         # asyncpg encodes by exact Python type: no numpy scalars
@@ -343,10 +321,3 @@ class PostgresSensorConnection:
     async def count_above(self, x: float, m_lo: int, m_hi: int) -> int:
         reads = await self.reads.live()
         return int(await reads.fetchval(COUNT_ABOVE, float(x), int(m_lo), int(m_hi)))
-
-    async def close(self) -> None:
-        try:
-            if self.reads is not self.writes:
-                await self.reads.release()
-        finally:
-            await self.writes.release()
