@@ -29,6 +29,15 @@ PHASE_STYLE = {"search": ("o", "tab:blue"), "final": ("D", "tab:green"),
                "sweep": ("o", "tab:purple"), "run": ("s", "tab:blue")}  # fmt: skip
 
 
+def panel(fig: Figure, i: int, title: str, ylabel: str) -> Axes:
+    """The i-th of three stacked panels of a timeline figure, titled and gridded."""
+    ax = fig.add_subplot(3, 1, i)
+    ax.set_title(title, loc="left", fontsize=10)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, alpha=0.3)
+    return ax
+
+
 def svg(fig: Figure) -> str:
     """The figure as an <svg> element (no XML prologue), to inline in HTML."""
     buf = io.StringIO()

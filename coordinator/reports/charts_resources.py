@@ -15,7 +15,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator, ScalarFormatter
 
-from bgbench.coordinator.reports.charts import THREADS, XAxis, rated
+from bgbench.coordinator.reports.charts import THREADS, XAxis, panel, rated
 
 MAX_LINES = 24  # lines one chart draws at most (hosts x resources); the rest are left out
 TIMELINE_SIZE = (7.0, 7.6)
@@ -85,14 +85,6 @@ def utilisation(
     return fig
 
 
-def _panel(fig: Figure, i: int, title: str, ylabel: str) -> Axes:
-    ax = fig.add_subplot(3, 1, i)
-    ax.set_title(title, loc="left", fontsize=10)
-    ax.set_ylabel(ylabel)
-    ax.grid(True, alpha=0.3)
-    return ax
-
-
 def _window(ax: Axes, series: pd.DataFrame) -> None:
     rated_rows = series[series["rated"].astype(bool)]
     if rated_rows.empty:
@@ -132,9 +124,9 @@ def timeline(series: pd.DataFrame, title: str) -> Figure | None:
     if series.empty:
         return None
     fig = Figure(figsize=TIMELINE_SIZE, layout="constrained")
-    cpu = _panel(fig, 1, title, "cores busy")
-    disk = _panel(fig, 2, "Disk", "busy share")
-    net = _panel(fig, 3, "Network", "MB/s")
+    cpu = panel(fig, 1, title, "cores busy")
+    disk = panel(fig, 2, "Disk", "busy share")
+    net = panel(fig, 3, "Network", "MB/s")
     net.set_xlabel("s into the experiment")
     hosts = _hosts(series)
     several = len(hosts) > 1

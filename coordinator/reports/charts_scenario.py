@@ -12,6 +12,7 @@ import math
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from bgbench.coordinator.reports.charts import panel
 from bgbench.run_result.scenario import ScenarioFigures
 
 SIZE = (10.0, 7.5)
@@ -33,9 +34,9 @@ def timeline(figures: ScenarioFigures, title: str, beta_ms: float | None) -> Fig
     if not t.t_s:
         return None
     fig = Figure(figsize=SIZE, layout="constrained")
-    rate = _panel(fig, 1, literal(title, 120), "actions/s")
-    p95 = _panel(fig, 2, "p95 response time (log scale)", "ms")
-    stale = _panel(fig, 3, "Validated reads", "reads/s")
+    rate = panel(fig, 1, literal(title, 120), "actions/s")
+    p95 = panel(fig, 2, "p95 response time (log scale)", "ms")
+    stale = panel(fig, 3, "Validated reads", "reads/s")
     stale.set_xlabel("s into the experiment")
     rate.plot(t.t_s, t.throughput, label="successful actions/s", color="tab:blue")
     if any(t.errors_per_s):
@@ -66,14 +67,6 @@ def timeline(figures: ScenarioFigures, title: str, beta_ms: float | None) -> Fig
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7, loc="lower right")
     return fig
-
-
-def _panel(fig: Figure, i: int, title: str, ylabel: str) -> Axes:
-    ax = fig.add_subplot(3, 1, i)
-    ax.set_title(title, loc="left", fontsize=10)
-    ax.set_ylabel(ylabel)
-    ax.grid(True, alpha=0.3)
-    return ax
 
 
 def _phases_and_steps(ax: Axes, figures: ScenarioFigures, labelled: bool) -> None:

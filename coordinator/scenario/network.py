@@ -26,6 +26,8 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from bgbench.launchers.nodes import Endpoint as Endpoint  # tests and nodes.py name it here too
+
 NFT_TIMEOUT_S = 10.0
 MAX_NFT_OUTPUT = 1 << 20
 TABLE_PREFIX = "bgbench_"
@@ -38,12 +40,6 @@ _tables = itertools.count()
 
 class NetworkFaultError(RuntimeError):
     """nft failed, is missing, or an address is outside the networks bgbench may filter."""
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    address: str
-    port: int
 
 
 @dataclass(frozen=True)

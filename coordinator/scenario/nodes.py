@@ -139,8 +139,8 @@ def server_nodes(directories: Iterable[Path]) -> dict[str, ScenarioNode]:
             net = NetworkNode(
                 info.name,
                 info.address,
-                tuple(Endpoint(e.address, e.port) for e in info.client_endpoints),
-                tuple(Endpoint(e.address, e.port) for e in info.peer_endpoints),
+                info.client_endpoints,
+                info.peer_endpoints,
             )
             found[info.name] = ScenarioNode(info.name, info.actions, net, directory=directory)
     return found
