@@ -6,7 +6,9 @@ per socialite runner through the workload's `Fragment` and plays each unit as
 `await unit(ctx, socialite)` with the runner's `UnitContext`: `ctx.sid`, `ctx.intended`,
 `ctx.rng`, `ctx.conn`, and the timed calls `ctx.read`, `ctx.write` (deltas),
 `ctx.write_absolute` (new values), `ctx.write_from_answer` (the change the store's
-answer says it made) and `ctx.pause` (a think time inside a session).
+answer says it made), `ctx.transaction` (attempts of a transaction retried under a
+`RetryPolicy` when the store raises `Abort`; transactions.py) and `ctx.pause` (a think
+time inside a session).
 
 Bindings over drivers that only block: `connection_for(binding, conn, AsyncProtocol)` in
 `Fragment.player` gives the units an asynchronous view that never suspends. The `--mix`
@@ -38,6 +40,13 @@ from bgbench.sdk.studies import (
     WithStudies,
 )
 from bgbench.sdk.timing import Item, Think, Timer, UnitContext
+from bgbench.sdk.transactions import (
+    ABORT_CAUSES,
+    Abort,
+    AbortCause,
+    RetryPolicy,
+    TxOutcome,
+)
 from bgbench.sdk.workload import (
     AnyWorkload,
     Concurrency,
@@ -52,6 +61,7 @@ from bgbench.validation.checker import InitialValues
 from bgbench.validation.logformat import NEVER, READ, WRITE, WRITE_ABS
 
 __all__ = [
+    "ABORT_CAUSES",
     "ACTION_FIELDS",
     "ERROR",
     "NEVER",
@@ -60,6 +70,8 @@ __all__ = [
     "RECORD_FIELDS",
     "WRITE",
     "WRITE_ABS",
+    "Abort",
+    "AbortCause",
     "AnyStudy",
     "AnyWorkload",
     "Bindings",
@@ -73,6 +85,7 @@ __all__ = [
     "Progress",
     "Record",
     "Recorder",
+    "RetryPolicy",
     "Say",
     "StoreBinding",
     "StoreError",
@@ -82,6 +95,7 @@ __all__ = [
     "SystemFault",
     "Think",
     "Timer",
+    "TxOutcome",
     "Unit",
     "UnitContext",
     "UserError",

@@ -34,6 +34,11 @@ class Recorder(Protocol):
         """Count a failed call of `action` by the exception's type (a sample kept)."""
         ...
 
+    def tally(self, action: int, name: str, n: int) -> None:
+        """Add `n` to the named count of `action` (a transaction's commits, aborts by
+        cause, retries, back-off time: sdk.transactions names them); reported per action."""
+        ...
+
     def maybe_flush(self) -> None:
         """Hand full batches on; cheap when none is full."""
         ...

@@ -17,6 +17,7 @@ stream, timer and think. The timed-call helpers are methods of the context:
     await ctx.write(PUT, ctx.conn.incr(key), ((VALUE, key, 1),))
     await ctx.write_absolute(SET, ctx.conn.set(key, 7), ((VALUE, key, 7),))
     await ctx.write_from_answer(MOVE, ctx.conn.transfer(a, b, n), changes, unknown)
+    await ctx.transaction(BID, lambda: ctx.conn.bid(item, amount), policy, seen, changes)
 
 Everything here is on the per-action path: no allocation that can be avoided. A
 workload may write its hottest paths out in full over `Timer.rec` as BG's timed
@@ -28,6 +29,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from time import monotonic_ns
 from typing import Any, Generic, TypeVar
 
+from bgbench.sdk import transactions as tx
 from bgbench.sdk.recording import ERROR, OK, Recorder
 from bgbench.validation.logformat import NEVER, READ, WRITE, WRITE_ABS
 
@@ -202,3 +204,57 @@ class UnitContext(Generic[T]):
             return None
         t.log(kind, code, start, t.done(code, intended, start, sid), sid, changes(answer))
         return answer
+
+    async def transaction(
+        self,
+        code: int,
+        attempt: Callable[[], Awaitable[R]],
+        policy: tx.RetryPolicy,
+        observed: Callable[[R], Iterable[Item]] | None = None,
+        changes: Callable[[R], Iterable[Item]] | None = None,
+        if_unknown: Iterable[Item] = (),
+    ) -> tx.TxOutcome[R]:
+        """Play a transaction (sdk/transactions.py): `attempt()` makes one attempt's call;
+        an attempt that raised `Abort` is retried after the policy's back-off until one
+        commits or the attempts run out. Logged as one action from the intended start; the
+        committed attempt's `observed(answer)` reads and `changes(answer)` deltas are logged
+        over that attempt. An attempt that raised anything else ends it with an unknown
+        outcome: `if_unknown` (deltas) is logged as never ending. Never raises."""
+        t, rec = self.timer, self.timer.rec
+        sid, intended = self.sid, self.intended
+        t.in_call = first = monotonic_ns()
+        tries = 0
+        while True:
+            tries += 1
+            start = monotonic_ns()
+            try:
+                answer = await attempt()
+            except tx.Abort as abort:
+                rec.tally(code, tx.ABORTS[abort.cause], 1)
+                if tries >= policy.attempts:
+                    rec.tally(code, tx.GAVE_UP, 1)
+                    t.failed(code, intended, first, sid, abort)
+                    return tx.TxOutcome(tx.ABORTED, None, tries)
+                wait = policy.delay_s(tries, self.rng)
+                paused = monotonic_ns()
+                going_on = await self.think(wait)
+                rec.tally(code, tx.BACKOFF_US, (monotonic_ns() - paused) // 1000)
+                if not going_on:
+                    t.failed(code, intended, first, sid, abort)
+                    return tx.TxOutcome(tx.STOPPED, None, tries)
+                continue
+            except Exception as exc:
+                rec.tally(code, tx.UNKNOWN, 1)
+                t.failed(code, intended, first, sid, exc)
+                t.log(WRITE, code, start, NEVER, sid, if_unknown)
+                return tx.TxOutcome(tx.FAILED, None, tries)
+            break
+        end = t.done(code, intended, first, sid)
+        rec.tally(code, tx.COMMITS, 1)
+        if tries > 1:
+            rec.tally(code, tx.RETRIES, tries - 1)
+        if observed is not None:
+            t.log(READ, code, start, end, sid, observed(answer))
+        if changes is not None:
+            t.log(WRITE, code, start, end, sid, changes(answer))
+        return tx.TxOutcome(tx.COMMITTED, answer, tries)

@@ -1,0 +1,77 @@
+"""Entity-group transactions over a key-value store (Strudel 4.4.1, "Transactional KVS"),
+written once per store and shared by every workload's bindings on it.
+
+A group is one row (HBase), one document (MongoDB) or one partition (Cassandra) holding
+named entries (str -> bytes) and a version. A transaction reads the group (`read`: one
+atomic read, the version with the entries), buffers its writes, and commits them with
+`commit(group, version, puts, deletes)`: one compare-and-set that applies only if the
+stored version is still `version` (0: the group does not exist yet), and then stores
+version + 1. A False answer is a conflict: another transaction changed the group since
+the read, nothing was applied, and the caller raises `sdk.Abort("conflict")` for its
+retry policy. There is no concurrency within a group, exactly as in Strudel's HBase
+and MongoDB implementations (Figures 10 and 11 show what that costs).
+
+Per store: `drivers/hbase_groups.py` (check-and-put on the group's row, the version in
+its own column), `drivers/mongodb_groups.py` (update_one filtered on _id and the version
+field), `drivers/cassandra_groups.py` (a lightweight transaction, `IF version = ?` on the
+group's partition, reads at SERIAL). Each offers the asynchronous or the blocking form
+its driver has, and a blocking `GroupAdmin` for schema and loading.
+"""
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import NamedTuple, Protocol
+
+
+class GroupData(NamedTuple):
+    """A group as one atomic read found it: version 0 and no entries when it is absent."""
+
+    version: int
+    entries: dict[str, bytes]
+
+
+class GroupKV(Protocol):
+    """One socialite thread's blocking handle on one table of groups."""
+
+    def read(self, group: str) -> GroupData: ...
+
+    def commit(
+        self, group: str, version: int, puts: Mapping[str, bytes], deletes: Sequence[str] = ()
+    ) -> bool:
+        """Apply `puts` and `deletes` and store version + 1 if the stored version is still
+        `version` (0: create the group); False, applying nothing, otherwise."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class AsyncGroupKV(Protocol):
+    """One socialite task's handle on one table of groups, on the running event loop."""
+
+    async def read(self, group: str) -> GroupData: ...
+
+    async def commit(
+        self, group: str, version: int, puts: Mapping[str, bytes], deletes: Sequence[str] = ()
+    ) -> bool: ...
+
+    async def close(self) -> None: ...
+
+
+class GroupAdmin(Protocol):
+    """Blocking schema and bulk loading of one table of groups (no transactions: loads run
+    before any experiment, each load process on its own groups)."""
+
+    def create_table(self) -> None:
+        """The table, unless it exists (another process making it meanwhile is fine)."""
+        ...
+
+    def replace(self, groups: Iterable[tuple[str, Mapping[str, bytes]]]) -> None:
+        """Write each group afresh (every old entry gone) at version 1."""
+        ...
+
+    def delete(self, groups: Iterable[str]) -> None: ...
+
+    def read_many(self, groups: Sequence[str]) -> dict[str, GroupData]: ...
+
+    def describe(self) -> str: ...
+
+    def close(self) -> None: ...
