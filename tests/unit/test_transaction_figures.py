@@ -70,6 +70,9 @@ def test_a_rating_shows_its_final_experiments_transactions():
             experiment(3, "search", 8, 30), faulted]  # fmt: skip
     shown = final_transactions(rows, 4)
     assert list(shown) == ["TXN"] and shown["TXN"].commits == 20
+    pooled = final_transactions([*rows, experiment(5, "final", 4, 5)], 4)
+    assert pooled["TXN"].commits == 25  # a final's runs pooled
+    assert final_transactions(rows[:1] + rows[2:3], 4)["TXN"].commits == 10  # the last at T
     assert final_transactions([], 4) == {}
     damaged = {**experiment(5, "final", 4, 1), "result_json": '{"per_action": [{"counts": 1}]}'}
     assert final_transactions([damaged], 4) == {}
