@@ -173,7 +173,7 @@ def product(version: str) -> str:
 
 def describe(options: MySQLOptions) -> str:
     """`MariaDB <version> (<isolation>)`: never a password."""
-    with connect(options) as conn, errors(options, "VERSION()"):
+    with connect(options, with_database=False) as conn, errors(options, "VERSION()"):
         cursor = conn.cursor()
         cursor.execute("SELECT VERSION()")
         row = cursor.fetchone()

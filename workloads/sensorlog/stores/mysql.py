@@ -111,8 +111,8 @@ class MySQLSensorBinding:
         self._ready = False
         self._loop_pools = mysql.loop_pools(options)
 
-    def _connect(self, first_contact: bool = False) -> Any:
-        return mysql.connect(self.options, first_contact, local_infile=True)
+    def _connect(self, first_contact: bool = False, with_database: bool = True) -> Any:
+        return mysql.connect(self.options, first_contact, with_database, local_infile=True)
 
     def _errors(self, what: str) -> Any:
         return mysql.errors(self.options, what)
@@ -262,7 +262,7 @@ class MySQLSensorBinding:
         await self._loop_pools.aclose()
 
     def describe(self) -> str:
-        with self._connect() as conn, self._errors("describe"):
+        with self._connect(with_database=False) as conn, self._errors("describe"):
             cursor = conn.cursor()
             cursor.execute("SELECT VERSION(), @@innodb_flush_log_at_trx_commit")
             row = cursor.fetchone()
