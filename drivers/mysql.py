@@ -129,7 +129,7 @@ def connect(
         field = _field_of(exc)
         raise UserError(
             f"store.options.{field}: cannot reach MySQL at {options.where} ({_message(exc)}): "
-            f"correct the {field}, or start the server"
+            f"correct the {'host or port' if field == 'host' else field}, or start the server"
         ) from None
 
 

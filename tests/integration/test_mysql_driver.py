@@ -106,6 +106,19 @@ def test_a_deadlock_and_a_lock_wait_timeout_carry_their_abort_cause(options):
     assert mysql.abort_cause(StoreError("x")) is None
 
 
+def test_a_write_over_a_row_changed_since_the_snapshot_is_a_conflict(options):
+    snapshot = options.model_copy(update={"snapshot_isolation": True})
+    with mysql.connect(snapshot) as reader, mysql.connect(options) as writer:
+        cursor = reader.cursor()
+        reader.begin()
+        cursor.execute("SELECT v FROM kv WHERE id = 2")
+        writer.cursor().execute("UPDATE kv SET v = v + 10 WHERE id = 2")
+        with pytest.raises(mysql.DRIVER_ERRORS) as raised:
+            cursor.execute("UPDATE kv SET v = v + 1 WHERE id = 2")
+        reader.rollback()
+    assert mysql.abort_cause(raised.value) == "conflict"
+
+
 def test_an_unreachable_server_or_a_wrong_password_is_one_line_naming_the_option(options):
     secret = "not-the-Passw0rd"
     with pytest.raises(UserError) as raised:
