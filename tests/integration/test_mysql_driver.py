@@ -106,6 +106,34 @@ def test_a_deadlock_and_a_lock_wait_timeout_carry_their_abort_cause(options):
     assert mysql.abort_cause(StoreError("x")) is None
 
 
+def test_a_held_connection_the_server_dropped_is_replaced_at_the_next_action(options):
+    async def actions() -> tuple[bool, int]:
+        pools = mysql.loop_pools(options)
+        held = await mysql.Held.acquire(pools)
+        try:
+            first = await held.live()
+            with mysql.connect(options) as admin:
+                admin.cursor().execute(f"KILL {first.thread_id()}")
+            failed = False
+            try:  # the action that meets the dropped connection fails: no retry inside it
+                async with first.cursor() as cursor:
+                    await cursor.execute("SELECT 1")
+            except mysql.DRIVER_ERRORS:
+                failed = True
+            again = await held.live()
+            async with again.cursor() as cursor:
+                await cursor.execute("SELECT CONNECTION_ID()")
+                (thread,) = await cursor.fetchone()
+            assert again is not first and thread != first.thread_id()
+            return failed, int(thread)
+        finally:
+            await held.release()
+            await pools.aclose()
+
+    failed, thread = asyncio.run(actions())
+    assert failed and thread > 0
+
+
 def test_a_write_over_a_row_changed_since_the_snapshot_is_a_conflict(options):
     snapshot = options.model_copy(update={"snapshot_isolation": True})
     with mysql.connect(snapshot) as reader, mysql.connect(options) as writer:
