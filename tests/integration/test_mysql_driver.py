@@ -10,6 +10,7 @@ from pydantic import SecretStr
 
 from bgbench.drivers import mysql
 from bgbench.errors import StoreError, UserError
+from bgbench.launchers import nodes
 from bgbench.launchers.mysql_server import greets
 from bgbench.launchers.procs import free_port, running
 from tests.conftest import fresh_mysql_database, servers
@@ -26,15 +27,30 @@ def options(mysql_server) -> mysql.MySQLOptions:
     return made
 
 
-def test_the_launcher_starts_a_server_that_takes_connections_and_stops_it(tmp_path):
+def test_the_launcher_starts_a_server_that_takes_connections_survives_a_kill_and_stops(
+    tmp_path,
+):
     info = servers.start("mysql", tmp_path)
     try:
         assert info["name"].startswith("MariaDB 10.")
         assert json.loads((tmp_path / "server.json").read_text())["pid"] == info["pid"]
         given = servers.store_options(info)
         assert given["port"] == info["port"] and given["database"].startswith("bg_")
-        described = mysql.describe(mysql.MySQLOptions(**given))
-        assert described == f"{info['name']} (repeatable read)"
+        made = mysql.MySQLOptions(**given)
+        assert mysql.describe(made) == f"{info['name']} (repeatable read)"
+        with mysql.connect(made) as conn:
+            conn.cursor().execute("CREATE TABLE kept (v INT) ENGINE=InnoDB")
+            conn.cursor().execute("INSERT INTO kept VALUES (7)")
+        # a scenario's node actions: killed (a crash), then started on its data again
+        assert [n.name for n in nodes.nodes_of(tmp_path)] == ["mysql"]
+        assert nodes.act(tmp_path, "mysql", "kill", 60).startswith("killed mysql")
+        assert not greets(info["port"]) and nodes.nodes_of(tmp_path)[0].state == "down"
+        nodes.act(tmp_path, "mysql", "start", 120)
+        with mysql.connect(made) as conn:
+            cursor = conn.cursor()
+            cursor.execute("SELECT v FROM kept")
+            assert cursor.fetchall() == ((7,),)  # committed before the kill: recovered
+        info = json.loads((tmp_path / "server.json").read_text())
     finally:
         servers.stop(tmp_path)
     assert not running(info["pid"])
