@@ -181,6 +181,11 @@ class MySQLBinding:
         with my.connect(self.options, first_contact=True) as conn, conn.cursor() as cur:
             with my.errors(self.options, "creating BG's tables"):
                 cur.execute("SELECT GET_LOCK(%s, %s)", (SCHEMA_LOCK, SCHEMA_LOCK_WAIT_S))
+                if cur.fetchone() != (1,):
+                    raise StoreError(
+                        f"MySQL at {self.options.where}: another process held the lock on "
+                        f"BG's schema ({SCHEMA_LOCK}) for {SCHEMA_LOCK_WAIT_S} s"
+                    )
                 try:
                     for statement in schema_statements(db.attrcount):
                         cur.execute(statement)
@@ -384,8 +389,12 @@ class MySQLConnection:
     def view_friend_requests(self, member: int) -> list[MemberRow]:
         return _members(self._rows(self.requests, member), self.n)
 
+    def _write(self, sql: str, *args: object) -> None:
+        with self.conn.cursor() as cur, my.errors(self.options, "a BG write"):
+            cur.execute(sql, args)
+
     def invite_friend(self, inviter: int, invitee: int) -> None:
-        self._rows(INVITE, inviter, invitee)
+        self._write(INVITE, inviter, invitee)
 
     def accept_friend_request(self, inviter: int, invitee: int) -> None:
         self._change(ACCEPT, (inviter, invitee), f"accept invitation {inviter}->{invitee}")
@@ -403,7 +412,7 @@ class MySQLConnection:
         return _comments(self._rows(COMMENTS, rid))
 
     def post_comment(self, commenter: int, rid: int, mid: int, text: str) -> None:
-        self._rows(POST, rid, mid, commenter, text)
+        self._write(POST, rid, mid, commenter, text)
 
     def delete_comment(self, rid: int, mid: int) -> None:
         self._change(DELETE_COMMENT, (rid, mid), f"comment {rid}/{mid}")
