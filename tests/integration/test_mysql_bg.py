@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from bgbench.drivers.mysql import DRIVER_ERRORS
 from bgbench.errors import StoreError, UserError
 from bgbench.workloads.bg.config import BGDatabaseConfig
 from bgbench.workloads.bg.generator import CONFIRMED, PENDING, Fragment, FragmentPlan
@@ -202,3 +203,26 @@ def test_schema_checks_name_the_field_and_describe_names_the_server(loaded, mysq
         unreachable.create_schema(DB)
     described = binding.describe()
     assert described.startswith("MariaDB 10.") and "(repeatable read)" in described
+
+
+def test_after_its_connection_is_killed_a_socialite_prepares_again_on_a_fresh_one(loaded):
+    """The server ends the connection (KILL): the action in flight fails, the next one
+    runs on a fresh connection of the pool with its statements prepared again."""
+    binding, fragments, _ = loaded
+    m = int(fragments[0].members[0])
+
+    async def actions(conn: Any) -> tuple[Any, ...]:
+        before = await conn.view_profile(m, m)
+        killed = conn.con.thread_id()
+        killer = binding.connect()
+        try:
+            killer.conn.cursor().execute(f"KILL CONNECTION {int(killed)}")
+        finally:
+            killer.close()
+        with pytest.raises(DRIVER_ERRORS, match="Lost connection"):
+            await conn.view_profile(m, m)
+        after = await conn.view_profile(m, m)
+        return before, after, killed, conn.con.thread_id()
+
+    before, after, killed, fresh = on_loop(binding, actions)
+    assert after == before and fresh != killed

@@ -42,6 +42,7 @@ from bgbench.workloads.loading import ROWS_PER_BEAT
 # Two coordinators preparing one database: the second waits for the first's DDL.
 SCHEMA_LOCK, SCHEMA_LOCK_WAIT_S = "bgbench_bg_schema", 30
 TABLE = "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"
+CLIENT_ERRORS = 2000  # CR_*: the client's own errors (connection lost, gone away, ...)
 
 
 def schema_statements(attrcount: int) -> list[str]:
@@ -314,10 +315,18 @@ class MySQLAsyncConnection:
         con = await self.held.live()
         if con is not self.con:
             self.con, self.prepared = con, {}
-        statement = self.prepared.get(sql)
-        if statement is None:
-            statement = self.prepared[sql] = await con.prepare(sql.replace("%s", "?"))
-        return await statement.execute(args)
+        try:
+            statement = self.prepared.get(sql)
+            if statement is None:
+                statement = self.prepared[sql] = await con.prepare(sql.replace("%s", "?"))
+            return await statement.execute(args)
+        except my.DRIVER_ERRORS as exc:
+            code = my.error_code(exc)
+            if code is None or code >= CLIENT_ERRORS:
+                # Lost or timed out: asyncmy still calls it connected until a later write
+                # fails; closed now, the next action takes a fresh one.
+                con.close()
+            raise
 
     async def _rows(self, sql: str, *args: object) -> Sequence[Any]:
         return (await self._execute(sql, args)).rows or ()
