@@ -201,4 +201,3 @@ class HBaseGroups:
 
     def describe(self) -> str:
         return hbase.describe(self.options)
-

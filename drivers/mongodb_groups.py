@@ -139,7 +139,9 @@ class MongoGroupAdmin:
         found: dict[str, GroupData] = {g: GroupData(0, {}) for g in groups}
         try:
             for at in range(0, len(groups), READ_BATCH):
-                for doc in self.collection.find({"_id": {"$in": list(groups[at : at + READ_BATCH])}}):
+                for doc in self.collection.find(
+                    {"_id": {"$in": list(groups[at : at + READ_BATCH])}}
+                ):
                     if doc["_id"] in found:
                         found[doc["_id"]] = group_data(doc)
         except PyMongoError as exc:

@@ -14,7 +14,11 @@ from bgbench.drivers.groups import GroupData
 from tests.conftest import servers
 
 STORES = ("hbase", "mongodb", "cassandra")
-FIXTURES = {"hbase": "hbase_server", "mongodb": "mongo_wire_server", "cassandra": "cassandra_server"}
+FIXTURES = {
+    "hbase": "hbase_server",
+    "mongodb": "mongo_wire_server",
+    "cassandra": "cassandra_server",
+}
 
 
 def make_groups(store: str, options: dict[str, Any]) -> Any:
@@ -126,7 +130,9 @@ def test_creating_a_group_at_version_zero_succeeds_once(store: Store) -> None:
     async def race() -> tuple[list[bool], GroupData]:
         handles = [await store.handle() for _ in range(4)]
         assert (await handles[0].read(group)) == GroupData(0, {})
-        won = await asyncio.gather(*(h.commit(group, 0, {"who": b"%d" % i}) for i, h in enumerate(handles)))
+        won = await asyncio.gather(
+            *(h.commit(group, 0, {"who": b"%d" % i}) for i, h in enumerate(handles))
+        )
         after = await handles[0].read(group)
         return list(won), after
 

@@ -16,7 +16,11 @@ from bgbench.workloads.micro.store import GroupRows
 from bgbench.workloads.registry import make_binding
 from tests.conftest import servers
 
-FIXTURES = {"hbase": "hbase_server", "mongodb": "mongo_wire_server", "cassandra": "cassandra_server"}
+FIXTURES = {
+    "hbase": "hbase_server",
+    "mongodb": "mongo_wire_server",
+    "cassandra": "cassandra_server",
+}
 WORKERS = 5
 
 
@@ -277,7 +281,7 @@ def test_auction_concurrent_bids_lose_nothing_and_take_unique_bid_numbers(auctio
 
     made = run(auction, bidding)
     stored = {(bidder, amount, a.bid_no) for bidder, amount, a in made if a.bid_no >= 0}
-    item = [w for w in auction.read_back(AuctionData(), lambda: None) if w.item.item_no == 1][0]
+    item = next(w for w in auction.read_back(AuctionData(), lambda: None) if w.item.item_no == 1)
     assert {(b.bidder, b.amount, b.bid_no) for b in item.bids} == stored
     assert sorted(b.bid_no for b in item.bids) == list(range(len(stored)))
     assert item.item.bid_count == len(stored)

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 from pydantic import BaseModel
 
 from bgbench import sdk
-from bgbench.drivers.groups import AsyncGroupKV, GroupData, GroupKV
+from bgbench.drivers.groups import AsyncGroupKV, GroupKV
 from bgbench.errors import StoreError
 from bgbench.workloads.auction.store import (
     AuctionItem,
@@ -226,7 +226,9 @@ def item_with_bids(seller: int, item_no: int) -> Op:
     it = yield from read_one(auction_key(seller, item_no))
     if not it.version:
         raise StoreError(f"no auction item {seller}:{item_no}")
-    return ItemWithBids(auction_item(seller, item_no, it.entries), bids(seller, item_no, it.entries))
+    return ItemWithBids(
+        auction_item(seller, item_no, it.entries), bids(seller, item_no, it.entries)
+    )
 
 
 def one_sale_item(seller: int, item_no: int) -> Op:
@@ -278,7 +280,9 @@ def by_buyer(buyer: int) -> Op:
         if raw is None or numbers(raw, 2, "purchase")[0] != buyer:
             continue  # a pointer whose purchase lost its commit
         quantity = numbers(raw, 2, "purchase")[1]
-        answer.append((Purchase(seller, item_no, no, buyer, quantity), sale_item(seller, item_no, e)))
+        answer.append(
+            (Purchase(seller, item_no, no, buyer, quantity), sale_item(seller, item_no, e))
+        )
     return answer
 
 
@@ -440,7 +444,9 @@ class AuctionGroupKVBinding:
 
     @staticmethod
     def _user_groups(
-        users: Iterable[Any], sellers: dict[int, dict[str, bytes]], bidders: dict[int, dict[str, bytes]]
+        users: Iterable[Any],
+        sellers: dict[int, dict[str, bytes]],
+        bidders: dict[int, dict[str, bytes]],
     ) -> Iterable[tuple[str, dict[str, bytes]]]:
         for user in users:
             items = sellers.get(user.id, {})
@@ -457,7 +463,9 @@ class AuctionGroupKVBinding:
             for at in range(0, len(users), BATCH):
                 chunk = users[at : at + BATCH]
                 sellers = admin.read_many([seller_key(u) for u in chunk])
-                refs = [(u, n) for u in chunk for n in pointers(sellers[seller_key(u)].entries, "a")]
+                refs = [
+                    (u, n) for u in chunk for n in pointers(sellers[seller_key(u)].entries, "a")
+                ]
                 items = admin.read_many([auction_key(u, n) for u, n in refs])
                 for u, n in refs:
                     e = items[auction_key(u, n)].entries
@@ -490,5 +498,3 @@ class AuctionGroupKVBinding:
 
     def close(self) -> None:
         self.groups.close()
-
-
