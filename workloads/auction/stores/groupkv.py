@@ -165,6 +165,13 @@ def read_one(group: str) -> Op:
     return data
 
 
+def existing(group: str, what: str) -> Op:
+    data = yield from read_one(group)
+    if not data.version:
+        raise StoreError(f"no {what} {group[1:]}")
+    return data
+
+
 def index_insert(index: str, entry: str) -> Op:
     """Add `entry` to an out-of-group index group: a blind insert, retried against other
     inserts into the same index (they commute); Abort once they keep winning."""
@@ -191,9 +198,7 @@ def sell(seller: int, prefix: str, key: str, entries: dict[str, bytes]) -> Op:
 
 def store_bid(seller: int, item_no: int, bidder: int, amount: int) -> Op:
     group = auction_key(seller, item_no)
-    it = yield from read_one(group)
-    if not it.version:
-        raise StoreError(f"no auction item {seller}:{item_no}")
+    it = yield from existing(group, "auction item")
     e = it.entries
     max_bid, count, bid_no = number(e, "max_bid"), number(e, "bid_count"), number(e, NEXT)
     if amount <= max_bid:
@@ -208,9 +213,7 @@ def store_bid(seller: int, item_no: int, bidder: int, amount: int) -> Op:
 
 def buy(seller: int, item_no: int, buyer: int, quantity: int) -> Op:
     group = sale_key(seller, item_no)
-    it = yield from read_one(group)
-    if not it.version:
-        raise StoreError(f"no sale item {seller}:{item_no}")
+    it = yield from existing(group, "sale item")
     left, no = number(it.entries, "quantity"), number(it.entries, NEXT)
     if left < quantity:
         return PurchaseAnswer(left, -1)
@@ -223,19 +226,13 @@ def buy(seller: int, item_no: int, buyer: int, quantity: int) -> Op:
 
 
 def item_with_bids(seller: int, item_no: int) -> Op:
-    it = yield from read_one(auction_key(seller, item_no))
-    if not it.version:
-        raise StoreError(f"no auction item {seller}:{item_no}")
-    return ItemWithBids(
-        auction_item(seller, item_no, it.entries), bids(seller, item_no, it.entries)
-    )
+    e = (yield from existing(auction_key(seller, item_no), "auction item")).entries
+    return ItemWithBids(auction_item(seller, item_no, e), bids(seller, item_no, e))
 
 
 def one_sale_item(seller: int, item_no: int) -> Op:
-    it = yield from read_one(sale_key(seller, item_no))
-    if not it.version:
-        raise StoreError(f"no sale item {seller}:{item_no}")
-    return sale_item(seller, item_no, it.entries)
+    e = (yield from existing(sale_key(seller, item_no), "sale item")).entries
+    return sale_item(seller, item_no, e)
 
 
 def by_seller(seller: int, prefix: str) -> Op:
@@ -248,42 +245,44 @@ def by_seller(seller: int, prefix: str) -> Op:
     return [make(seller, n, d.entries) for n, d in zip(numbers_, found, strict=True) if d.version]
 
 
-def by_bidder(bidder: int, winning: bool) -> Op:
-    index = yield from read_one(f"B{bidder}")
-    refs = sorted(numbers(k, 3, "bid pointer") for k in index.entries)
+def followed(index: str, who: int, item_key: Callable[[int, int], str], prefix: str) -> Op:
+    """The entries an out-of-group index points at that exist and are `who`'s: (seller,
+    item_no, number, amount or quantity, the item group's entries). A pointer whose
+    transaction lost its commit (Strudel 4.4.1) points at nothing or at another's."""
+    data = yield from read_one(index)
+    refs = sorted(numbers(k, 3, "index entry") for k in data.entries)
     items = sorted({(s, n) for s, n, _ in refs})
-    found = yield Read(tuple(auction_key(s, n) for s, n in items))
-    groups = dict(zip(items, found, strict=True))
-    answer = []
-    for seller, item_no, bid_no in refs:
-        e = groups[(seller, item_no)].entries
-        raw = e.get(f"b{bid_no}")
-        if raw is None or numbers(raw, 2, "bid")[0] != bidder:
-            continue  # a pointer whose bid lost its commit (Strudel 4.4.1)
-        item = auction_item(seller, item_no, e)
-        bid = Bid(seller, item_no, bid_no, bidder, numbers(raw, 2, "bid")[1])
-        if not winning or (item.max_bidder == bidder and item.max_bid == bid.amount):
-            answer.append((bid, item))
-    return answer
-
-
-def by_buyer(buyer: int) -> Op:
-    index = yield from read_one(f"P{buyer}")
-    refs = sorted(numbers(k, 3, "purchase pointer") for k in index.entries)
-    items = sorted({(s, n) for s, n, _ in refs})
-    found = yield Read(tuple(sale_key(s, n) for s, n in items))
+    found = yield Read(tuple(item_key(s, n) for s, n in items))
     groups = dict(zip(items, found, strict=True))
     answer = []
     for seller, item_no, no in refs:
         e = groups[(seller, item_no)].entries
-        raw = e.get(f"u{no}")
-        if raw is None or numbers(raw, 2, "purchase")[0] != buyer:
-            continue  # a pointer whose purchase lost its commit
-        quantity = numbers(raw, 2, "purchase")[1]
-        answer.append(
-            (Purchase(seller, item_no, no, buyer, quantity), sale_item(seller, item_no, e))
-        )
+        raw = e.get(f"{prefix}{no}")
+        if raw is not None:
+            owner, size = numbers(raw, 2, "index target")
+            if owner == who:
+                answer.append((seller, item_no, no, size, e))
     return answer
+
+
+def by_bidder(bidder: int, winning: bool) -> Op:
+    answer = []
+    for seller, item_no, bid_no, amount, e in (
+        yield from followed(f"B{bidder}", bidder, auction_key, "b")
+    ):
+        item = auction_item(seller, item_no, e)
+        if not winning or (item.max_bidder == bidder and item.max_bid == amount):
+            answer.append((Bid(seller, item_no, bid_no, bidder, amount), item))
+    return answer
+
+
+def by_buyer(buyer: int) -> Op:
+    return [
+        (Purchase(seller, item_no, no, buyer, quantity), sale_item(seller, item_no, e))
+        for seller, item_no, no, quantity, e in (
+            yield from followed(f"P{buyer}", buyer, sale_key, "u")
+        )
+    ]
 
 
 # -- playing the operations on a connection ------------------------------------------------
