@@ -1,7 +1,8 @@
-"""`bgbench run --workload micro` on the NoSQL stores' real servers (entity groups over
-HBase, the MongoDB-wire server and Cassandra: workloads/micro/stores/groupkv.py), through
-real agents: every interaction runs and the logs validate clean; under heavy conflict the
-compare-and-set aborts as conflicts, retried, and still validates clean."""
+"""`bgbench run --workload micro` and `--workload auction` on the NoSQL stores' real
+servers (entity groups over HBase, the MongoDB-wire server and Cassandra:
+workloads/{micro,auction}/stores/groupkv.py), through real agents: every interaction runs
+and the logs validate clean; under heavy conflict the compare-and-set aborts as
+conflicts, retried, and still validates clean."""
 
 import json
 from functools import partial
@@ -31,11 +32,13 @@ def store_args(store: str, request: pytest.FixtureRequest) -> list[str]:
     return args
 
 
-def micro_run(tmp: Path, store: str, request: pytest.FixtureRequest, *args: str) -> dict[str, Any]:
+def micro_run(
+    tmp: Path, store: str, request: pytest.FixtureRequest, *args: str, workload: str = "micro"
+) -> dict[str, Any]:
     proc = bgbench(
-        "run", "--workload", "micro", "--store", store, "--threads", "4", "--duration", "3",
-        "--users", "200", "--results", str(tmp / "results"), "--json",
-        *store_args(store, request), *args,
+        "run", "--workload", workload, "--store", store, "--threads", "4", "--duration", "3",
+        "--users", "200" if workload == "micro" else "60", "--results", str(tmp / "results"),
+        "--json", *store_args(store, request), *args,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     result: dict[str, Any] = json.loads(proc.stdout)
@@ -50,6 +53,16 @@ def test_micro_runs_every_interaction_and_validates_clean(tmp_path, request, sto
     assert r["errors"] == 0 and r["actions"] > 0
     assert len(r["per_action"]) == 8 and all(a["count"] > 0 for a in r["per_action"])
     assert r["reads"] > 0 and r["unpredictable_reads"] == 0
+
+
+@pytest.mark.parametrize("store", ["mongodb", "hbase", "cassandra"])
+def test_auction_runs_and_validates_clean(tmp_path, request, store):
+    r = micro_run(tmp_path, store, request, workload="auction")
+    assert r["errors"] == 0
+    per_action = {a["action"]: a for a in r["per_action"]}
+    assert per_action["STORE_BID"]["counts"]["commits"] > 0
+    assert r["reads"] > 0 and r["unpredictable_reads"] == 0
+    assert r["by_item"]["auction item max bid"]["reads"] > 0
 
 
 def test_micro_under_heavy_conflict_validates_clean(tmp_path, request):
