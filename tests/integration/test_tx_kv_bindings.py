@@ -11,7 +11,6 @@ import pytest
 
 from bgbench import sdk
 from bgbench.workloads.auction.store import AuctionItem, Bid, ItemWithBids, SaleItem, User
-from bgbench.workloads.auction.stores import specs_kv as auction_specs
 from bgbench.workloads.micro.store import GroupRows
 from bgbench.workloads.registry import make_binding
 from tests.conftest import servers
@@ -237,9 +236,7 @@ class AuctionData:
 @pytest.fixture(scope="module")
 def auction(store: tuple[str, dict[str, Any]]) -> Iterator[Any]:
     name, options = store
-    # from its spec: the Auction workload's registration lands with the workload
-    spec = getattr(auction_specs, name.upper())
-    binding = spec.load_binding()(spec.options(**options))
+    binding = make_binding("auction", name, options)
     binding.create_schema(None)
     binding.load_fragment(AuctionData(), lambda: None)
     yield binding
