@@ -44,6 +44,7 @@ from bgbench.workloads.auction.store import (
     Purchase,
     PurchaseAnswer,
     SaleItem,
+    User,
 )
 
 if TYPE_CHECKING:
@@ -68,6 +69,8 @@ class Commit(NamedTuple):
 
 
 Op = Generator[Read | Commit, Any, Any]
+Pointers = dict[int, dict[str, bytes]]  # user -> index entries
+Group = tuple[str, dict[str, bytes]]
 
 
 def seller_key(seller: int) -> str:
@@ -156,7 +159,9 @@ def sale_item(seller: int, item_no: int, e: dict[str, bytes]) -> SaleItem:
 
 
 def pointers(entries: dict[str, bytes], prefix: str) -> list[int]:
-    return sorted(int(k[1:]) for k in entries if k.startswith(prefix) and k[1:].isdigit())
+    return sorted(
+        int(k[1:]) for k in entries if k[:1] == prefix and 1 < len(k) <= 16 and k[1:].isdigit()
+    )
 
 
 # -- the operations, as generators of Read / Commit requests -------------------------------
@@ -283,6 +288,15 @@ def by_buyer(buyer: int) -> Op:
             yield from followed(f"P{buyer}", buyer, sale_key, "u")
         )
     ]
+
+
+def user_groups(users: Iterable[User], sellers: Pointers, bidders: Pointers) -> Iterable[Group]:
+    for user in users:
+        items = sellers.get(user.id, {})
+        next_no = max((int(k[1:]) for k in items), default=-1) + 1
+        yield seller_key(user.id), {"name": user.name.encode(), NEXT: enc(next_no), **items}
+        yield f"B{user.id}", bidders.get(user.id, {})
+        yield f"P{user.id}", {}
 
 
 # -- playing the operations on a connection ------------------------------------------------
@@ -420,8 +434,8 @@ class AuctionGroupKVBinding:
             for at in range(0, len(stale), BATCH):
                 admin.delete(stale[at : at + BATCH])
                 progress()
-            sellers: dict[int, dict[str, bytes]] = {u: {} for u in users}
-            bidders: dict[int, dict[str, bytes]] = {u: {} for u in users}
+            sellers: Pointers = {u: {} for u in users}
+            bidders: Pointers = {u: {} for u in users}
             for batch in fragment.auction_item_batches():
                 admin.replace((auction_key(w.item.seller, w.item.item_no), auction_entries(w))
                               for w in batch)  # fmt: skip
@@ -436,23 +450,10 @@ class AuctionGroupKVBinding:
                     sellers[s.seller][f"p{s.item_no}"] = b""
                 progress()
             for user_batch in fragment.user_batches():
-                admin.replace(self._user_groups(user_batch, sellers, bidders))
+                admin.replace(user_groups(user_batch, sellers, bidders))
                 progress()
         finally:
             admin.close()
-
-    @staticmethod
-    def _user_groups(
-        users: Iterable[Any],
-        sellers: dict[int, dict[str, bytes]],
-        bidders: dict[int, dict[str, bytes]],
-    ) -> Iterable[tuple[str, dict[str, bytes]]]:
-        for user in users:
-            items = sellers.get(user.id, {})
-            next_no = max((int(k[1:]) for k in items), default=-1) + 1
-            yield seller_key(user.id), {"name": user.name.encode(), NEXT: enc(next_no), **items}
-            yield f"B{user.id}", bidders.get(user.id, {})
-            yield f"P{user.id}", {}
 
     def read_back(self, fragment: FragmentData, progress: Callable[[], None]) -> list[ItemWithBids]:
         users = fragment.user_ids()
