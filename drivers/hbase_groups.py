@@ -13,8 +13,8 @@ new cell. Version 0 (no group yet) is checkAndPut against the cell's absence. Th
 a commit writes the whole group, so it suits groups of modest size (the Micro and
 Auction groups: items, counters and index entries).
 
-The handle remembers the cell it last read of each group, so a commit after a read
-sends no second read; a commit on a version it has not read reads the cell first.
+The handle remembers the cells it last read (the latest 64 groups), so a commit after
+a read sends no second read; a commit on a version it has not kept reads the cell first.
 Happybase blocks: bindings over it run socialites as threads, one handle each.
 """
 
@@ -36,6 +36,7 @@ HEADER = struct.Struct(">QI")  # version, entry count
 KEY_LEN = struct.Struct(">H")
 VALUE_LEN = struct.Struct(">I")
 MAX_ENTRIES = 1_000_000
+SEEN = 64  # cells a handle remembers for its next commits
 
 
 def encode(version: int, entries: Mapping[str, bytes]) -> bytes:
@@ -99,7 +100,10 @@ class HBaseGroupKV:
         if cell is None:
             self.seen.pop(group, None)
             return GroupData(0, {})
+        self.seen.pop(group, None)
         self.seen[group] = cell
+        if len(self.seen) > SEEN:  # a read-only walk over many groups: forget the oldest
+            del self.seen[next(iter(self.seen))]
         return decode(cell)
 
     def commit(
