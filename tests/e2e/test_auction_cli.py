@@ -13,7 +13,12 @@ from tests import helpers
 from tests.fixtures.registration import environment, register
 
 bgbench = partial(helpers.bgbench, timeout=240)
-TORN_ENTRY_POINTS = {"bgbench.auction_stores": {"sqlite-torn": "brokenauction:TORN_SQLITE"}}
+BROKEN_ENTRY_POINTS = {
+    "bgbench.auction_stores": {
+        "sqlite-torn": "brokenauction:TORN_SQLITE",
+        "sqlite-lost": "brokenauction:LOST_SQLITE",
+    }
+}
 WRITES = ("SELL_AUCTION_ITEM", "SELL_SALE_ITEM", "STORE_BID", "BUY_SALE_ITEM")
 
 
@@ -64,9 +69,10 @@ def test_a_rating_gives_a_soar_with_its_interval(tmp_path):
     assert 0 <= s["soar_low"] <= s["soar"] <= s["soar_high"], s
 
 
-def test_a_torn_bid_transaction_is_caught(tmp_path):
-    env = environment(register(tmp_path / "dist", "brokenauction", TORN_ENTRY_POINTS))
-    proc = helpers.bgbench(*run_args(tmp_path, "sqlite-torn", "--mix", "Bidder"), env=env)
+@pytest.mark.parametrize("store", ["sqlite-torn", "sqlite-lost"])
+def test_a_torn_bid_transaction_and_a_lost_update_are_caught(tmp_path, store):
+    env = environment(register(tmp_path / "dist", "brokenauction", BROKEN_ENTRY_POINTS))
+    proc = helpers.bgbench(*run_args(tmp_path, store, "--mix", "Bidder"), env=env)
     assert proc.returncode in (0, 1), proc.stderr
     r = json.loads(proc.stdout)
     assert r["fault"] == "" and r["unpredictable_reads"] > 0
