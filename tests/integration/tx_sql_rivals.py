@@ -109,7 +109,7 @@ def holding(
 
 
 def _others_waiting(store: tuple[str, dict], rival: Rival) -> int:
-    name, options = store
+    name = store[0]
     conn, _ = _connect(store)
     try:
         if name == "postgres":
