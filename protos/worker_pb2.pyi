@@ -240,18 +240,27 @@ class Progress(_message.Message):
     def __init__(self, elapsed_seconds: _Optional[float] = ..., actions: _Optional[int] = ..., errors: _Optional[int] = ..., sessions: _Optional[int] = ..., cpu_percent: _Optional[float] = ..., response_hist_delta: _Optional[bytes] = ..., client_lag_ms: _Optional[float] = ..., host: _Optional[_Union[HostSample, _Mapping]] = ..., timeouts: _Optional[int] = ...) -> None: ...
 
 class ActionStats(_message.Message):
-    __slots__ = ("action", "count", "errors", "response_hist", "service_hist")
+    __slots__ = ("action", "count", "errors", "response_hist", "service_hist", "counts")
+    class CountsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
     ACTION_FIELD_NUMBER: _ClassVar[int]
     COUNT_FIELD_NUMBER: _ClassVar[int]
     ERRORS_FIELD_NUMBER: _ClassVar[int]
     RESPONSE_HIST_FIELD_NUMBER: _ClassVar[int]
     SERVICE_HIST_FIELD_NUMBER: _ClassVar[int]
+    COUNTS_FIELD_NUMBER: _ClassVar[int]
     action: str
     count: int
     errors: int
     response_hist: bytes
     service_hist: bytes
-    def __init__(self, action: _Optional[str] = ..., count: _Optional[int] = ..., errors: _Optional[int] = ..., response_hist: _Optional[bytes] = ..., service_hist: _Optional[bytes] = ...) -> None: ...
+    counts: _containers.ScalarMap[str, int]
+    def __init__(self, action: _Optional[str] = ..., count: _Optional[int] = ..., errors: _Optional[int] = ..., response_hist: _Optional[bytes] = ..., service_hist: _Optional[bytes] = ..., counts: _Optional[_Mapping[str, int]] = ...) -> None: ...
 
 class ErrorCount(_message.Message):
     __slots__ = ("action", "type", "count", "sample")

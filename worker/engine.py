@@ -214,12 +214,14 @@ class FragmentEngine:
     ) -> RunResult:
         cpu = outcome.cpu_seconds
         names = self.workload.actions
+        counts = outcome.action_counts
         per_action = {
             names.get(code, str(code)): ActionStats(
                 count=s.count,
                 errors=s.errors,
                 response_hist=s.response.encode(),
                 service_hist=s.service.encode(),
+                counts=counts.get(code, {}),
             )
             for code, s in tally.summaries().items()
         }

@@ -100,6 +100,9 @@ class Recorder:
         self.errors: Counter[tuple[int, str]] = Counter()
         self.error_samples: dict[tuple[int, str], str] = {}
         self.timeouts = 0
+        # per action code, its named tallies (a transaction's commits, aborts, ...): only
+        # the runner's own thread adds to them, and only when a unit calls tally
+        self.counts: dict[int, dict[str, int]] = {}
 
     def error(self, action: int, exc: BaseException) -> None:
         key = (action, type(exc).__name__)
@@ -108,6 +111,12 @@ class Recorder:
             self.timeouts += 1
         if key not in self.error_samples:
             self.error_samples[key] = str(exc)[:300]
+
+    def tally(self, action: int, name: str, n: int) -> None:
+        named = self.counts.get(action)
+        if named is None:
+            named = self.counts[action] = {}
+        named[name] = named.get(name, 0) + n
 
     def maybe_flush(self) -> None:
         if len(self.recs) >= self._recs_at or len(self.acts) >= self._acts_at:

@@ -150,6 +150,8 @@ class RunOutcome:
     cpu_seconds: float = 0.0  # the load process's CPU from the start to the end of the run
     unit_counts: list[int] = field(default_factory=list)  # per unit of the mix, played
     note: str = ""  # what a run that tolerates errors went through instead of aborting
+    # per action code, the tallies its units added (Recorder.tally), all runners together
+    action_counts: dict[int, dict[str, int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -170,6 +172,17 @@ def error_counts(recorders: list[Recorder], names: Mapping[int, str]) -> list[Er
         ErrorCount(names.get(a, str(a)), t, n, samples[(a, t)])
         for (a, t), n in sorted(errors.items())
     ]
+
+
+def action_counts(recorders: list[Recorder]) -> dict[int, dict[str, int]]:
+    """Per action code, its runners' tallies added up (empty when no unit tallied)."""
+    total: dict[int, dict[str, int]] = {}
+    for r in recorders:
+        for code, named in r.counts.items():
+            into = total.setdefault(code, {})
+            for name, n in named.items():
+                into[name] = into.get(name, 0) + n
+    return total
 
 
 def finish(recorders: list[Recorder]) -> None:

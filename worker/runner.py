@@ -43,6 +43,7 @@ from bgbench.worker.plan import (
     Plan,
     Publish,
     RunOutcome,
+    action_counts,
     cpu_seconds,
     error_counts,
     failing,
@@ -169,6 +170,7 @@ async def _run_tasks(
         cpu,
         unit_counts,
         "; ".join(flags.notes),
+        action_counts([rec]),
     )
 
 
@@ -410,6 +412,7 @@ def run_threads(plan: Plan, log: LogWriter, stop: threading.Event, publish: Publ
         cpu,
         [sum(c) for c in zip(*unit_counts, strict=True)],
         "; ".join(flags.notes),
+        action_counts(recorders),
     )
 
 

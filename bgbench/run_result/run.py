@@ -25,6 +25,9 @@ class ActionStats:
     errors: int
     response_hist: bytes  # HDR histogram (us) of end - intended start
     service_hist: bytes  # HDR histogram (us) of end - actual start
+    # a transaction's tallies (sdk.transactions.TALLIES: commits, retries, aborts by
+    # cause, gave_up, unknown, backoff_us); empty for an action that is no transaction
+    counts: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def merge(cls, parts: Sequence["ActionStats"]) -> "ActionStats":
@@ -33,6 +36,7 @@ class ActionStats:
             errors=sum(p.errors for p in parts),
             response_hist=merged_or_empty([p.response_hist for p in parts]),
             service_hist=merged_or_empty([p.service_hist for p in parts]),
+            counts=sum_counts([p.counts for p in parts]),
         )
 
 
@@ -197,6 +201,7 @@ def _to_wire(name: str, value: Any) -> Any:
                 errors=s.errors,
                 response_hist=s.response_hist,
                 service_hist=s.service_hist,
+                counts=s.counts,
             )
             for action, s in value.items()
         ]
@@ -210,7 +215,7 @@ def _from_wire(name: str, value: Any) -> Any:
     if name == "per_action":
         rows: dict[str, list[ActionStats]] = {}
         for s in value:
-            stats = ActionStats(s.count, s.errors, s.response_hist, s.service_hist)
+            stats = ActionStats(s.count, s.errors, s.response_hist, s.service_hist, dict(s.counts))
             rows.setdefault(s.action, []).append(stats)
         return {a: parts[0] if len(parts) == 1 else ActionStats.merge(parts)
                 for a, parts in rows.items()}  # fmt: skip

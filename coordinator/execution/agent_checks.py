@@ -137,6 +137,10 @@ def check_result(address: str, result: pb.RunResult, processes: int) -> None:
         _within(address, f"run errors of {a.action!r}", a.errors, 0, a.count)
         _histogram(address, f"response_hist of {a.action!r}", a.response_hist)
         _histogram(address, f"service_hist of {a.action!r}", a.service_hist)
+        _rows(address, f"run counts of {a.action!r}", a.counts, MAX_ROWS)
+        for name, n in a.counts.items():
+            _text(address, f"run counts of {a.action!r}", name)
+            _within(address, f"run counts[{name!r}] of {a.action!r}", n, 0, MAX_COUNT)
     _rows(address, "run error_counts", result.error_counts, MAX_ROWS)
     for e in result.error_counts:
         for text in (e.action, e.type, e.sample):
