@@ -79,6 +79,17 @@ def fresh_database(postgres_server) -> str:
 
 
 @pytest.fixture(scope="session")
+def mysql_server(tmp_path_factory):
+    """MariaDB (Debian's) on loopback, once per session; its server.json record."""
+    yield from _running("mysql", tmp_path_factory)
+
+
+def fresh_mysql_database(mysql_server) -> dict:
+    """Store options naming a new empty database on the session's MariaDB."""
+    return servers.store_options(mysql_server)
+
+
+@pytest.fixture(scope="session")
 def mongo_wire_server(tmp_path_factory):
     yield from _running("mongo-wire", tmp_path_factory)
 

@@ -15,6 +15,7 @@ this without bgbench installed; installed, `python -m bgbench.launchers.servers`
     python deploy/local/servers.py start hbase DIR       # standalone + Thrift (happybase)
     python deploy/local/servers.py start node-exporter DIR  # Prometheus node_exporter
     python deploy/local/servers.py start postgres-replica DIR  # primary + hot standby
+    python deploy/local/servers.py start mysql DIR       # MariaDB (Debian's mariadb-server)
     python deploy/local/servers.py start postgres-replica-delayed DIR  # standby 300 ms behind
     python deploy/local/servers.py stop DIR
     python deploy/local/servers.py nodes DIR             # its nodes, one line each
@@ -45,7 +46,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bgbench.launchers import cassandra_server, hbase_server, node_exporter
+from bgbench.launchers import cassandra_server, hbase_server, mysql_server, node_exporter
 from bgbench.launchers.procs import (
     apt,
     fetch_jars,
@@ -233,6 +234,7 @@ OPTIONS_GIVEN: dict[str, dict[str, Any]] = {
     "cassandra-batch": _CASSANDRA_STAND_IN,
     "hbase": {"port": 16000, "table_prefix": "bg_check_", "server_name": "HBase"},
     "node-exporter": {},
+    "mysql": {"host": "127.0.0.1", "port": 3306, "user": "root", "database": "bg_check"},
 }
 
 
@@ -255,6 +257,9 @@ def store_options(info: dict[str, Any]) -> dict[str, Any]:
         return {"hosts": info["hosts"], "port": port, "keyspace": unique}
     if info["server"] == "hbase":
         return {"port": port, "table_prefix": unique + "_", "server_name": info["name"]}
+    if info["server"] == "mysql":
+        return {"host": "127.0.0.1", "port": port, "user": "root",
+                "database": mysql_server.new_database(info)}  # fmt: skip
     if info["server"] == "node-exporter":  # watches a host; no store's to give
         return {}
     raise SystemExit(f"no store options for server {info['server']!r}")
@@ -282,6 +287,7 @@ def kinds() -> dict[str, Any]:
         "cassandra-batch": lambda d: cassandra_server.start(d, commitlog="batch"),
         "hbase": hbase_server.start,
         "node-exporter": node_exporter.start,
+        "mysql": mysql_server.start,
         "postgres-replica": lambda d: _replica().start(d),
         "postgres-replica-delayed": lambda d: _replica().start(d, _replica().APPLY_DELAY_MS),
     }
@@ -290,8 +296,8 @@ def kinds() -> dict[str, Any]:
 def start(
     kind: str, directory: Path, port: int | None = None, cpus: set[int] | None = None
 ) -> dict[str, Any]:
-    """Start a server of `kind` with its data in `directory`; `port` (PostgreSQL, memcached
-    and the MongoDB-wire server) asks for the port it had before, so the connection
+    """Start a server of `kind` with its data in `directory`; `port` (PostgreSQL, memcached,
+    the MongoDB-wire server and MySQL) asks for the port it had before, so the connection
     settings recorded with a rating still reach its data after a restart. `cpus`
     (PostgreSQL only) confines the server to those CPUs."""
     info: dict[str, Any]
@@ -301,10 +307,10 @@ def start(
         info = start_postgres(directory, port, cpus)
         (directory / STATE).write_text(json.dumps(info))
         return info
-    if port is not None and kind in ("postgres", "memcached", "mongo-wire"):
+    if port is not None and kind in ("postgres", "memcached", "mongo-wire", "mysql"):
         again: dict[str, Callable[[Path, int], dict[str, Any]]] = {
             "postgres": start_postgres, "memcached": start_memcached,
-            "mongo-wire": start_mongo_wire}  # fmt: skip
+            "mongo-wire": start_mongo_wire, "mysql": mysql_server.start}  # fmt: skip
         info = again[kind](directory, port)
         (directory / STATE).write_text(json.dumps(info))
         return info
@@ -337,6 +343,8 @@ def stop(directory: Path) -> None:
         cassandra_server.stop(info)
     elif info["server"] == "hbase":
         hbase_server.stop(info)
+    elif info["server"] == "mysql":
+        mysql_server.stop(info)
     else:
         stop_pid(info["pid"])
     state.unlink()

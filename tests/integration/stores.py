@@ -17,7 +17,7 @@ from pymemcache.client.base import Client
 from bgbench.workloads.bg.config import BGDatabaseConfig
 from bgbench.workloads.bg.generator import CONFIRMED, PENDING, Fragment, FragmentPlan
 from bgbench.workloads.registry import make_binding
-from tests.conftest import fresh_database
+from tests.conftest import fresh_database, fresh_mysql_database
 
 
 def loaded(name: str, options: dict, db: BGDatabaseConfig, plan: FragmentPlan):  # type: ignore[no-untyped-def]
@@ -53,6 +53,10 @@ def null_server(tmp: Path, request: pytest.FixtureRequest) -> Iterator[dict]:
 def postgres_server(tmp: Path, request: pytest.FixtureRequest) -> Iterator[dict]:
     pg = request.getfixturevalue("postgres_server")
     yield {"dsn": fresh_database(pg)}
+
+
+def mysql_server(tmp: Path, request: pytest.FixtureRequest) -> Iterator[dict]:
+    yield fresh_mysql_database(request.getfixturevalue("mysql_server"))
 
 
 def casql_server(tmp: Path, request: pytest.FixtureRequest, **extra) -> Iterator[dict]:
@@ -108,4 +112,5 @@ SERVERS: dict[str, Callable[[Path, pytest.FixtureRequest], Iterator[dict]]] = {
     "cassandra": cassandra_server,
     "hbase": hbase_server,
     "riak": riak_server,
+    "mysql": mysql_server,
 }

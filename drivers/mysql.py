@@ -1,0 +1,295 @@
+"""MySQL (MariaDB): blocking connections on PyMySQL, asynchronous ones on asyncmy.
+
+Every workload's MySQL binding connects through here. Blocking connections (schema,
+loading, read-back, describe) are PyMySQL's, in autocommit; socialites on an event loop
+hold asyncmy connections of a pool per loop (`LoopPools`). Every connection starts with
+the options' session settings (isolation, statement and lock-wait timeouts), and every
+read of an answer gives up after `read_timeout_s`: nothing waits on a server forever.
+A server that cannot be reached at first contact (preparing) is the user's to fix; later
+it is a fault of the store.
+
+Transactions: `abort_cause(exc)` names the errors with which InnoDB refuses an attempt
+(deadlock, lock wait timeout, a snapshot's row changed), for a binding to raise
+`sdk.Abort`. InnoDB rolls back the whole transaction on a deadlock but only the statement
+on a lock wait timeout: a binding rolls back itself before it raises Abort.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import asyncmy
+import asyncmy.errors
+import pymysql
+import pymysql.err
+
+from bgbench import sdk
+from bgbench.drivers import first_line
+from bgbench.drivers.mysql_options import MySQLOptions
+from bgbench.errors import StoreError, UserError
+
+__all__ = [
+    "DRIVER_ERRORS",
+    "Held",
+    "LoopPools",
+    "MySQLOptions",
+    "abort_cause",
+    "connect",
+    "create_database",
+    "describe",
+    "error_code",
+    "errors",
+    "first_line",
+    "loop_pools",
+    "product",
+    "unreachable",
+]
+
+# What the drivers raise when the server refuses a statement or the connection fails
+# (a read that timed out is an OSError: TimeoutError; a stream cut short an EOFError).
+DRIVER_ERRORS: tuple[type[BaseException], ...] = (
+    pymysql.err.MySQLError,
+    asyncmy.errors.MySQLError,
+    OSError,
+    EOFError,
+)
+
+# Server error codes with which InnoDB refuses a transaction's attempt
+ABORT_CODES: dict[int, sdk.AbortCause] = {
+    1213: "deadlock",  # ER_LOCK_DEADLOCK: the transaction was rolled back
+    1205: "lock_timeout",  # ER_LOCK_WAIT_TIMEOUT: only the statement was rolled back
+    3572: "lock_timeout",  # ER_LOCK_NOWAIT (MySQL 8, FOR UPDATE NOWAIT)
+    1020: "conflict",  # ER_CHECKREAD: a row read by the snapshot changed since
+    3101: "conflict",  # ER_TRANSACTION_ROLLBACK_DURING_COMMIT (MySQL group replication)
+}
+UNKNOWN_DATABASE = 1049
+ACCESS_DENIED = (1044, 1045, 1698)
+
+
+def error_code(exc: BaseException) -> int | None:
+    """The server's (or client's) error number of a driver error, if it has one."""
+    if isinstance(exc, pymysql.err.MySQLError | asyncmy.errors.MySQLError) and exc.args:
+        code = exc.args[0]
+        return code if isinstance(code, int) else None
+    return None
+
+
+def abort_cause(exc: BaseException) -> sdk.AbortCause | None:
+    """Why the server refused a transaction's attempt, when it did (the binding raises
+    sdk.Abort(cause) after rolling back); None for every other error."""
+    code = error_code(exc)
+    return ABORT_CODES.get(code) if code is not None else None
+
+
+def unreachable(options: MySQLOptions, exc: BaseException) -> StoreError:
+    """A driver error as the store's fault, on one line naming the server (never a
+    password)."""
+    return StoreError(f"MySQL at {options.where}: {_message(exc)}")
+
+
+def _message(exc: BaseException) -> str:
+    code = error_code(exc)
+    text = exc.args[1] if code is not None and len(exc.args) > 1 else exc
+    line = first_line(text) if isinstance(text, BaseException) else str(text).splitlines()[0]
+    return f"({code}) {line}" if code is not None else line
+
+
+def _connect_kwargs(options: MySQLOptions) -> dict[str, Any]:
+    return {
+        "host": options.host,
+        "port": options.port,
+        "user": options.user,
+        "password": options.secret,
+        "connect_timeout": options.connect_timeout_s,
+        "read_timeout": options.read_timeout_s,
+        "autocommit": True,
+        "init_command": options.session_settings(),
+        "charset": "utf8mb4",
+    }
+
+
+def connect(
+    options: MySQLOptions, first_contact: bool = False, with_database: bool = True
+) -> pymysql.connections.Connection[Any]:
+    """A blocking autocommit PyMySQL connection to the options' database (to the server
+    only, without `with_database`)."""
+    try:
+        return pymysql.connect(
+            **_connect_kwargs(options),
+            database=options.database if with_database else None,
+            write_timeout=options.read_timeout_s,
+        )
+    except DRIVER_ERRORS as exc:
+        if not first_contact:
+            raise unreachable(options, exc) from None
+        field = _field_of(exc)
+        raise UserError(
+            f"store.options.{field}: cannot reach MySQL at {options.where} ({_message(exc)}): "
+            f"correct the {field}, or start the server"
+        ) from None
+
+
+def _field_of(exc: BaseException) -> str:
+    """The option a refused first contact points at."""
+    code = error_code(exc)
+    if code == UNKNOWN_DATABASE:
+        return "database"
+    if code in ACCESS_DENIED:
+        return "password"
+    return "host"
+
+
+def create_database(options: MySQLOptions) -> None:
+    """Make the options' database when it is missing (first contact: a server that cannot
+    be reached is the user's to fix). The name is checked by MySQLOptions."""
+    with (
+        connect(options, first_contact=True, with_database=False) as conn,
+        errors(options, "CREATE DATABASE"),
+    ):
+        conn.cursor().execute(
+            f"CREATE DATABASE IF NOT EXISTS `{options.database}` "
+            "CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
+        )
+
+
+@contextmanager
+def errors(options: MySQLOptions, what: str) -> Iterator[None]:
+    """A driver error inside as the store's fault, naming the server and what was done."""
+    try:
+        yield
+    except DRIVER_ERRORS as exc:
+        raise StoreError(f"MySQL at {options.where}, {what}: {_message(exc)}") from None
+
+
+def product(version: str) -> str:
+    """`MariaDB 10.11.6` or `MySQL 8.0.36` from the server's VERSION()."""
+    number = version.split("-", 1)[0]
+    return f"MariaDB {number}" if "mariadb" in version.lower() else f"MySQL {number}"
+
+
+def describe(options: MySQLOptions) -> str:
+    """`MariaDB <version> (<isolation>)`: never a password."""
+    with connect(options) as conn, errors(options, "VERSION()"):
+        cursor = conn.cursor()
+        cursor.execute("SELECT VERSION()")
+        row = cursor.fetchone()
+    version = str(row[0])[:100] if row else "?"
+    return f"{product(version)} ({options.isolation})"
+
+
+class LoopPools:
+    """One asyncmy pool per event loop, for every workload's MySQL binding.
+
+    An asyncmy connection belongs to the loop that made it, and a load process runs one
+    loop (tests run several): a binding keeps a pool per loop, made by the first
+    socialite that asks on that loop while the others wait for it.
+    """
+
+    def __init__(self, options: MySQLOptions) -> None:
+        self.options = options
+        self.timeout_s = options.connect_timeout_s
+        self._pools: dict[asyncio.AbstractEventLoop, asyncio.Future[Any]] = {}
+
+    async def acquire(self) -> tuple[Any, Any]:
+        """A connection of the running loop's pool, and the pool it goes back to."""
+        pool = await self.pool()
+        try:
+            con = await asyncio.wait_for(pool.acquire(), self.timeout_s)
+        except TimeoutError:
+            raise StoreError(
+                f"no MySQL connection within {self.timeout_s:g} s: the pool's "
+                f"{self.options.pool_max} (pool_max) are all taken, or "
+                f"{self.options.where} does not answer"
+            ) from None
+        except Exception as exc:
+            raise StoreError(
+                f"no MySQL connection to {self.options.where}: {_message(exc)}"
+            ) from None
+        return con, pool
+
+    async def pool(self) -> Any:
+        loop = asyncio.get_running_loop()
+        made = self._pools.get(loop)
+        if made is not None:
+            return await made
+        made = self._pools[loop] = loop.create_future()
+        try:
+            pool = await asyncio.wait_for(
+                asyncmy.create_pool(
+                    minsize=self.options.pool_min,
+                    maxsize=self.options.pool_max,
+                    pool_recycle=-1,
+                    db=self.options.database,
+                    **_connect_kwargs(self.options),
+                ),
+                self.timeout_s,
+            )
+        except Exception as exc:
+            del self._pools[loop]
+            error = StoreError(f"no MySQL pool at {self.options.where}: {_message(exc)}")
+            made.set_exception(error)  # for the tasks that wait on it, if any
+            made.exception()  # retrieved: asyncio logs nothing when none waits
+            raise error from None
+        except BaseException:
+            del self._pools[loop]
+            made.cancel()
+            raise
+        made.set_result(pool)
+        return pool
+
+    async def aclose(self) -> None:
+        """Close the running loop's pool; if its server stopped answering, drop it."""
+        made = self._pools.pop(asyncio.get_running_loop(), None)
+        if made is None or not made.done() or made.cancelled() or made.exception():
+            return
+        pool = made.result()
+        pool.close()
+        try:
+            await asyncio.wait_for(pool.wait_closed(), self.timeout_s)
+        except Exception:
+            pool.terminate()
+
+    def clear(self) -> None:
+        """Forget every loop's pool (each is closed by aclose() on its own loop)."""
+        self._pools.clear()
+
+
+def loop_pools(options: MySQLOptions) -> LoopPools:
+    """The per-loop asyncmy pools of these options."""
+    return LoopPools(options)
+
+
+class Held:
+    """A socialite's connection of a LoopPools, held for its run, and taken again when it
+    was lost (its server killed or restarted, a read timed out): the next action after the
+    loss asks the pool for one fresh connection, within the pool's timeout; none is that
+    action's error and the action after asks again. No retries inside an action."""
+
+    __slots__ = ("con", "pool", "pools")
+
+    def __init__(self, pools: LoopPools, con: Any, pool: Any) -> None:
+        self.pools = pools
+        self.con: Any = con
+        self.pool: Any = pool
+
+    @classmethod
+    async def acquire(cls, pools: LoopPools) -> Held:
+        con, pool = await pools.acquire()
+        return cls(pools, con, pool)
+
+    async def live(self) -> Any:
+        """The connection, a fresh one if the held one is gone (StoreError: none)."""
+        if self.con is not None and self.con.connected:
+            return self.con
+        await self.release()
+        self.con, self.pool = await self.pools.acquire()
+        return self.con
+
+    async def release(self) -> None:
+        """Back to its pool (which drops it when it is closed or inside a transaction)."""
+        con, self.con = self.con, None
+        if con is not None:
+            self.pool.release(con)
