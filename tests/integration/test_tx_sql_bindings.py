@@ -21,7 +21,7 @@ from tests.integration import tx_sql_rivals as rivals
 from tests.integration.stores import SERVERS
 
 T = TypeVar("T")
-STORES = ("postgres",)
+STORES = ("postgres", "mysql")
 CONTROLS = ("pessimistic", "optimistic")
 ITEMS = 6
 WORKERS = 6
@@ -175,14 +175,15 @@ def test_micro_lock_timeout(store: tuple[str, dict]) -> None:
 
 
 def test_micro_deadlock(store: tuple[str, dict]) -> None:
-    """The binding holds item 0 and waits for item 1, which a rival holds while it asks for
-    item 0: the store aborts the binding's attempt as a deadlock (the rival never checks)."""
+    """The binding holds item 0 and waits for item 1, which a rival wrote before it asks for
+    item 0: the store aborts the binding's attempt as a deadlock (PostgreSQL: the rival
+    never checks; InnoDB: the rival wrote rows, the binding none, so it is the victim)."""
     micro = loaded_micro(store, {300: [0, 0]}, lock_timeout_ms=60_000)
 
     async def play() -> str:
         conn = await micro.connect_async()
         try:
-            with rivals.holding(store, "micro", 300, [1]) as rival:
+            with rivals.holding(store, "micro", 300, [1], write=True) as rival:
                 update = asyncio.create_task(conn.update_items(300, [0, 1], 1))
                 await rivals.until_waiting(store, rival)
                 rival.lock_later(0)

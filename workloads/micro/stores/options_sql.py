@@ -2,23 +2,24 @@
 workload's `concurrency_control` and how long a transaction waits for a lock. Light: no
 driver library and no binding is imported here (specs_sql.py names these)."""
 
+import math
 from typing import Annotated
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
+from bgbench.drivers.mysql_options import MySQLOptions
 from bgbench.drivers.postgres_options import Isolation, PostgresOptions
-from bgbench.workloads.micro.store import ConcurrencyControl
+from bgbench.workloads.micro.stores.options import MicroTxOptions
 
-__all__ = ["LOCK_TIMEOUT_MS", "PostgresMicroOptions"]
+__all__ = ["LOCK_TIMEOUT_MS", "MySQLMicroOptions", "PostgresMicroOptions", "lock_wait"]
 
 LOCK_TIMEOUT_MS = "how long a transaction waits for a row lock before it aborts, ms"
+MYSQL_SECONDS = " (InnoDB waits whole seconds: rounded up; default: lock_wait_timeout_s)"
 
 
-class PostgresMicroOptions(PostgresOptions):
+class PostgresMicroOptions(PostgresOptions, MicroTxOptions):
     """pessimistic: READ COMMITTED and SELECT ... FOR UPDATE on the items; optimistic:
     SERIALIZABLE (a serialization failure aborts the attempt as a conflict)."""
-
-    concurrency_control: ConcurrencyControl = "pessimistic"
 
     lock_timeout_ms: Annotated[int, Field(ge=1, le=3_600_000, description=LOCK_TIMEOUT_MS)] = 5000
 
@@ -32,3 +33,27 @@ class PostgresMicroOptions(PostgresOptions):
                 "leave isolation out"
             )
         return isolation
+
+
+class MySQLMicroOptions(MySQLOptions, MicroTxOptions):
+    """pessimistic: SELECT ... FOR UPDATE on the items (InnoDB row locks); optimistic: a
+    compare-and-set of the group row's version at commit (Figure 10's per-group CAS)."""
+
+    lock_timeout_ms: Annotated[
+        int | None, Field(ge=1, le=3_600_000, description=LOCK_TIMEOUT_MS + MYSQL_SECONDS)
+    ] = None
+
+    @model_validator(mode="after")
+    def _lock_wait_in_seconds(self) -> "MySQLMicroOptions":
+        lock_wait(self)
+        return self
+
+
+def lock_wait(options: MySQLOptions) -> None:
+    """lock_timeout_ms as InnoDB's whole seconds (innodb_lock_wait_timeout), rounded up."""
+    wait_ms = getattr(options, "lock_timeout_ms", None)
+    if wait_ms is None:
+        return
+    if "lock_wait_timeout_s" in options.model_fields_set:
+        raise ValueError("set lock_timeout_ms or lock_wait_timeout_s, not both")
+    options.lock_wait_timeout_s = math.ceil(wait_ms / 1000)

@@ -83,10 +83,10 @@ READ_BACK = (
 
 
 def distinct(items: Sequence[int]) -> list[int]:
-    """The items as a list; the same item twice would count its delta twice in the total."""
+    """The items as a list, each once (twice would count its delta twice in the total)."""
     chosen = [int(i) for i in items]
-    if len(set(chosen)) != len(chosen):
-        raise ValueError(f"update_items takes each item once: {chosen}")
+    if not chosen or len(set(chosen)) != len(chosen):
+        raise ValueError(f"update_items takes one item or more, each once: {chosen}")
     return chosen
 
 

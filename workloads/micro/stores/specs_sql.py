@@ -10,3 +10,7 @@ POSTGRES = StoreSpec(
     name="postgres", binding=f"{STORES}.postgres:PostgresMicroBinding",
     options=options_sql.PostgresMicroOptions, concurrency="asyncio",
 )  # fmt: skip
+MYSQL = StoreSpec(
+    name="mysql", binding=f"{STORES}.mysql:MySQLMicroBinding",
+    options=options_sql.MySQLMicroOptions, concurrency="asyncio",
+)  # fmt: skip
