@@ -7,6 +7,7 @@ group under concurrency; concurrent bids keep an item's max bid and bid count wh
 One server per store and a fresh database per module (tests/integration/stores.py)."""
 
 import asyncio
+import itertools
 import random
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
@@ -15,6 +16,8 @@ import pytest
 
 from bgbench import sdk
 from bgbench.sdk.stores import StoreSpec
+from bgbench.workloads.auction.store import AuctionItem, Bid, ItemWithBids, SaleItem, User
+from bgbench.workloads.auction.stores import specs_sql as auction_specs
 from bgbench.workloads.micro.store import GroupRows, GroupView
 from bgbench.workloads.micro.stores import specs_sql as micro_specs
 from tests.integration import tx_sql_rivals as rivals
@@ -39,7 +42,7 @@ def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
 
 
 def spec_of(workload: str, name: str) -> StoreSpec:
-    specs = {"micro": micro_specs}
+    specs = {"micro": micro_specs, "auction": auction_specs}
     spec: StoreSpec = getattr(specs[workload], name.upper())
     return spec
 
@@ -221,3 +224,137 @@ def test_micro_conflict_under_optimistic(store: tuple[str, dict]) -> None:
     micro.close()
     assert cause == "conflict"
     assert view == GroupView({0: 0, 1: 1}, 1, 0)  # the rival's +1 only
+
+
+class Sellers:
+    """A fragment's users and their items (the FragmentData a load hands a binding)."""
+
+    index = 0
+
+    def __init__(self, users: list[int], items: list[ItemWithBids], sales: list[SaleItem]):
+        self.users, self.items, self.sales = users, items, sales
+
+    def user_ids(self) -> list[int]:
+        return self.users
+
+    def user_batches(self) -> Iterator[list[User]]:
+        yield [User(u, f"user {u}") for u in self.users]
+
+    def auction_item_batches(self) -> Iterator[list[ItemWithBids]]:
+        yield self.items
+
+    def sale_item_batches(self) -> Iterator[list[SaleItem]]:
+        yield self.sales
+
+
+LAMP = AuctionItem(1, 0, "lamp", 100, 150, 3, 2)
+LAMP_BIDS = [Bid(1, 0, 0, 2, 120), Bid(1, 0, 1, 3, 150)]
+CHAIRS = SaleItem(1, 1, "chairs", 40, 5)
+
+
+def loaded_auction(store: tuple[str, dict], data: Sellers, **options: Any) -> Any:
+    made = binding("auction", store, **options)
+    made.create_schema(None)
+    made.load_fragment(data, lambda: None)
+    return made
+
+
+def test_auction_operations(store: tuple[str, dict]) -> None:
+    auction = loaded_auction(store, Sellers([1, 2, 3], [ItemWithBids(LAMP, LAMP_BIDS)], [CHAIRS]))
+
+    async def play() -> dict[str, Any]:
+        conn = await auction.connect_async()
+        try:
+            seen = {"sold": [
+                await conn.sell_auction_item(1, "vase", 200),
+                await conn.sell_sale_item(1, "cups", 5, 2),
+                await conn.sell_auction_item(2, "rug", 300),
+            ]}  # fmt: skip
+            seen["bids"] = [await conn.store_bid(1, 0, 3, 150), await conn.store_bid(1, 0, 2, 160)]
+            seen["buys"] = [
+                await conn.buy_sale_item(1, 1, 2, 3),
+                await conn.buy_sale_item(1, 1, 3, 3),
+            ]
+            for name in ("auction_item", "sale_item"):
+                seen[name] = await getattr(conn, name)(1, 0 if name == "auction_item" else 1)
+            for name in ("auction_items_by_seller", "sale_items_by_seller"):
+                seen[name] = await getattr(conn, name)(1)
+            for name in ("bids_by_bidder", "winning_bids_by_bidder", "purchases_by_buyer"):
+                seen[name] = {who: await getattr(conn, name)(who) for who in (2, 3)}
+            return seen
+        finally:
+            await conn.close()
+            await auction.aclose()
+
+    seen = asyncio.run(play())
+    assert seen["sold"] == [2, 3, 0]  # item_no unique within the seller, after the loaded ones
+    assert seen["bids"] == [(150, 2, -1), (150, 2, 2)]  # not above the max: lost
+    assert seen["buys"] == [(5, 0), (2, -1)]  # too few left: nothing bought
+    lamp = AuctionItem(1, 0, "lamp", 100, 160, 2, 3)
+    new_bid = Bid(1, 0, 2, 2, 160)
+    assert seen["auction_item"] == ItemWithBids(lamp, [*LAMP_BIDS, new_bid])
+    assert seen["sale_item"] == SaleItem(1, 1, "chairs", 40, 2)
+    assert seen["auction_items_by_seller"] == [lamp, AuctionItem(1, 2, "vase", 200, 0, -1, 0)]
+    assert seen["sale_items_by_seller"] == [seen["sale_item"], SaleItem(1, 3, "cups", 5, 2)]
+    assert seen["bids_by_bidder"] == {2: [(LAMP_BIDS[0], lamp), (new_bid, lamp)],
+                                      3: [(LAMP_BIDS[1], lamp)]}  # fmt: skip
+    assert seen["winning_bids_by_bidder"] == {2: [(new_bid, lamp)], 3: []}
+    bought = seen["purchases_by_buyer"]
+    assert [(p.purchase_no, p.quantity, item.item_no) for p, item in bought[2]] == [(0, 3, 1)]
+    assert bought[3] == []
+    back = auction.read_back(Sellers([1, 2, 3], [], []), lambda: None)
+    assert [(i.item.seller, i.item.item_no, len(i.bids)) for i in back] == [
+        (1, 0, 3), (1, 2, 0), (2, 0, 0)
+    ]  # fmt: skip
+    assert back[0] == seen["auction_item"]
+    auction.close()
+
+
+@pytest.mark.parametrize("control", CONTROLS)
+def test_auction_concurrent_bids_and_sales(store: tuple[str, dict], control: str) -> None:
+    """WORKERS bidders bid rising amounts on one item while selling on one seller, retried on
+    Abort: the bids that won are the item's bids, numbered 0.. without a gap, each above the
+    one before; the max bid, its bidder and the count are theirs; item_nos are distinct."""
+    seller = 10 + CONTROLS.index(control)
+    empty = AuctionItem(seller, 0, "clock", 10, 0, -1, 0)
+    users = [seller, *range(20, 20 + WORKERS)]
+    auction = loaded_auction(store, Sellers(users, [ItemWithBids(empty, [])], []),
+                             concurrency_control=control)  # fmt: skip
+    won: list[tuple[int, int, int]] = []  # (bid_no, bidder, amount)
+    sold: list[int] = []
+    aborts: list[str] = []
+
+    async def bidder(who: int) -> None:
+        rng = random.Random(who)
+        conn = await auction.connect_async()
+        try:
+            for _ in range(UPDATES_EACH):
+                amount = rng.randrange(1, 1000)
+                answer = await retried(lambda a=amount: conn.store_bid(seller, 0, who, a), aborts)
+                if answer.bid_no >= 0:
+                    assert amount > answer.max_bid_before
+                    won.append((answer.bid_no, who, amount))
+                sold.append(await retried(lambda: conn.sell_sale_item(seller, "x", 1, 1), aborts))
+        finally:
+            await conn.close()
+
+    async def play() -> ItemWithBids:
+        try:
+            await asyncio.gather(*(bidder(w) for w in users[1:]))
+            conn = await auction.connect_async()
+            try:
+                return await conn.auction_item(seller, 0)
+            finally:
+                await conn.close()
+        finally:
+            await auction.aclose()
+
+    item, bids = asyncio.run(play())
+    auction.close()
+    won.sort()
+    assert [(b.bid_no, b.bidder, b.amount) for b in bids] == won
+    assert [n for n, _, _ in won] == list(range(len(won)))
+    assert all(a < b for (_, _, a), (_, _, b) in itertools.pairwise(won))
+    assert (item.max_bid, item.max_bidder, item.bid_count) == (won[-1][2], won[-1][1], len(won))
+    assert sorted(sold) == list(range(1, 1 + WORKERS * UPDATES_EACH))  # item 0 loaded
+    assert set(aborts) <= {"conflict", "deadlock"}, aborts
