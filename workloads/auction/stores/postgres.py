@@ -228,8 +228,8 @@ class PostgresAuctionBinding:
             with conn.cursor().copy("COPY frag FROM STDIN") as copy:
                 for lo in range(0, len(ids), IDS_PER_STATEMENT):
                     progress()
-                    for user in ids[lo : lo + IDS_PER_STATEMENT]:
-                        copy.write_row((user,))
+                    for user_id in ids[lo : lo + IDS_PER_STATEMENT]:
+                        copy.write_row((user_id,))
             frag = "(SELECT id FROM frag)"
             for table, by in (("auction_bids", "bidder"), ("auction_purchases", "buyer")):
                 conn.execute(f"DELETE FROM {table} WHERE seller IN {frag} OR {by} IN {frag}")
