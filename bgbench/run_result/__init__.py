@@ -8,6 +8,8 @@
   (`to_record`, `from_record`).
 - StepRecord, PhaseFigures, Timeline, ScenarioFigures (scenario.py): a scenario's steps,
   its phases' figures and its timeline, kept in the experiment's result.
+- TransactionFigures (transactions.py): an interaction's transactions (commits, aborts
+  by cause, retries and back-off per commit) derived from its tallies (ActionStats.counts).
 - rows.py: a stored result as rows of the DataFrames; histograms.py: the HDR figures.
 """
 
@@ -21,6 +23,7 @@ from bgbench.run_result.experiment import (
 from bgbench.run_result.histograms import LatencySummary
 from bgbench.run_result.run import ActionStats, ErrorCount, RunResult, sum_counts
 from bgbench.run_result.scenario import PhaseFigures, ScenarioFigures, StepRecord, Timeline
+from bgbench.run_result.transactions import TransactionFigures
 
 __all__ = [
     "ActionFigures",
@@ -36,5 +39,6 @@ __all__ = [
     "Steadiness",
     "StepRecord",
     "Timeline",
+    "TransactionFigures",
     "sum_counts",
 ]

@@ -19,6 +19,7 @@ from bgbench.resources.model import Bottleneck, ResourceFigures
 from bgbench.run_result.histograms import LatencySummary, decode, share_within
 from bgbench.run_result.run import ActionStats, RunResult
 from bgbench.run_result.scenario import ScenarioFigures
+from bgbench.run_result.transactions import TransactionFigures
 
 
 @dataclass
@@ -143,10 +144,17 @@ class ActionFigures:
     response: LatencySummary
     service: LatencySummary
     within_percent: float
+    # a transaction's tallies (sdk/transactions.py) and the figures derived from them
+    # (None: the action is no transaction, or the record is older than transactions)
+    counts: dict[str, int] = field(default_factory=dict)
+    transactions: TransactionFigures | None = None
 
     @classmethod
     def from_record(cls, data: dict[str, Any]) -> "ActionFigures":
-        return cls(**_known(cls, data, {"response": _latency, "service": _latency}))
+        nested = {"response": _latency, "service": _latency, "transactions": lambda _: None}
+        figures = cls(**_known(cls, data, nested))
+        figures.transactions = TransactionFigures.of(figures.counts)  # derived, not read
+        return figures
 
 
 @dataclass
@@ -351,6 +359,8 @@ def _action_figures(name: str, stats: ActionStats, bound_us: float) -> ActionFig
         LatencySummary.of(response),
         LatencySummary.of(decode(stats.service_hist)),
         share_within(response, bound_us),
+        stats.counts,
+        TransactionFigures.of(stats.counts),
     )
 
 

@@ -6,12 +6,14 @@ a figure an older record lacks is NaN, None or its default, as the columns say.
 
 import math
 from collections.abc import Mapping
+from dataclasses import asdict, fields
 from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
 from bgbench.protos import new_histogram
 from bgbench.run_result.histograms import LatencySummary, decode
+from bgbench.run_result.transactions import TransactionFigures
 
 EXPERIMENT_COLUMNS = (
     "rating_id", "seq", "experiment_id", "phase", "threads", "target_rate", "duration_s",
@@ -27,10 +29,12 @@ AGENT_COLUMNS = (
     "unpredictable_percent", "never_valid", "cpu_percent", "load_processes", "saturated",
     "passed", "reasons", "p50_ms", "p95_ms", "p99_ms",
 )  # fmt: skip
+# An action's transactions (None where it is no transaction): TransactionFigures' fields
+TRANSACTION_COLUMNS = tuple(f.name for f in fields(TransactionFigures))
 ACTION_COLUMNS = (
     "rating_id", "seq", "threads", "action", "title", "count", "errors", "within_percent",
     "p50_ms", "p95_ms", "p99_ms", "max_ms", "mean_ms", "service_p50_ms", "service_p95_ms",
-    "service_p99_ms",
+    "service_p99_ms", *TRANSACTION_COLUMNS,
 )  # fmt: skip
 VALIDATION_COLUMNS = ("rating_id", "seq", "threads", "kind", "name", "reads", "unpredictable")
 LAG_KEYS = ("p50_ms", "p95_ms", "p99_ms", "max_ms")
@@ -167,4 +171,13 @@ def action_row(key: Mapping[str, Any], a: Mapping[str, Any], titles: Mapping[str
         "service_p50_ms": s["p50_ms"],
         "service_p95_ms": s["p95_ms"],
         "service_p99_ms": s["p99_ms"],
+        **transaction_figures(a.get("counts") or {}),
     }
+
+
+def transaction_figures(counts: Mapping[str, int]) -> Row:
+    """An action's transaction columns from its stored tallies (None: no transaction)."""
+    figures = TransactionFigures.of(counts)
+    if figures is None:
+        return dict.fromkeys(TRANSACTION_COLUMNS)
+    return asdict(figures)

@@ -219,7 +219,9 @@ class UnitContext(Generic[T]):
         commits or the attempts run out. Logged as one action from the intended start; the
         committed attempt's `observed(answer)` reads and `changes(answer)` deltas are logged
         over that attempt. An attempt that raised anything else ends it with an unknown
-        outcome: `if_unknown` (deltas) is logged as never ending. Never raises."""
+        outcome: `if_unknown` (deltas) is logged as never ending. A transaction the
+        experiment's end cut short during a back-off (STOPPED) is no action: the store did
+        not fail it, and nothing of it applied. Never raises."""
         t, rec = self.timer, self.timer.rec
         sid, intended = self.sid, self.intended
         t.in_call = first = monotonic_ns()
@@ -239,8 +241,8 @@ class UnitContext(Generic[T]):
                 paused = monotonic_ns()
                 going_on = await self.think(wait)
                 rec.tally(code, tx.BACKOFF_US, (monotonic_ns() - paused) // 1000)
-                if not going_on:
-                    t.failed(code, intended, first, sid, abort)
+                if not going_on:  # the experiment ended it, not the store: no action
+                    t.in_call = 0
                     return tx.TxOutcome(tx.STOPPED, None, tries)
                 continue
             except Exception as exc:

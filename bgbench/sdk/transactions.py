@@ -43,7 +43,7 @@ TALLIES = (COMMITS, RETRIES, *ABORTS.values(), GAVE_UP, UNKNOWN, BACKOFF_US)
 COMMITTED = "committed"
 ABORTED = "aborted"  # every attempt refused: nothing applied
 FAILED = "unknown"  # an attempt raised: it may or may not have applied
-STOPPED = "stopped"  # the experiment stopped during a back-off: nothing applied
+STOPPED = "stopped"  # the experiment stopped during a back-off: nothing applied, no action
 
 
 class Abort(Exception):

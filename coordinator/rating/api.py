@@ -27,6 +27,7 @@ from bgbench.coordinator.execution.target_kinds import target_kind
 from bgbench.coordinator.rating.bottleneck_of import final_bottleneck
 from bgbench.coordinator.rating.ratings import Rating, RatingSummary
 from bgbench.coordinator.rating.resume import resolve_at_origin, resumed_settings
+from bgbench.coordinator.rating.transactions_of import final_transactions
 from bgbench.coordinator.records.events import (
     EventSink,
     ExperimentEnded,
@@ -249,7 +250,9 @@ def _execute(
         else:
             summary = rating.execute(target.max_threads(), target.min_threads())
     threads = summary.soar_threads or summary.socialites
-    summary.bottleneck = final_bottleneck(store.experiments(rating_id), threads)
+    recorded = store.experiments(rating_id)
+    summary.bottleneck = final_bottleneck(recorded, threads)
+    summary.transactions = final_transactions(recorded, threads)
     return summary
 
 

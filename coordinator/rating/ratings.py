@@ -37,7 +37,7 @@ from bgbench.coordinator.storage.evidence import RunFigures, outcome_of, reasons
 from bgbench.coordinator.storage.results import ResultsStore
 from bgbench.errors import UserError
 from bgbench.resources.model import Bottleneck
-from bgbench.run_result import ExperimentResult
+from bgbench.run_result import ExperimentResult, TransactionFigures
 
 # (threads, duration, experiment id, open-loop rate or None) -> the experiment's result
 RunFn = Callable[[int, float, str, float | None], ExperimentResult]
@@ -97,6 +97,9 @@ class RatingSummary:
     # What bound the final experiment (coordinator/rating/bottleneck_of.py); None: nothing
     # measured (the model store, a record older than resources)
     bottleneck: Bottleneck | None = None
+    # The final experiment's transactions per interaction (run_result/transactions.py);
+    # empty when no action ran one
+    transactions: dict[str, TransactionFigures] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -111,7 +114,12 @@ class RatingSummary:
         sweep = SweepTable.from_dict(data["sweep"]) if data.get("sweep") else None
         found = data.get("bottleneck")
         bottleneck = bottleneck_of(found) if isinstance(found, dict) else None
-        return cls(**{**data, **finals, "sweep": sweep, "bottleneck": bottleneck})
+        transactions = {
+            name: TransactionFigures(**figures)
+            for name, figures in (data.get("transactions") or {}).items()
+        }
+        known = {**finals, "sweep": sweep, "bottleneck": bottleneck, "transactions": transactions}
+        return cls(**{**data, **known})
 
 
 class Rating:

@@ -28,6 +28,7 @@ from bgbench.coordinator.reports.compare import (
 )
 from bgbench.coordinator.reports.html_resources import bottleneck_line, resource_sections
 from bgbench.coordinator.reports.html_scenario import campaign_scenario, scenario_sections
+from bgbench.coordinator.reports.html_transactions import transaction_section
 from bgbench.coordinator.storage.frames import ResultFrames, lag_histogram, response_histogram
 from bgbench.errors import UserError
 
@@ -319,6 +320,7 @@ def _breakdowns(
         page.table(_columns(pooled, ACTION_TABLE))
     else:
         page.table(actions)
+    transaction_section(actions, page, prefix)
     page.heading("Validation")
     valid = valid[valid["seq"].isin(standing)]
     if not valid.empty:

@@ -14,6 +14,7 @@ from bgbench.coordinator.rating.bottleneck_of import bottleneck_of
 from bgbench.coordinator.records.sweep import ALL_ACTIONS, SweepTable
 from bgbench.coordinator.reports.live import LiveProgress as LiveProgress
 from bgbench.coordinator.reports.report_scenario import render_scenario
+from bgbench.coordinator.reports.report_transactions import of_result, transactions_table
 from bgbench.resources.model import Bottleneck
 from bgbench.run_result import ExperimentResult
 from bgbench.sdk import StudyTable
@@ -35,9 +36,11 @@ def _ms(v: float) -> str:
 
 def render(result: ExperimentResult, settings: Settings) -> Group:
     units = _units_table(result)
+    transactions = transactions_table(of_result(result), action_titles(settings))
     return Group(
         _head(result, settings),
         _actions_table(result, settings),
+        *([transactions] if transactions is not None else []),
         *([units] if units.row_count else []),
         _agents_table(result),
         *([render_scenario(result.scenario)] if result.scenario is not None else []),
@@ -326,7 +329,9 @@ def render_rating(
     )
     for note in summary.notes:
         head.append(note + "\n")
-    return Group(head, _experiments_table(experiments, settings))
+    transactions = transactions_table(summary.transactions, action_titles(settings))
+    shown = [transactions] if transactions is not None else []
+    return Group(head, *shown, _experiments_table(experiments, settings))
 
 
 def soar_interval(summary: "RatingSummary") -> str:

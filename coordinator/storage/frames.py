@@ -43,7 +43,10 @@ per_agent
 per_action
     rating_id, seq, threads, action (short name), title (the workload's name for it),
     count, errors, within_percent, p50_ms, p95_ms, p99_ms, max_ms, mean_ms (response
-    time), service_p50_ms, service_p95_ms, service_p99_ms (service time).
+    time), service_p50_ms, service_p95_ms, service_p99_ms (service time), and for a
+    transaction (None otherwise): commits, aborts_conflict, aborts_deadlock,
+    aborts_lock_timeout, retries, gave_up, unknown, backoff_ms, retries_per_commit,
+    backoff_ms_per_commit (run_result/transactions.py).
 validation
     rating_id, seq, threads, kind (item|action), name, reads, unpredictable.
 sweep

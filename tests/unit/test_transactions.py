@@ -160,8 +160,10 @@ def test_a_stop_during_the_back_off_ends_the_transaction_as_stopped(tmp_path):
     outcome = play.bump(tx.RetryPolicy(attempts=5, base_ms=50, jitter="none"))
     assert outcome == (tx.STOPPED, None, 1)
     assert conn.attempts == 1  # no attempt after the stop
-    assert tx.GAVE_UP not in play.tallies() and tx.COMMITS not in play.tallies()
-    assert play.statuses() == [sdk.ERROR]
+    assert play.tallies() == {"aborts_conflict": 1, "backoff_us": play.tallies()["backoff_us"]}
+    # the experiment's end, not the store, cut it short: no action, no error
+    assert play.statuses() == [] and not play.recorder.errors
+    assert play.ctx.timer.in_call == 0
 
 
 def test_tallies_add_up_per_action_across_runners(tmp_path):

@@ -44,11 +44,10 @@ NAMED_MIXES: dict[str, dict[str, float]] = {
     "scalability": {"UPDATE_PERSONAL": 1},
     "concurrency": {"UPDATE_SHARED": 1},
     "conflict": {"UPDATE_SHARED": 1},
-    "readwrite": {
-        "READ_PERSONAL": 20, "UPDATE_PERSONAL": 10, "READ_SHARED": 20, "UPDATE_SHARED": 10,
-        "READ_PUBLIC": 15, "UPDATE_PUBLIC": 5, "READ_MESSAGES": 15, "SEND_MESSAGE": 5,
-    },  # fmt: skip
-}
+    "readwrite": {"READ_PERSONAL": 20, "UPDATE_PERSONAL": 10, "READ_SHARED": 20,
+                  "UPDATE_SHARED": 10, "READ_PUBLIC": 15, "UPDATE_PUBLIC": 5,
+                  "READ_MESSAGES": 15, "SEND_MESSAGE": 5},
+}  # fmt: skip
 
 
 def resolve_mix(mix: str | Mapping[str, float]) -> dict[str, float]:
@@ -66,18 +65,14 @@ class MicroDatabaseConfig(BaseModel):
 
     model_config = STRICT
 
-    users: Annotated[int, Field(ge=1, le=10_000_000, description="users in the database")] = (
-        1000
-    )
+    users: Annotated[int, Field(ge=1, le=10_000_000, description="users in the database")] = 1000
     personal_items: Items = Field(10, description="items of each user's personal group")
     shared_groups: Annotated[
         int, Field(ge=0, le=10_000_000, description="groups of shared items")
     ] = 100
     shared_items: Items = Field(40, description="items of each shared group")
     public_items: Items = Field(10, description="items of each user's public group")
-    seed: Annotated[
-        int, Field(ge=0, lt=SEED_LIMIT, description="seed of the generated values")
-    ] = 1
+    seed: Annotated[int, Field(ge=0, lt=SEED_LIMIT, description="seed of the generated values")] = 1
 
 
 class MicroWorkloadConfig(BaseModel):

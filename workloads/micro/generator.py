@@ -105,7 +105,8 @@ class FragmentData:
         self.keys = GroupKeys(db.users)
         owner = user_owner(db.users, theta, capacities)
         self.users = np.flatnonzero(owner == index).astype(np.int64)
-        bounds = shared_bounds(db.shared_groups, np.bincount(owner, minlength=len(capacities)))
+        counts = np.bincount(owner, minlength=len(capacities)).tolist()
+        bounds = shared_bounds(db.shared_groups, counts)
         self.shared = np.arange(bounds[index], bounds[index + 1], dtype=np.int64)
         n = db.users
         # (group keys, items per group) per kind, keys ascending

@@ -293,9 +293,7 @@ class MicroFragment:
         inboxes = self.data.inboxes
         messages = np.zeros(len(inboxes), dtype=np.int64)
         if stored is not None:
-            item_vals, totals, sums, messages = _stored_picture(
-                stored, item_ids, groups, inboxes
-            )
+            item_vals, totals, sums, messages = _stored_picture(stored, item_ids, groups, inboxes)
         with self._lock:
             self._base = {
                 ITEM: (item_ids, item_vals),

@@ -20,6 +20,7 @@ transaction: one WAL snapshot. Schema changes and loads take a file lock beside 
 database, one process at a time.
 """
 
+import contextlib
 import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -88,10 +89,9 @@ class SQLiteMicroConnection:
             return answer
         except BaseException as exc:
             if conn.in_transaction:
-                try:
+                # a failed rollback leaves the connection beyond use; the first error says why
+                with contextlib.suppress(sqlite3.Error):
                     conn.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass  # the connection is beyond use; the first error says why
             if isinstance(exc, sqlite3.OperationalError) and _busy(exc):
                 raise sdk.Abort("lock_timeout", str(exc)) from exc
             raise
