@@ -112,15 +112,16 @@ def _connect_kwargs(options: MySQLOptions) -> dict[str, Any]:
 
 
 def connect(
-    options: MySQLOptions, first_contact: bool = False, with_database: bool = True
+    options: MySQLOptions, first_contact: bool = False, with_database: bool = True, **kwargs: Any
 ) -> pymysql.connections.Connection[Any]:
     """A blocking autocommit PyMySQL connection to the options' database (to the server
-    only, without `with_database`)."""
+    only, without `with_database`); `kwargs` go to pymysql.connect."""
     try:
         return pymysql.connect(
             **_connect_kwargs(options),
             database=options.database if with_database else None,
             write_timeout=options.read_timeout_s,
+            **kwargs,
         )
     except DRIVER_ERRORS as exc:
         if not first_contact:
@@ -172,12 +173,12 @@ def product(version: str) -> str:
 
 def describe(options: MySQLOptions) -> str:
     """`MariaDB <version> (<isolation>)`: never a password."""
-    with connect(options) as conn, errors(options, "VERSION()"):
+    with connect(options, with_database=False) as conn, errors(options, "VERSION()"):
         cursor = conn.cursor()
         cursor.execute("SELECT VERSION()")
         row = cursor.fetchone()
     version = str(row[0])[:100] if row else "?"
-    return f"{product(version)} ({options.isolation})"
+    return f"{product(version)} ({options.level})"
 
 
 class LoopPools:

@@ -11,10 +11,11 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
-Isolation = Literal["read committed", "repeatable read", "serializable"]
+Isolation = Literal["read uncommitted", "read committed", "repeatable read", "serializable"]
 DEFAULT_PORT = 3306
 # InnoDB's names of the isolation levels (SET SESSION tx_isolation = ...)
 TX_ISOLATION = {
+    "read uncommitted": "READ-UNCOMMITTED",
     "read committed": "READ-COMMITTED",
     "repeatable read": "REPEATABLE-READ",
     "serializable": "SERIALIZABLE",
@@ -63,6 +64,11 @@ class MySQLOptions(BaseModel):
         return f"{host}:{self.port}/{self.database}"
 
     @property
+    def level(self) -> Isolation:
+        """The sessions' isolation level (a workload's options may derive it)."""
+        return self.isolation
+
+    @property
     def secret(self) -> str:
         """The password the drivers send ('' when none)."""
         return self.password.get_secret_value() if self.password is not None else ""
@@ -79,7 +85,7 @@ class MySQLOptions(BaseModel):
         """The statement every connection runs first: isolation and timeouts (MariaDB's
         names)."""
         return (
-            f"SET SESSION tx_isolation = '{TX_ISOLATION[self.isolation]}', "
+            f"SET SESSION tx_isolation = '{TX_ISOLATION[self.level]}', "
             f"max_statement_time = {self.statement_timeout_s:.3f}, "
             f"innodb_lock_wait_timeout = {self.lock_wait_timeout_s}"
         )

@@ -9,6 +9,7 @@ from bgbench.drivers.cassandra_options import NETWORK_STRATEGY, Level, check_rea
 from bgbench.drivers.cassandra_options import CassandraOptions as DriverCassandraOptions
 from bgbench.drivers.mongodb_options import MongoOptions as DriverMongoOptions
 from bgbench.drivers.mongodb_options import ReadPreferenceName
+from bgbench.drivers.mysql_options import MySQLOptions
 from bgbench.drivers.postgres_options import PostgresOptions
 from bgbench.drivers.riak_options import RiakOptions
 from bgbench.drivers.sqlite_options import SQLiteOptions as DriverSQLiteOptions
@@ -17,6 +18,7 @@ from bgbench.drivers.sqlite_options import Synchronous
 __all__ = [
     "CassandraEHROptions",
     "MongoEHROptions",
+    "MySQLEHROptions",
     "PostgresOptions",
     "RiakEHROptions",
     "SQLiteOptions",
@@ -26,6 +28,10 @@ __all__ = [
 class SQLiteOptions(DriverSQLiteOptions):
     path: str = Field("bgbench-data/ehr.sqlite", description="database file, shared by agents")
     synchronous: Synchronous = "NORMAL"
+
+
+class MySQLEHROptions(MySQLOptions):
+    database: str = Field("bgbench_ehr", pattern=r"^[A-Za-z0-9_]{1,64}$")
 
 
 class RiakEHROptions(RiakOptions):

@@ -27,3 +27,7 @@ RIAK = StoreSpec(
     name="riak", binding=f"{STORES}.riak:RiakEHRBinding", options=options.RiakEHROptions,
     concurrency="asyncio",
 )  # fmt: skip
+MYSQL = StoreSpec(
+    name="mysql", binding=f"{STORES}.mysql:MySQLEHRBinding", options=options.MySQLEHROptions,
+    concurrency="asyncio",
+)  # fmt: skip

@@ -8,6 +8,8 @@ from pydantic import Field, ValidationInfo, field_validator
 
 from bgbench.drivers.cassandra_options import CassandraOptions
 from bgbench.drivers.mongodb_options import MongoOptions
+from bgbench.drivers.mysql_options import Isolation as MySQLIsolation
+from bgbench.drivers.mysql_options import MySQLOptions
 from bgbench.drivers.postgres_options import Isolation, PostgresOptions
 from bgbench.drivers.sqlite_options import SQLiteOptions
 
@@ -55,6 +57,28 @@ class PostgresSensorOptions(PostgresOptions):
                 "'repeatable read' to read from the replica"
             )
         return consistency
+
+
+MYSQL_LEVEL: dict[str, MySQLIsolation] = {"strong": "serializable", "weak": "read uncommitted"}
+
+
+class MySQLSensorOptions(MySQLOptions):
+    database: str = Field("bgbench_sensorlog", pattern=r"^[A-Za-z0-9_]{1,64}$")
+    consistency: Literal["strong", "weak"] = Field(
+        "weak",
+        description="strong: serializable, a bulk load in one transaction; weak: read "
+        "uncommitted (dirty reads), a transaction per batch",
+    )
+    isolation: MySQLIsolation | None = Field(  # type: ignore[assignment]
+        None, description="default: serializable when strong, read uncommitted when weak"
+    )
+    statement_timeout_s: Annotated[float, Field(ge=0, le=86_400)] = Field(
+        600.0, description="the studies' Q2 and Q3 and a load's statements (0: never)"
+    )
+
+    @property
+    def level(self) -> MySQLIsolation:
+        return self.isolation or MYSQL_LEVEL[self.consistency]
 
 
 class MongoSensorOptions(MongoOptions):

@@ -24,3 +24,7 @@ CASSANDRA = StoreSpec(
     name="cassandra", binding=f"{STORES}.cassandra:CassandraSensorBinding",
     options=options.CassandraSensorOptions, concurrency="asyncio",
 )  # fmt: skip
+MYSQL = StoreSpec(
+    name="mysql", binding=f"{STORES}.mysql:MySQLSensorBinding",
+    options=options.MySQLSensorOptions, concurrency="asyncio",
+)  # fmt: skip
