@@ -6,9 +6,10 @@
 
 Every writing transaction adds 1 to its group row's `version`. `concurrency_control`:
 - pessimistic (item locking): update_items takes its items' row locks with SELECT ... FOR
-  UPDATE, one item after another in the order the workload gives them (a UNION ALL of
-  one locking read per item), so opposite orders can deadlock (InnoDB refuses one: error
-  1213); a lock held longer than innodb_lock_wait_timeout (lock_timeout_ms) fails the
+  UPDATE, one item after another (a UNION ALL of one locking read per item), by item
+  number (`lock_order` sorted: no deadlock between two of them) or in the order the
+  workload drew them (given: opposite orders deadlock, InnoDB refuses one at once with
+  error 1213); a lock held longer than innodb_lock_wait_timeout (lock_timeout_ms) fails the
   statement (1205), and the binding rolls the transaction back before it raises Abort;
 - optimistic (Strudel's per-group compare-and-set, Figure 10): read the group's version
   and the items in one statement (a consistent read, no locks), then in one transaction
@@ -160,7 +161,8 @@ class MySQLMicroBinding:
         if not self._ready:
             raise StoreError("create_schema or use_schema must run before connect")
         held = await mysql.Held.acquire(self._loop_pools)
-        return MySQLMicroConnection(held, self.options.concurrency_control == "pessimistic")
+        locks = self.options.concurrency_control == "pessimistic"
+        return MySQLMicroConnection(held, locks, self.options.lock_order == "sorted")
 
     async def aclose(self) -> None:
         await self._loop_pools.aclose()
@@ -233,11 +235,12 @@ def raise_conflict(group: int) -> None:
 class MySQLMicroConnection:
     """One socialite task's asyncmy connection, held for its run."""
 
-    __slots__ = ("held", "locks")
+    __slots__ = ("held", "locks", "sort")
 
-    def __init__(self, held: mysql.Held, locks: bool) -> None:
+    def __init__(self, held: mysql.Held, locks: bool, sort: bool) -> None:
         self.held = held
         self.locks = locks
+        self.sort = sort
 
     async def read_group(self, group: int) -> GroupView:
         rows = await rows_of(await self.held.live(), READ_GROUP, (group,))
@@ -252,7 +255,8 @@ class MySQLMicroConnection:
         if self.locks:
             async with Transaction(con):
                 lock = " UNION ALL ".join([LOCK_ONE] * len(chosen))
-                rows = await rows_of(con, lock, tuple(x for i in chosen for x in (group, i)))
+                order = sorted(chosen) if self.sort else chosen
+                rows = await rows_of(con, lock, tuple(x for i in order for x in (group, i)))
                 found = {int(r[0]): int(r[1]) for r in rows}
                 self._check(group, chosen, found)
                 await changed(con, ADD_DELTA, (delta, group, tuple(chosen)))

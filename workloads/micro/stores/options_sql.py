@@ -3,7 +3,7 @@ workload's `concurrency_control` and how long a transaction waits for a lock. Li
 driver library and no binding is imported here (specs_sql.py names these)."""
 
 import math
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -14,6 +14,12 @@ from bgbench.workloads.micro.stores.options import MicroTxOptions
 __all__ = ["LOCK_TIMEOUT_MS", "MySQLMicroOptions", "PostgresMicroOptions", "lock_wait"]
 
 LOCK_TIMEOUT_MS = "how long a transaction waits for a row lock before it aborts, ms"
+LockOrder = Literal["sorted", "given"]
+LOCK_ORDER = (
+    "the order in which update_items takes its items' locks under pessimistic control: "
+    "sorted (by item: no two transactions deadlock) or given (the workload's draw: "
+    "opposite orders deadlock, and the store aborts one)"
+)
 MYSQL_SECONDS = " (InnoDB waits whole seconds: rounded up; default: lock_wait_timeout_s)"
 
 
@@ -22,6 +28,7 @@ class PostgresMicroOptions(PostgresOptions, MicroTxOptions):
     SERIALIZABLE (a serialization failure aborts the attempt as a conflict)."""
 
     lock_timeout_ms: Annotated[int, Field(ge=1, le=3_600_000, description=LOCK_TIMEOUT_MS)] = 5000
+    lock_order: LockOrder = Field("sorted", description=LOCK_ORDER)
 
     @field_validator("isolation")
     @classmethod
@@ -42,6 +49,7 @@ class MySQLMicroOptions(MySQLOptions, MicroTxOptions):
     lock_timeout_ms: Annotated[
         int | None, Field(ge=1, le=3_600_000, description=LOCK_TIMEOUT_MS + MYSQL_SECONDS)
     ] = None
+    lock_order: LockOrder = Field("sorted", description=LOCK_ORDER)
 
     @model_validator(mode="after")
     def _lock_wait_in_seconds(self) -> "MySQLMicroOptions":

@@ -5,9 +5,10 @@
     micro_messages (grp, msg, sender, body; PK (grp, msg))
 
 Every operation is one transaction on asyncpg, at the level `concurrency_control` picks:
-- pessimistic: READ COMMITTED; update_items locks its items with SELECT ... FOR UPDATE in
-  the order the workload gives them (item locking: two transactions that take the same
-  items in opposite orders can deadlock, and PostgreSQL aborts one), then adds the delta
+- pessimistic: READ COMMITTED; update_items locks its items with SELECT ... FOR UPDATE
+  (item locking), by item number (`lock_order` sorted: no deadlock between two of them)
+  or in the order the workload drew them (given: opposite orders deadlock, and
+  PostgreSQL aborts one after its deadlock_timeout, 1 s by default), then adds the delta
   to them and to the group's total in one statement (the group row's lock is the last one
   taken, so it takes part in no deadlock);
 - optimistic: SERIALIZABLE with plain reads: a concurrent commit on the same rows makes
@@ -181,7 +182,8 @@ class PostgresMicroBinding:
         if not self._ready:
             raise StoreError("create_schema or use_schema must run before connect")
         writes, reads = await pg.acquire_pair(self._loop_pools, self._read_loop_pools)
-        return PostgresMicroConnection(writes, reads, ISOLATION[self.options.concurrency_control])
+        isolation = ISOLATION[self.options.concurrency_control]
+        return PostgresMicroConnection(writes, reads, isolation, self.options.lock_order)
 
     async def aclose(self) -> None:
         await self._loop_pools.aclose()
@@ -221,12 +223,15 @@ async def attempt(con: Any, isolation: str) -> AsyncIterator[None]:
 class PostgresMicroConnection(pg.HeldPair):
     """One socialite task's asyncpg connection, held for its run."""
 
-    __slots__ = ("isolation", "locks")
+    __slots__ = ("isolation", "locks", "sort")
 
-    def __init__(self, writes: pg.Held, reads: pg.Held | None, isolation: str) -> None:
+    def __init__(
+        self, writes: pg.Held, reads: pg.Held | None, isolation: str, lock_order: str
+    ) -> None:
         super().__init__(writes, reads)
         self.isolation = isolation
         self.locks = isolation == "read_committed"
+        self.sort = lock_order == "sorted"
 
     async def read_group(self, group: int) -> GroupView:
         rows = await (await self.reads.live()).fetch(READ_GROUP, group)
@@ -239,11 +244,13 @@ class PostgresMicroConnection(pg.HeldPair):
         chosen = distinct(items)
         con = await self.writes.live()
         async with attempt(con, self.isolation):
-            rows = await con.fetch(LOCK_ITEMS if self.locks else ITEMS, group, chosen)
-            if len(rows) != len(chosen):
+            order = sorted(chosen) if self.sort else chosen
+            rows = await con.fetch(LOCK_ITEMS if self.locks else ITEMS, group, order)
+            found = {int(r[0]): int(r[1]) for r in rows}
+            if len(found) != len(chosen):
                 raise StoreError(f"group {group} lacks some of the items {chosen}")
             await con.execute(ADD_DELTA, group, chosen, delta)
-        return [int(r[1]) for r in rows]
+        return [found[i] for i in chosen]
 
     async def send_message(self, group: int, sender: int, body: int) -> int:
         con = await self.writes.live()
