@@ -44,6 +44,7 @@ __all__ = [
     "errors",
     "first_line",
     "loop_pools",
+    "lost",
     "product",
     "unreachable",
 ]
@@ -129,7 +130,7 @@ def connect(
         field = _field_of(exc)
         raise UserError(
             f"store.options.{field}: cannot reach MySQL at {options.where} ({_message(exc)}): "
-            f"correct the {field}, or start the server"
+            f"correct the {'host or port' if field == 'host' else field}, or start the server"
         ) from None
 
 
@@ -263,6 +264,12 @@ def loop_pools(options: MySQLOptions) -> LoopPools:
     return LoopPools(options)
 
 
+def lost(con: Any) -> bool:
+    """Whether an asyncmy connection is gone: closed, or its stream ended or broke (the
+    server closed it; a read failed), which asyncmy's pool checks too."""
+    return not con.connected or bool(getattr(con, "_stream_broken", False))
+
+
 class Held:
     """A socialite's connection of a LoopPools, held for its run, and taken again when it
     was lost (its server killed or restarted, a read timed out): the next action after the
@@ -283,7 +290,7 @@ class Held:
 
     async def live(self) -> Any:
         """The connection, a fresh one if the held one is gone (StoreError: none)."""
-        if self.con is not None and self.con.connected:
+        if self.con is not None and not lost(self.con):
             return self.con
         await self.release()
         self.con, self.pool = await self.pools.acquire()

@@ -51,6 +51,13 @@ class MySQLOptions(BaseModel):
         50, description="how long a statement waits for a row lock (innodb_lock_wait_timeout)"
     )
 
+    snapshot_isolation: bool = Field(
+        False,
+        description="MariaDB's innodb_snapshot_isolation: at repeatable read, writing a row "
+        "changed since the transaction's snapshot fails (1020, a conflict) instead of "
+        "overwriting it (MariaDB 10.6.18, 10.11.8 and later)",
+    )
+
     @model_validator(mode="after")
     def _pool(self) -> "MySQLOptions":
         if self.pool_min > self.pool_max:
@@ -88,4 +95,5 @@ class MySQLOptions(BaseModel):
             f"SET SESSION tx_isolation = '{TX_ISOLATION[self.level]}', "
             f"max_statement_time = {self.statement_timeout_s:.3f}, "
             f"innodb_lock_wait_timeout = {self.lock_wait_timeout_s}"
+            + (", innodb_snapshot_isolation = ON" if self.snapshot_isolation else "")
         )

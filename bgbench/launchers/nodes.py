@@ -7,7 +7,7 @@ remove (decommission through nodetool over JMX on 127.0.0.1) and restart-cache
 
 Nodes by server kind: cassandra, cassandra-batch: n1. cassandra-dcs: n1, n2, n3.
 cassandra-cluster: n1, n2, n3 and the spare n4 (127.0.0.4: configured, not started, not a
-member until `add`). postgres: postgres. memcached: cache. postgres-replica and
+member until `add`). postgres: postgres. memcached: cache. mysql: mysql. postgres-replica and
 postgres-replica-delayed: primary, standby. Every action updates server.json (pids,
 membership), so `servers.py stop DIR` stops what runs now, and `restore` brings back the
 membership recorded at start.
@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bgbench.launchers import cassandra_nodes, servers
+from bgbench.launchers import cassandra_nodes, mysql_server, servers
 from bgbench.launchers.cassandra_nodes import CassandraNodeError
 from bgbench.launchers.procs import (
     clear_stale_postgres_lock,
@@ -107,6 +107,8 @@ def node_names(kind: str) -> dict[str, frozenset[str]]:
         return {"postgres": PROCESS_ACTIONS}
     if kind == "memcached":
         return {"cache": CACHE_ACTIONS}
+    if kind == "mysql":
+        return {"mysql": PROCESS_ACTIONS}
     if kind in ("postgres-replica", "postgres-replica-delayed"):
         return {"primary": PROCESS_ACTIONS, "standby": PROCESS_ACTIONS}
     return {}
@@ -146,7 +148,7 @@ def _nodes_of(directory: Path, info: dict[str, Any]) -> list[NodeInfo]:
         return [_cassandra_node(directory, info, kind, r, offered) for r in info.get("nodes", [])]
     if info["server"] == "postgres-replica":
         return list(_replica().node_infos(directory, info))
-    name = {"postgres": "postgres", "memcached": "cache"}.get(info["server"])
+    name = SINGLE_NODES.get(info["server"])
     if name is None:
         return []
     client = (Endpoint("127.0.0.1", int(info["port"])),)
@@ -171,9 +173,14 @@ def _cassandra_node(
     )  # fmt: skip
 
 
+# The servers of one process, one node each: the node's name, and the program its pid runs.
+SINGLE_NODES = {"postgres": "postgres", "memcached": "cache", "mysql": "mysql"}
+SINGLE_PROGRAMS = {"postgres": "postgres", "memcached": "memcached", "mysql": "mariadbd"}
+
+
 def _single_state(info: dict[str, Any]) -> str:
     pid = int(info["pid"])
-    program = "postgres" if info["server"] == "postgres" else "memcached"
+    program = SINGLE_PROGRAMS[info["server"]]
     arguments = command_line(pid)
     if not running(pid) or not arguments or Path(arguments[0]).name != program:
         return "down"  # gone, or its pid reused by another process: never signalled
@@ -221,9 +228,9 @@ def restore(directory: Path, timeout_s: float) -> list[str]:
                 return cassandra_nodes.restore(info, deadline)
             if info["server"] == "postgres-replica":
                 return list(_replica().node_restore(directory, info, deadline))
-            if info["server"] not in ("postgres", "memcached"):
+            if info["server"] not in SINGLE_NODES:
                 return []
-            node = "postgres" if info["server"] == "postgres" else "cache"
+            node = SINGLE_NODES[info["server"]]
             state = _single_state(info)
             if state == "paused":
                 return [_single_act(directory, info, node, "resume", deadline)]
@@ -270,7 +277,7 @@ def _replica() -> Any:
 def _single_act(
     directory: Path, info: dict[str, Any], node: str, action: str, deadline: float
 ) -> str:
-    """PostgreSQL (the postmaster and its backends) or memcached: one node."""
+    """PostgreSQL (the postmaster and its backends), memcached or MySQL: one node."""
     state = _single_state(info)
     if state == "down":
         info["paused"] = False
@@ -308,6 +315,8 @@ def _single_stop(directory: Path, info: dict[str, Any], node: str, deadline: flo
     info["paused"] = False
     if info["server"] == "postgres":
         servers.stop_postgres(directory)
+    elif info["server"] == "mysql":  # InnoDB shuts down cleanly on SIGTERM, given time
+        stop_pid(pid, max(1.0, min(60.0, deadline - time.monotonic())))
     else:
         stop_pid(pid, max(1.0, min(10.0, deadline - time.monotonic())))
     if running(pid):
@@ -322,9 +331,13 @@ def _single_start(directory: Path, info: dict[str, Any], node: str, deadline: fl
         clear_stale_postgres_lock((directory / "pgdata").resolve())
         cpus = set(info["cpus"]) if info.get("cpus") else None
         started = servers.start_postgres(directory, port, cpus)
+    elif info["server"] == "mysql":  # on its data directory; InnoDB recovers after a kill
+        started = mysql_server.start(directory, port)
     else:
         started = servers.start_memcached(directory, port, int(info.get("memory_mb", 512)))
     info["pid"] = started["pid"]
+    if "socket" in started:  # MySQL's, made anew in /tmp when the directory's path is long
+        info["socket"] = started["socket"]
     if time.monotonic() > deadline:
         raise NodeActionError(f"{node} started (pid {info['pid']}) after its deadline")
     return f"started {node} (pid {info['pid']}) on port {port}"

@@ -90,6 +90,7 @@ SUMMARY_COLUMNS = (
     "id", "status", "store", "workload", "objective", "store_description", "soar", "soar_low",
     "soar_high", "soar_threads", "confidence", "socialites", "socialites_low",
     "socialites_high", "bottleneck_kind", "bottleneck", "client_bound", "created",
+    "transactions",
 )  # fmt: skip
 
 
@@ -155,6 +156,8 @@ def render(c: Comparison) -> Group:
     side.add_row("SoAR at T", *(_int_text(r["soar_threads"]) for r in rows))
     side.add_row("Socialites", *(socialites_text(r) for r in rows))
     side.add_row("bottleneck", *(bottleneck_text(r) for r in rows))
+    for label, cells in transaction_rows(rows):
+        side.add_row(label, *cells)
     for _, s in c.settings.iterrows():
         side.add_row(str(s["setting"]), *(_value_text(s[rid]) for rid in c.ratings["id"]))
     pairs = Table(title="SoAR, pair by pair", title_justify="left")
@@ -164,6 +167,31 @@ def render(c: Comparison) -> Group:
         pairs.add_row(str(p["a"]), str(p["b"]), str(p["verdict"]))
     note = Text(f"{len(c.settings)} settings differ (listed above)\n")
     return Group(side, note, pairs)
+
+
+TRANSACTION_ROWS = (("commits", "commits"), ("retries_per_commit", "retries per commit"),
+                    ("backoff_ms_per_commit", "back-off ms per commit"),
+                    ("gave_up", "gave up"))  # fmt: skip
+
+
+def transaction_rows(rows: list["pd.Series[Any]"]) -> list[tuple[str, list[str]]]:
+    """Per interaction any of the ratings ran transactions in: a row of each figure of
+    TRANSACTION_ROWS, one cell per rating (its final experiment's)."""
+    recorded = [r["transactions"] if isinstance(r["transactions"], dict) else {} for r in rows]
+    actions = list(dict.fromkeys(a for t in recorded for a in t))
+    out = []
+    for action in actions:
+        for key, label in TRANSACTION_ROWS:
+            cells = [_figure_text(t.get(action, {}).get(key)) for t in recorded]
+            out.append((f"{action} {label}", cells))
+    return out
+
+
+def _figure_text(v: Any) -> str:
+    n = _num(v)
+    if n is None:
+        return "-"
+    return f"{n:,.0f}" if float(n).is_integer() and abs(n) >= 1 else f"{n:.3g}"
 
 
 def _value_text(v: Any) -> str:

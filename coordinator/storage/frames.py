@@ -19,9 +19,10 @@ ratings
     search_duration_s, final_duration_s, alpha, beta_ms, tau, latency_scope (the SLA),
     experiments (how many recorded), created, updated, message, notes (list of the
     summary's notes), config (the recorded settings as a dict, secrets redacted), hosts
-    (list of dicts), versions (dict), bottleneck_kind, bottleneck, client_bound (what
-    bound the rating's final experiment, as its headline names it; None: resources not
-    recorded).
+    (list of dicts), versions (dict), transactions (dict: per interaction that ran
+    transactions, its final experiment's figures, run_result/transactions.py),
+    bottleneck_kind, bottleneck, client_bound (what bound the rating's final experiment,
+    as its headline names it; None: resources not recorded).
 experiments
     rating_id, seq, experiment_id, phase (warmup|search|final|sweep|retried|run), threads,
     target_rate, duration_s, elapsed_s, status (passed|failed|fault), passed,
@@ -122,7 +123,8 @@ RATING_COLUMNS = (
     "soar_threads", "soar_rate", "soar_low", "soar_high", "confidence", "socialites",
     "socialites_low", "socialites_high", "uncertain_threads", "search_duration_s",
     "final_duration_s", "alpha", "beta_ms", "tau", "latency_scope", "experiments", "created",
-    "updated", "message", "notes", "config", "hosts", "versions", *BOTTLENECK_COLUMNS,
+    "updated", "message", "notes", "config", "hosts", "versions", "transactions",
+    *BOTTLENECK_COLUMNS,
 )  # fmt: skip
 EXPERIMENT_COLUMNS = (*RESULT_COLUMNS, *BOTTLENECK_COLUMNS)
 SWEEP_COLUMNS = ("rating_id", *CSV_COLUMNS)
@@ -369,7 +371,23 @@ def _rating_row(r: Mapping[str, Any]) -> dict[str, Any]:
         "config": config,
         "hosts": redacted(_json(r.get("hosts_json"), [])),
         "versions": redacted(_json(r.get("versions_json"), {})),
+        "transactions": _transactions(summary.get("transactions")),
         "summary": summary,  # for its bottleneck, taken out once read
+    }
+
+
+def _transactions(recorded: Any) -> dict[str, dict[str, float | None]]:
+    """A summary's transactions per interaction, each figure a number or None ({} when
+    it has none)."""
+    if not isinstance(recorded, dict):
+        return {}
+    return {
+        str(action): {
+            str(k): v if v is None or isinstance(v, int | float) else math.nan
+            for k, v in figures.items()
+        }
+        for action, figures in recorded.items()
+        if isinstance(figures, dict)
     }
 
 

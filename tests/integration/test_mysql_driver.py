@@ -10,6 +10,7 @@ from pydantic import SecretStr
 
 from bgbench.drivers import mysql
 from bgbench.errors import StoreError, UserError
+from bgbench.launchers import nodes
 from bgbench.launchers.mysql_server import greets
 from bgbench.launchers.procs import free_port, running
 from tests.conftest import fresh_mysql_database, servers
@@ -26,15 +27,30 @@ def options(mysql_server) -> mysql.MySQLOptions:
     return made
 
 
-def test_the_launcher_starts_a_server_that_takes_connections_and_stops_it(tmp_path):
+def test_the_launcher_starts_a_server_that_takes_connections_survives_a_kill_and_stops(
+    tmp_path,
+):
     info = servers.start("mysql", tmp_path)
     try:
         assert info["name"].startswith("MariaDB 10.")
         assert json.loads((tmp_path / "server.json").read_text())["pid"] == info["pid"]
         given = servers.store_options(info)
         assert given["port"] == info["port"] and given["database"].startswith("bg_")
-        described = mysql.describe(mysql.MySQLOptions(**given))
-        assert described == f"{info['name']} (repeatable read)"
+        made = mysql.MySQLOptions(**given)
+        assert mysql.describe(made) == f"{info['name']} (repeatable read)"
+        with mysql.connect(made) as conn:
+            conn.cursor().execute("CREATE TABLE kept (v INT) ENGINE=InnoDB")
+            conn.cursor().execute("INSERT INTO kept VALUES (7)")
+        # a scenario's node actions: killed (a crash), then started on its data again
+        assert [n.name for n in nodes.nodes_of(tmp_path)] == ["mysql"]
+        assert nodes.act(tmp_path, "mysql", "kill", 60).startswith("killed mysql")
+        assert not greets(info["port"]) and nodes.nodes_of(tmp_path)[0].state == "down"
+        nodes.act(tmp_path, "mysql", "start", 120)
+        with mysql.connect(made) as conn:
+            cursor = conn.cursor()
+            cursor.execute("SELECT v FROM kept")
+            assert cursor.fetchall() == ((7,),)  # committed before the kill: recovered
+        info = json.loads((tmp_path / "server.json").read_text())
     finally:
         servers.stop(tmp_path)
     assert not running(info["pid"])
@@ -104,6 +120,47 @@ def test_a_deadlock_and_a_lock_wait_timeout_carry_their_abort_cause(options):
         holder.rollback()
     assert mysql.abort_cause(raised.value) == "lock_timeout"
     assert mysql.abort_cause(StoreError("x")) is None
+
+
+def test_a_held_connection_the_server_dropped_is_replaced_at_the_next_action(options):
+    async def actions() -> tuple[bool, int]:
+        pools = mysql.loop_pools(options)
+        held = await mysql.Held.acquire(pools)
+        try:
+            first = await held.live()
+            with mysql.connect(options) as admin:
+                admin.cursor().execute(f"KILL {first.thread_id()}")
+            failed = False
+            try:  # the action that meets the dropped connection fails: no retry inside it
+                async with first.cursor() as cursor:
+                    await cursor.execute("SELECT 1")
+            except mysql.DRIVER_ERRORS:
+                failed = True
+            again = await held.live()
+            async with again.cursor() as cursor:
+                await cursor.execute("SELECT CONNECTION_ID()")
+                (thread,) = await cursor.fetchone()
+            assert again is not first and thread != first.thread_id()
+            return failed, int(thread)
+        finally:
+            await held.release()
+            await pools.aclose()
+
+    failed, thread = asyncio.run(actions())
+    assert failed and thread > 0
+
+
+def test_a_write_over_a_row_changed_since_the_snapshot_is_a_conflict(options):
+    snapshot = options.model_copy(update={"snapshot_isolation": True})
+    with mysql.connect(snapshot) as reader, mysql.connect(options) as writer:
+        cursor = reader.cursor()
+        reader.begin()
+        cursor.execute("SELECT v FROM kv WHERE id = 2")
+        writer.cursor().execute("UPDATE kv SET v = v + 10 WHERE id = 2")
+        with pytest.raises(mysql.DRIVER_ERRORS) as raised:
+            cursor.execute("UPDATE kv SET v = v + 1 WHERE id = 2")
+        reader.rollback()
+    assert mysql.abort_cause(raised.value) == "conflict"
 
 
 def test_an_unreachable_server_or_a_wrong_password_is_one_line_naming_the_option(options):

@@ -50,6 +50,9 @@ def test_every_connection_starts_at_the_isolation_and_timeouts_set():
         "SET SESSION tx_isolation = 'READ-COMMITTED', max_statement_time = 2.500, "
         "innodb_lock_wait_timeout = 3"
     )
+    assert "snapshot" not in options.session_settings()  # older MariaDB lacks it
+    snapshot = MySQLOptions(snapshot_isolation=True).session_settings()
+    assert snapshot.endswith(", innodb_snapshot_isolation = ON")
     assert options.read_timeout_s > 2.5  # the client outwaits the server's own limit
     assert MySQLOptions(statement_timeout_s=0).read_timeout_s > 0  # and never waits forever
 

@@ -11,6 +11,7 @@ from bgbench.drivers.hbase_options import HBaseOptions
 from bgbench.drivers.memcached_options import MemcachedOptions
 from bgbench.drivers.mongodb_options import MongoOptions as DriverMongoOptions
 from bgbench.drivers.mongodb_options import ReadPreferenceName
+from bgbench.drivers.mysql_options import MySQLOptions
 from bgbench.drivers.postgres_options import PostgresOptions
 from bgbench.drivers.riak_options import RiakOptions
 from bgbench.drivers.sqlite_options import SQLiteOptions as DriverSQLiteOptions
@@ -21,6 +22,7 @@ __all__ = [
     "CassandraOptions",
     "HBaseOptions",
     "MongoOptions",
+    "MySQLOptions",
     "NullOptions",
     "PostgresOptions",
     "RiakOptions",

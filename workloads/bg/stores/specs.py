@@ -38,3 +38,7 @@ RIAK = StoreSpec(
     name="riak", binding=f"{STORES}.riak:RiakBinding", options=options.RiakOptions,
     concurrency="asyncio",
 )  # fmt: skip
+MYSQL = StoreSpec(
+    name="mysql", binding=f"{STORES}.mysql:MySQLBinding", options=options.MySQLOptions,
+    concurrency="asyncio",
+)  # fmt: skip
