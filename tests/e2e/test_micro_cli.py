@@ -46,9 +46,9 @@ def test_every_interaction_runs_and_validates_clean(readwrite):
                                  "inbox messages"}  # fmt: skip
 
 
-@pytest.mark.parametrize("control", ["optimistic", "pessimistic"])
-def test_heavy_conflict_validates_clean_under_each_control(tmp_path, control):
-    r = micro_run(tmp_path, "sqlite", *HEAVY, "-p", f"store.options.concurrency_control={control}")
+def test_heavy_conflict_validates_clean_under_item_locking(tmp_path):
+    # (under optimistic control: the retry-policy runs below)
+    r = micro_run(tmp_path, "sqlite", *HEAVY, "-p", "store.options.concurrency_control=pessimistic")
     assert r["reads"] > 0 and r["unpredictable_reads"] == 0
 
 
@@ -87,6 +87,8 @@ def test_transaction_figures_per_interaction_follow_the_retry_policy(tmp_path):
     optimistic = ("-p", "store.options.concurrency_control=optimistic", "-p", "exclusive=false")
     once = micro_run(tmp_path / "once", "sqlite", *HEAVY, *optimistic, "-p", "retryattempts=1")
     many = micro_run(tmp_path / "many", "sqlite", *HEAVY, *optimistic, "-p", "retryattempts=50")
+    for r in (once, many):
+        assert r["reads"] > 0 and r["unpredictable_reads"] == 0
     tried_once, tried_many = counts(once, "UPDATE_SHARED"), counts(many, "UPDATE_SHARED")
     assert tried_once["commits"] > 0 and tried_many["commits"] > 0
     # One attempt: a refused transaction gives up at once, never retried.

@@ -118,9 +118,7 @@ def test_an_optimistic_write_after_the_group_moved_aborts_as_a_conflict(tmp_path
 
 
 @pytest.mark.parametrize("control", CONTROLS)
-def test_a_write_lock_held_too_long_aborts_as_a_lock_timeout_and_applies_nothing(
-    tmp_path, control
-):
+def test_a_write_lock_held_too_long_aborts_as_a_lock_timeout_and_applies_nothing(tmp_path, control):
     binding, data = loaded(tmp_path, control, busy_timeout_ms=50)
     group = data.keys.public(2)
     holder = sqlite3.connect(tmp_path / "micro.sqlite", isolation_level=None)

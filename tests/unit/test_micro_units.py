@@ -83,9 +83,8 @@ class MemoryBinding:
                 self.store.groups[g.group] = (list(g.values), sum(g.values), [])
 
     def read_back(self, fragment: FragmentGroups, progress: Callable[[], None]) -> dict:
-        return {
-            g: GroupView(dict(enumerate(v)), t, len(m)) for g, (v, t, m) in self.store.groups.items()
-        }
+        groups = self.store.groups.items()
+        return {g: GroupView(dict(enumerate(v)), t, len(m)) for g, (v, t, m) in groups}
 
 
 class Sink:
