@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 
 from bgbench import sdk
-from bgbench.workloads.auction.config import AuctionDatabaseConfig
-from bgbench.workloads.auction.generator import FragmentData
+from bgbench.worker.engine import FragmentEngine, RunSpec
+from bgbench.workloads.auction.config import AuctionConfig, AuctionDatabaseConfig
+from bgbench.workloads.auction.generator import FragmentData, item_key
 from bgbench.workloads.auction.stores.options import SQLiteOptions
 from bgbench.workloads.auction.stores.sqlite import SQLiteAuctionBinding, SQLiteAuctionConnection
+from bgbench.workloads.auction.workload import WORKLOAD
 
 DB = AuctionDatabaseConfig(users=40, auction_items=2, sale_items=1, bids=3, seed=4)
 CONTROLS = ("pessimistic", "optimistic")
@@ -186,3 +188,28 @@ def test_a_reload_replaces_what_runs_wrote(tmp_path: Path) -> None:
         conn.sell_auction_item(seller, "again", 100) == conn.sell_auction_item(seller, "y", 1) - 1
     )
     conn.close()
+
+
+@pytest.mark.parametrize("control", CONTROLS)
+def test_runs_that_carry_the_state_over_validate_clean(tmp_path: Path, control: str) -> None:
+    # few users, many sessions: listings show items other loops sold a moment ago
+    cfg = AuctionConfig.model_validate({"database": {"users": 30}, "workload": {"mix": "roles"}})
+    opts = SQLiteOptions(path=str(tmp_path / "a.sqlite"), concurrency_control=control)
+    e = FragmentEngine(WORKLOAD, cfg, "sqlite", {}, (1.0,), 0, binding=SQLiteAuctionBinding(opts))
+    try:
+        e.prepare()
+        for i in range(3):
+            spec = RunSpec(f"r{i}", 4, 120.0, 2000, 7, tmp_path / f"r{i}", start_state="carry")
+            summary = e.run(spec, threading.Event(), lambda *_: None)
+            result = e.validate(tmp_path / f"r{i}")
+            assert summary.errors == 0 and result.writes > 0
+            assert result.unpredictable_reads == 0, (i, result.examples[:2])
+        picture = e.fragment.picture
+        with sqlite3.connect(tmp_path / "a.sqlite") as conn:
+            bought = dict(conn.execute("SELECT buyer, count(*) FROM purchases GROUP BY buyer"))
+            counts = conn.execute("SELECT seller, item_no, bid_count FROM auction_items")
+            bids = {item_key(s, n): c for s, n, c in counts}
+        assert {u: n for u, n in picture.purchases.items() if n} == bought
+        assert picture.bid_count == bids
+    finally:
+        e.close()

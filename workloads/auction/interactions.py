@@ -8,10 +8,10 @@ taught the session (the item a listing chose, the max bid a lost bid met) and re
 the step's result: True, an outcome label, or False/None to end the session.
 """
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from random import Random
 from time import monotonic_ns
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from bgbench import sdk
 from bgbench.sdk import NEVER, WRITE_ABS, Timer, UnitContext
@@ -27,6 +27,7 @@ from bgbench.workloads.auction.picture import (
     QUANTITY,
     SELLER_AUCTION_ITEMS,
     SELLER_SALE_ITEMS,
+    Picture,
 )
 from bgbench.workloads.auction.session_defs import INTERACTIONS
 from bgbench.workloads.auction.store import (
@@ -41,9 +42,6 @@ from bgbench.workloads.auction.store import (
 )
 from bgbench.workloads.sessions import Step
 
-if TYPE_CHECKING:
-    from bgbench.workloads.auction.workload import AuctionPlayer
-
 R = TypeVar("R")
 AuctionContext = UnitContext[Timer[AsyncAuctionConnection]]
 
@@ -54,13 +52,35 @@ AuctionContext = UnitContext[Timer[AsyncAuctionConnection]]
 PICKS = 8  # sellers drawn before a step needing an item gives up
 
 
+class Tainted(Protocol):
+    uncertain: bool
+
+
+class Host(Protocol):
+    """What the steps need of the player running them (workload.AuctionPlayer)."""
+
+    retry: tx.RetryPolicy
+    think_s: float
+    bid_step: int
+    buy_most: int
+    sale_quantity: int
+
+    @property
+    def picture(self) -> Picture: ...
+    @property
+    def fragment(self) -> Tainted: ...
+    def draw(self) -> int: ...
+    def pick_item(self, items: Mapping[int, list[int]]) -> tuple[int, int] | None: ...
+    def new_title(self, rng: Random) -> str: ...
+
+
 class Visit:
     """One session's state: its user and the current items of interest (None: not chosen
     yet) with what the session saw of them."""
 
     __slots__ = ("auction", "player", "sale", "seen_left", "seen_max", "unit", "user")
 
-    def __init__(self, player: "AuctionPlayer", unit: AuctionContext, user: int) -> None:
+    def __init__(self, player: Host, unit: AuctionContext, user: int) -> None:
         self.player = player
         self.unit = unit
         self.user = user
@@ -89,7 +109,7 @@ class Visit:
                 self.auction = picked
                 key = item_key(*picked)
                 picture = self.player.picture
-                self.seen_max = max(picture.max_bid[key], picture.price[key])
+                self.seen_max = max(picture.max_bid.get(key, 0), picture.price.get(key, 0))
         return self.auction
 
     def the_sale_item(self) -> tuple[int, int] | None:
@@ -97,7 +117,7 @@ class Visit:
             picked = self.player.pick_item(self.player.picture.sale)
             if picked is not None:
                 self.sale = picked
-                self.seen_left = self.player.picture.quantity[item_key(*picked)]
+                self.seen_left = self.player.picture.quantity.get(item_key(*picked), 0)
         return self.sale
 
 

@@ -58,9 +58,9 @@ class Picture:
         self._lock = threading.Lock()
         for batch in data.auction_item_batches():
             for item, bids in batch:
-                self._add_auction_item(item.seller, item.item_no, item.initial_price)
                 key = item_key(item.seller, item.item_no)
                 self.bid_count[key], self.max_bid[key] = item.bid_count, item.max_bid
+                self._add_auction_item(item.seller, item.item_no, item.initial_price)
                 for bid in bids:
                     self.bids[bid.bidder] += 1
         for sale_batch in data.sale_item_batches():
@@ -69,9 +69,13 @@ class Picture:
                 self.quantity[item_key(sale.seller, sale.item_no)] = sale.quantity
 
     def _add_auction_item(self, seller: int, item_no: int, price: int) -> None:
-        self.auction.setdefault(seller, []).append(item_no)
         key = item_key(seller, item_no)
-        self.bid_count[key], self.max_bid[key], self.price[key] = 0, 0, price
+        # A listing may show an item before its seller's transaction came back, and a bid
+        # on it may be pictured first: changes add up in any order.
+        self.bid_count.setdefault(key, 0)
+        self.max_bid.setdefault(key, 0)
+        self.price[key] = price
+        self.auction.setdefault(seller, []).append(item_no)  # last: pickable once complete
 
     # -- committed changes -----------------------------------------------------------------
     def sold_auction_item(self, seller: int, item_no: int, price: int) -> None:
@@ -80,18 +84,19 @@ class Picture:
 
     def sold_sale_item(self, seller: int, item_no: int, quantity: int) -> None:
         with self._lock:
+            key = item_key(seller, item_no)
+            self.quantity[key] = self.quantity.get(key, 0) + quantity  # bought first, maybe
             self.sale.setdefault(seller, []).append(item_no)
-            self.quantity[item_key(seller, item_no)] = quantity
 
     def bid_stored(self, key: int, bidder: int, amount: int) -> None:
         with self._lock:
-            self.bid_count[key] += 1
-            self.max_bid[key] = max(self.max_bid[key], amount)
+            self.bid_count[key] = self.bid_count.get(key, 0) + 1
+            self.max_bid[key] = max(self.max_bid.get(key, 0), amount)
             self.bids[bidder] += 1
 
     def bought(self, key: int, buyer: int, quantity: int) -> None:
         with self._lock:
-            self.quantity[key] -= quantity
+            self.quantity[key] = self.quantity.get(key, 0) - quantity
             self.purchases[buyer] += 1
 
     # -- the validator's initial values ----------------------------------------------------
