@@ -101,9 +101,9 @@ def holding(
         yield rival
     finally:
         try:
+            if rival.thread is not None:  # its lock comes once the binding's attempt is
+                rival.thread.join(WAIT_S)  # gone; one connection serves one thread at once
             conn.rollback()
-            if rival.thread is not None:
-                rival.thread.join(WAIT_S)
         finally:
             conn.close()
 
