@@ -24,13 +24,16 @@ from bgbench.drivers.postgres_options import (
     server_of,
 )
 from bgbench.errors import StoreError, UserError
+from bgbench.sdk.transactions import AbortCause
 
 __all__ = [
+    "ABORT_SQLSTATES",
     "ISOLATION",
     "Held",
     "HeldBlocking",
     "LoopPools",
     "PostgresOptions",
+    "abort_cause",
     "asyncpg_dsn",
     "await_replica",
     "blocking_pool",
@@ -56,6 +59,23 @@ ISOLATION = {
     "repeatable read": psycopg.IsolationLevel.REPEATABLE_READ,
     "serializable": psycopg.IsolationLevel.SERIALIZABLE,
 }
+
+
+# The SQLSTATEs of a transaction PostgreSQL refused, after which nothing of it applied
+ABORT_SQLSTATES: dict[str, AbortCause] = {
+    "40001": "conflict",  # serialization_failure (SERIALIZABLE, REPEATABLE READ)
+    "40P01": "deadlock",  # deadlock_detected
+    "55P03": "lock_timeout",  # lock_not_available (lock_timeout, NOWAIT)
+}
+
+
+def abort_cause(exc: BaseException) -> AbortCause | None:
+    """Why PostgreSQL refused a transaction, for `sdk.Abort`, from an asyncpg or psycopg
+    error; None when `exc` is anything else (its outcome is unknown)."""
+    if not isinstance(exc, asyncpg.PostgresError | psycopg.Error):
+        return None
+    sqlstate = getattr(exc, "sqlstate", None)
+    return ABORT_SQLSTATES.get(sqlstate) if isinstance(sqlstate, str) else None
 
 
 def connect(

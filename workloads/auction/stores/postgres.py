@@ -1,0 +1,397 @@
+"""PostgreSQL for the Auction benchmark: Strudel's entities as tables, its views as joins.
+
+    auction_users     (id PK, name, next_item_no, version)
+    auction_items     (seller, item_no PK; title, initial_price, max_bid, max_bidder,
+                       bid_count, next_bid_no, version)
+    sale_items        (seller, item_no PK; title, price, quantity, next_purchase_no, version)
+    auction_bids      (seller, item_no, bid_no PK; bidder, amount); index (bidder)
+    auction_purchases (seller, item_no, purchase_no PK; buyer, quantity); index (buyer)
+
+Entity groups: a seller's row with its items (selling advances the seller's
+`next_item_no`: item_no unique within the seller, auction and sale items alike); an item's
+row with its bids or purchases (`next_bid_no`, `next_purchase_no`: unique within the item).
+Every write is one transaction on one group, at the level `concurrency_control` picks:
+pessimistic = READ COMMITTED with the group row locked first (SELECT ... FOR UPDATE, or the
+UPDATE that advances its counter); optimistic = SERIALIZABLE with plain reads, where a
+concurrent commit on the group is a serialization failure, Abort("conflict"). A refused
+attempt raises `sdk.Abort` with `drivers.postgres.abort_cause`'s cause. Reads are one
+statement each (one snapshot): an item with its bids is a LEFT JOIN, bids and purchases by
+bidder or buyer are joins with their items (Strudel's JPA version), winning bids that join
+filtered on the item's max bid and bidder. Schema, loading and read-back are blocking, on
+psycopg (COPY).
+"""
+
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import asyncpg  # type: ignore[import-untyped]
+
+from bgbench import sdk
+from bgbench.drivers import first_line
+from bgbench.drivers import postgres as pg
+from bgbench.drivers.postgres_options import server_of
+from bgbench.errors import StoreError
+from bgbench.workloads.auction.store import (
+    AuctionItem,
+    Bid,
+    BidAnswer,
+    Concurrency,
+    FragmentData,
+    ItemWithBids,
+    Purchase,
+    PurchaseAnswer,
+    SaleItem,
+)
+from bgbench.workloads.auction.stores.options_sql import PostgresAuctionOptions
+
+if TYPE_CHECKING:
+    from bgbench.workloads.auction.config import AuctionDatabaseConfig
+
+ADVISORY_LOCK = 7029
+IDS_PER_STATEMENT = 10_000
+TABLES = ("auction_users", "auction_items", "sale_items", "auction_bids", "auction_purchases")
+ISOLATION = {"pessimistic": "read_committed", "optimistic": "serializable"}
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS auction_users (
+    id BIGINT PRIMARY KEY, name TEXT NOT NULL, next_item_no BIGINT NOT NULL,
+    version BIGINT NOT NULL);
+CREATE TABLE IF NOT EXISTS auction_items (
+    seller BIGINT NOT NULL, item_no BIGINT NOT NULL, title TEXT NOT NULL,
+    initial_price BIGINT NOT NULL, max_bid BIGINT NOT NULL, max_bidder BIGINT NOT NULL,
+    bid_count INT NOT NULL, next_bid_no BIGINT NOT NULL, version BIGINT NOT NULL,
+    PRIMARY KEY (seller, item_no));
+CREATE TABLE IF NOT EXISTS sale_items (
+    seller BIGINT NOT NULL, item_no BIGINT NOT NULL, title TEXT NOT NULL,
+    price BIGINT NOT NULL, quantity INT NOT NULL, next_purchase_no BIGINT NOT NULL,
+    version BIGINT NOT NULL, PRIMARY KEY (seller, item_no));
+CREATE TABLE IF NOT EXISTS auction_bids (
+    seller BIGINT NOT NULL, item_no BIGINT NOT NULL, bid_no BIGINT NOT NULL,
+    bidder BIGINT NOT NULL, amount BIGINT NOT NULL, PRIMARY KEY (seller, item_no, bid_no));
+CREATE INDEX IF NOT EXISTS auction_bids_by_bidder ON auction_bids (bidder);
+CREATE TABLE IF NOT EXISTS auction_purchases (
+    seller BIGINT NOT NULL, item_no BIGINT NOT NULL, purchase_no BIGINT NOT NULL,
+    buyer BIGINT NOT NULL, quantity INT NOT NULL, PRIMARY KEY (seller, item_no, purchase_no));
+CREATE INDEX IF NOT EXISTS auction_purchases_by_buyer ON auction_purchases (buyer);
+"""
+
+ITEM = "i.seller, i.item_no, i.title, i.initial_price, i.max_bid, i.max_bidder, i.bid_count"
+SALE = "s.seller, s.item_no, s.title, s.price, s.quantity"
+BID = "b.seller, b.item_no, b.bid_no, b.bidder, b.amount"
+PURCHASE = "p.seller, p.item_no, p.purchase_no, p.buyer, p.quantity"
+
+SELL = (
+    "WITH slot AS (UPDATE auction_users SET next_item_no = next_item_no + 1, "
+    "version = version + 1 WHERE id = $1 RETURNING next_item_no - 1 AS item_no) "
+)
+SELL_AUCTION = (
+    SELL + "INSERT INTO auction_items SELECT $1, item_no, $2, $3, 0, -1, 0, 0, 0 FROM slot "
+    "RETURNING item_no"
+)
+SELL_SALE = (
+    SELL + "INSERT INTO sale_items SELECT $1, item_no, $2, $3, $4, 0, 0 FROM slot RETURNING item_no"
+)
+BID_STATE = (
+    "SELECT max_bid, bid_count, next_bid_no FROM auction_items WHERE seller = $1 AND item_no = $2"
+)
+PUT_BID = (
+    "WITH b AS (INSERT INTO auction_bids VALUES ($1, $2, $3, $4, $5)) "
+    "UPDATE auction_items SET max_bid = $5, max_bidder = $4, bid_count = bid_count + 1, "
+    "next_bid_no = next_bid_no + 1, version = version + 1 WHERE seller = $1 AND item_no = $2"
+)
+STOCK = "SELECT quantity, next_purchase_no FROM sale_items WHERE seller = $1 AND item_no = $2"
+PUT_PURCHASE = (
+    "WITH p AS (INSERT INTO auction_purchases VALUES ($1, $2, $3, $4, $5)) "
+    "UPDATE sale_items SET quantity = quantity - $5, next_purchase_no = next_purchase_no + 1, "
+    "version = version + 1 WHERE seller = $1 AND item_no = $2"
+)
+ITEM_WITH_BIDS = (
+    f"SELECT {ITEM}, b.bid_no, b.bidder, b.amount FROM auction_items i LEFT JOIN auction_bids b "
+    "ON b.seller = i.seller AND b.item_no = i.item_no "
+)
+ONE_ITEM = ITEM_WITH_BIDS + "WHERE i.seller = $1 AND i.item_no = $2 ORDER BY b.bid_no"
+ONE_SALE = f"SELECT {SALE} FROM sale_items s WHERE s.seller = $1 AND s.item_no = $2"
+ITEMS_BY_SELLER = f"SELECT {ITEM} FROM auction_items i WHERE i.seller = $1 ORDER BY i.item_no"
+SALES_BY_SELLER = f"SELECT {SALE} FROM sale_items s WHERE s.seller = $1 ORDER BY s.item_no"
+BIDS_BY_BIDDER = (
+    f"SELECT {BID}, {ITEM} FROM auction_bids b JOIN auction_items i "
+    "ON i.seller = b.seller AND i.item_no = b.item_no WHERE b.bidder = $1"
+)
+WINNING_BIDS = BIDS_BY_BIDDER + " AND i.max_bidder = b.bidder AND i.max_bid = b.amount"
+PURCHASES_BY_BUYER = (
+    f"SELECT {PURCHASE}, {SALE} FROM auction_purchases p JOIN sale_items s "
+    "ON s.seller = p.seller AND s.item_no = p.item_no WHERE p.buyer = $1"
+)
+ORDER = " ORDER BY 1, 2, 3"
+READ_BACK = ITEM_WITH_BIDS + "WHERE i.seller = ANY(%s) ORDER BY i.seller, i.item_no, b.bid_no"
+
+
+# -- rows as the protocol's tuples (shared with the MySQL binding) ---------------------------
+def auction_item(row: Sequence[Any], at: int = 0) -> AuctionItem:
+    r = row[at : at + 7]
+    return AuctionItem(int(r[0]), int(r[1]), str(r[2]), int(r[3]), int(r[4]), int(r[5]), int(r[6]))
+
+
+def sale_item(row: Sequence[Any], at: int = 0) -> SaleItem:
+    r = row[at : at + 5]
+    return SaleItem(int(r[0]), int(r[1]), str(r[2]), int(r[3]), int(r[4]))
+
+
+def bid(row: Sequence[Any]) -> Bid:
+    return Bid(int(row[0]), int(row[1]), int(row[2]), int(row[3]), int(row[4]))
+
+
+def purchase(row: Sequence[Any]) -> Purchase:
+    return Purchase(int(row[0]), int(row[1]), int(row[2]), int(row[3]), int(row[4]))
+
+
+def items_with_bids(rows: Iterable[Sequence[Any]]) -> list[ItemWithBids]:
+    """Rows of ITEM_WITH_BIDS (item columns, then bid_no, bidder, amount; no bid: NULLs),
+    ordered by item and bid, as items with their bids."""
+    found: list[ItemWithBids] = []
+    for row in rows:
+        item = auction_item(row)
+        if not found or found[-1].item[:2] != item[:2]:
+            found.append(ItemWithBids(item, []))
+        if row[7] is not None:
+            found[-1].bids.append(
+                Bid(item.seller, item.item_no, int(row[7]), int(row[8]), int(row[9]))
+            )
+    return found
+
+
+@asynccontextmanager
+async def attempt(con: Any, isolation: str) -> AsyncIterator[None]:
+    """One transaction attempt: a refusal PostgreSQL reports (abort_cause) as sdk.Abort,
+    rolled back; anything else as it came (the outcome is unknown)."""
+    try:
+        async with con.transaction(isolation=isolation):
+            yield
+    except asyncpg.PostgresError as exc:
+        cause = pg.abort_cause(exc)
+        if cause is None:
+            raise
+        raise sdk.Abort(cause, first_line(exc)) from None
+
+
+def missing(kind: str, seller: int, item_no: int) -> StoreError:
+    return StoreError(f"no {kind} item ({seller}, {item_no}) in the Auction tables")
+
+
+class PostgresAuctionBinding:
+    name: ClassVar[str] = "postgres"
+    concurrency: ClassVar[Concurrency] = "asyncio"
+    suspends: ClassVar[bool] = True
+    embedded: ClassVar[bool] = False
+    can_read_back: ClassVar[bool] = True
+    Options: ClassVar[type[PostgresAuctionOptions]] = PostgresAuctionOptions
+    file_options: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, options: PostgresAuctionOptions) -> None:
+        self.options = options
+        self._ready = False
+        timeout = {"lock_timeout": f"{options.lock_timeout_ms}ms"}
+        self._loop_pools = pg.loop_pools(options, **timeout)
+        replica = pg.reads_options(options)
+        self._read_loop_pools = pg.loop_pools(replica, **timeout) if replica else None
+
+    # -- schema and load -------------------------------------------------------------------
+    def create_schema(self, db: "AuctionDatabaseConfig") -> None:
+        with pg.connect(self.options, first_contact=True) as conn:
+            conn.execute("SELECT pg_advisory_lock(%s)", (ADVISORY_LOCK,))
+            try:
+                conn.execute(SCHEMA)
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (ADVISORY_LOCK,))
+        pg.check_replica(self.options)
+        self._ready = True
+
+    def use_schema(self, db: "AuctionDatabaseConfig") -> None:
+        with pg.connect(self.options, first_contact=True) as conn:
+            have = conn.execute(
+                "SELECT count(*) FROM information_schema.tables WHERE table_schema = "
+                "current_schema() AND table_name = ANY(%s)",
+                (list(TABLES),),
+            ).fetchone()
+        if have is None or have[0] < len(TABLES):
+            raise StoreError(
+                f"no Auction schema in {server_of(self.options.dsn)}: create_schema first"
+            )
+        pg.check_replica(self.options)
+        self._ready = True
+
+    def load_fragment(self, fragment: FragmentData, progress: Callable[[], None]) -> None:
+        ids = [int(u) for u in fragment.user_ids()]
+        with pg.connect(self.options) as conn, conn.transaction():
+            conn.execute("CREATE TEMP TABLE frag (id BIGINT PRIMARY KEY) ON COMMIT DROP")
+            with conn.cursor().copy("COPY frag FROM STDIN") as copy:
+                for lo in range(0, len(ids), IDS_PER_STATEMENT):
+                    progress()
+                    for user_id in ids[lo : lo + IDS_PER_STATEMENT]:
+                        copy.write_row((user_id,))
+            frag = "(SELECT id FROM frag)"
+            for table, by in (("auction_bids", "bidder"), ("auction_purchases", "buyer")):
+                conn.execute(f"DELETE FROM {table} WHERE seller IN {frag} OR {by} IN {frag}")
+            for table in ("auction_items", "sale_items"):
+                conn.execute(f"DELETE FROM {table} WHERE seller IN {frag}")
+            conn.execute(f"DELETE FROM auction_users WHERE id IN {frag}")
+            with conn.cursor().copy("COPY auction_users FROM STDIN") as copy:
+                for users in fragment.user_batches():
+                    progress()
+                    for user in users:
+                        copy.write_row((user.id, user.name, 0, 0))
+            self._copy_items(conn, fragment, progress)
+            conn.execute(
+                "UPDATE auction_users u SET next_item_no = m.n FROM (SELECT seller, "
+                "max(item_no) + 1 AS n FROM (SELECT seller, item_no FROM auction_items UNION ALL "
+                "SELECT seller, item_no FROM sale_items) x WHERE seller IN (SELECT id FROM frag) "
+                "GROUP BY seller) m WHERE u.id = m.seller"
+            )
+        with pg.connect(self.options) as conn:
+            conn.execute("ANALYZE " + ", ".join(TABLES))
+        pg.await_replica(self.options, progress)
+
+    @staticmethod
+    def _copy_items(conn: Any, fragment: FragmentData, progress: Callable[[], None]) -> None:
+        for batch in fragment.auction_item_batches():
+            progress()
+            with conn.cursor().copy("COPY auction_items FROM STDIN") as copy:
+                for item, bids in batch:
+                    next_bid = max((b.bid_no for b in bids), default=-1) + 1
+                    copy.write_row((*item, next_bid, 0))
+            with conn.cursor().copy("COPY auction_bids FROM STDIN") as copy:
+                for _, bids in batch:
+                    for b in bids:
+                        copy.write_row(b)
+        with conn.cursor().copy("COPY sale_items FROM STDIN") as copy:
+            for sales in fragment.sale_item_batches():
+                progress()
+                for sale in sales:
+                    copy.write_row((*sale, 0, 0))
+
+    def read_back(self, fragment: FragmentData, progress: Callable[[], None]) -> list[ItemWithBids]:
+        ids = [int(u) for u in fragment.user_ids()]
+        found: list[ItemWithBids] = []
+        with pg.connect(self.options) as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            for lo in range(0, len(ids), IDS_PER_STATEMENT):
+                progress()
+                rows = conn.execute(READ_BACK, (ids[lo : lo + IDS_PER_STATEMENT],)).fetchall()
+                found.extend(items_with_bids(rows))
+        return found
+
+    # -- running ---------------------------------------------------------------------------
+    def connect(self) -> "PostgresAuctionConnection":
+        raise NotImplementedError("the PostgreSQL binding runs socialites as asyncio tasks")
+
+    async def connect_async(self) -> "PostgresAuctionConnection":
+        if not self._ready:
+            raise StoreError("create_schema or use_schema must run before connect")
+        writes, reads = await pg.acquire_pair(self._loop_pools, self._read_loop_pools)
+        control = self.options.concurrency_control
+        return PostgresAuctionConnection(writes, reads, ISOLATION[control])
+
+    async def aclose(self) -> None:
+        await self._loop_pools.aclose()
+        if self._read_loop_pools is not None:
+            await self._read_loop_pools.aclose()
+
+    def describe(self) -> str:
+        with pg.connect(self.options) as conn:
+            version = pg.server_version(conn)
+        control = self.options.concurrency_control
+        how = "SELECT ... FOR UPDATE" if control == "pessimistic" else "serializable"
+        return f"PostgreSQL {version} ({control}: {how})"
+
+    def counters(self) -> dict[str, int]:
+        return {}
+
+    def close(self) -> None:
+        self._loop_pools.clear()
+        if self._read_loop_pools is not None:
+            self._read_loop_pools.clear()
+
+
+class PostgresAuctionConnection(pg.HeldPair):
+    """One socialite task's asyncpg connection, held for its run."""
+
+    __slots__ = ("isolation", "lock")
+
+    def __init__(self, writes: pg.Held, reads: pg.Held | None, isolation: str) -> None:
+        super().__init__(writes, reads)
+        self.isolation = isolation
+        self.lock = " FOR UPDATE" if isolation == "read_committed" else ""
+
+    async def _sell(self, sql: str, *args: Any) -> int:
+        con = await self.writes.live()
+        async with attempt(con, self.isolation):
+            item_no = await con.fetchval(sql, *args)
+        if item_no is None:
+            raise StoreError(f"no user {args[0]} in the Auction tables")
+        return int(item_no)
+
+    async def sell_auction_item(self, seller: int, title: str, initial_price: int) -> int:
+        return await self._sell(SELL_AUCTION, seller, title, initial_price)
+
+    async def sell_sale_item(self, seller: int, title: str, price: int, quantity: int) -> int:
+        return await self._sell(SELL_SALE, seller, title, price, quantity)
+
+    async def store_bid(self, seller: int, item_no: int, bidder: int, amount: int) -> BidAnswer:
+        con = await self.writes.live()
+        async with attempt(con, self.isolation):
+            state = await con.fetchrow(BID_STATE + self.lock, seller, item_no)
+            if state is None:
+                raise missing("auction", seller, item_no)
+            max_bid, count, bid_no = int(state[0]), int(state[1]), int(state[2])
+            if amount <= max_bid:
+                return BidAnswer(max_bid, count, -1)
+            await con.execute(PUT_BID, seller, item_no, bid_no, bidder, amount)
+        return BidAnswer(max_bid, count, bid_no)
+
+    async def buy_sale_item(
+        self, seller: int, item_no: int, buyer: int, quantity: int
+    ) -> PurchaseAnswer:
+        con = await self.writes.live()
+        async with attempt(con, self.isolation):
+            state = await con.fetchrow(STOCK + self.lock, seller, item_no)
+            if state is None:
+                raise missing("sale", seller, item_no)
+            left, purchase_no = int(state[0]), int(state[1])
+            if left < quantity:
+                return PurchaseAnswer(left, -1)
+            await con.execute(PUT_PURCHASE, seller, item_no, purchase_no, buyer, quantity)
+        return PurchaseAnswer(left, purchase_no)
+
+    async def auction_item(self, seller: int, item_no: int) -> ItemWithBids:
+        found = items_with_bids(await (await self.reads.live()).fetch(ONE_ITEM, seller, item_no))
+        if not found:
+            raise missing("auction", seller, item_no)
+        return found[0]
+
+    async def sale_item(self, seller: int, item_no: int) -> SaleItem:
+        row = await (await self.reads.live()).fetchrow(ONE_SALE, seller, item_no)
+        if row is None:
+            raise missing("sale", seller, item_no)
+        return sale_item(row)
+
+    async def auction_items_by_seller(self, seller: int) -> list[AuctionItem]:
+        rows = await (await self.reads.live()).fetch(ITEMS_BY_SELLER, seller)
+        return [auction_item(r) for r in rows]
+
+    async def sale_items_by_seller(self, seller: int) -> list[SaleItem]:
+        return [
+            sale_item(r) for r in await (await self.reads.live()).fetch(SALES_BY_SELLER, seller)
+        ]
+
+    async def bids_by_bidder(self, bidder: int) -> list[tuple[Bid, AuctionItem]]:
+        rows = await (await self.reads.live()).fetch(BIDS_BY_BIDDER + ORDER, bidder)
+        return [(bid(r), auction_item(r, 5)) for r in rows]
+
+    async def winning_bids_by_bidder(self, bidder: int) -> list[tuple[Bid, AuctionItem]]:
+        rows = await (await self.reads.live()).fetch(WINNING_BIDS + ORDER, bidder)
+        return [(bid(r), auction_item(r, 5)) for r in rows]
+
+    async def purchases_by_buyer(self, buyer: int) -> list[tuple[Purchase, SaleItem]]:
+        rows = await (await self.reads.live()).fetch(PURCHASES_BY_BUYER + ORDER, buyer)
+        return [(purchase(r), sale_item(r, 5)) for r in rows]
