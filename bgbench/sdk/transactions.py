@@ -62,9 +62,12 @@ class RetryPolicy(BaseModel):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
+    # Strudel retries until a transaction commits. 100 tries with the default back-off
+    # wait at most about 10 s in all; a transaction that still gave up is a failed action
+    # (and any failed action fails the SLA), so a low bound is a deliberate choice.
     attempts: Annotated[
         int, Field(ge=1, le=1000, description="tries in all, the first included")
-    ] = 10
+    ] = 100
     base_ms: Annotated[float, Field(ge=0, le=60_000, description="the first back-off, ms")] = 1.0
     cap_ms: Annotated[float, Field(ge=0, le=600_000, description="the longest back-off, ms")] = (
         100.0
