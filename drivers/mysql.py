@@ -11,7 +11,8 @@ it is a fault of the store.
 Transactions: `abort_cause(exc)` names the errors with which InnoDB refuses an attempt
 (deadlock, lock wait timeout, a snapshot's row changed), for a binding to raise
 `sdk.Abort`. InnoDB rolls back the whole transaction on a deadlock but only the statement
-on a lock wait timeout: a binding rolls back itself before it raises Abort.
+on a lock wait timeout: `Transaction` (one attempt, the bindings' block) rolls back
+before it raises Abort.
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ __all__ = [
     "Held",
     "LoopPools",
     "MySQLOptions",
+    "Transaction",
     "abort_cause",
+    "changed",
     "connect",
     "create_database",
     "describe",
@@ -46,6 +49,8 @@ __all__ = [
     "loop_pools",
     "lost",
     "product",
+    "raise_refusal",
+    "rows_of",
     "unreachable",
 ]
 
@@ -301,3 +306,54 @@ class Held:
         con, self.con = self.con, None
         if con is not None:
             self.pool.release(con)
+
+
+async def rows_of(con: Any, statement: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+    """The rows one statement answers on an asyncmy connection."""
+    async with con.cursor() as cursor:
+        await cursor.execute(statement, args)
+        return list(await cursor.fetchall())
+
+
+async def changed(con: Any, statement: str, args: tuple[Any, ...]) -> int:
+    """How many rows one statement changed on an asyncmy connection."""
+    async with con.cursor() as cursor:
+        return int(await cursor.execute(statement, args))
+
+
+class Transaction:
+    """One attempt on an asyncmy connection: BEGIN; COMMIT when the block ends; ROLLBACK on
+    any error (InnoDB keeps a lock wait timeout's transaction open), a refusal InnoDB
+    reports (abort_cause) raised as sdk.Abort, anything else as it came."""
+
+    def __init__(self, con: Any) -> None:
+        self.con = con
+
+    async def __aenter__(self) -> Any:
+        await self.con.begin()
+        return self.con
+
+    async def __aexit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
+        if exc is None:
+            try:
+                await self.con.commit()
+                return
+            except DRIVER_ERRORS as failed:
+                await self.roll_back()
+                raise_refusal(failed)
+                raise
+        await self.roll_back()
+        raise_refusal(exc)
+
+    async def roll_back(self) -> None:
+        try:
+            await self.con.rollback()
+        except DRIVER_ERRORS:
+            self.con.close()  # the pool drops it; the next call takes another
+
+
+def raise_refusal(exc: BaseException) -> None:
+    """`exc` as sdk.Abort when it is InnoDB refusing the attempt (rolled back already)."""
+    cause = abort_cause(exc)
+    if cause is not None:
+        raise sdk.Abort(cause, first_line(exc)) from None

@@ -9,8 +9,8 @@ it is a fault of the store.
 
 import asyncio
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any, TypeVar
 
 import asyncpg  # type: ignore[import-untyped]
@@ -24,7 +24,7 @@ from bgbench.drivers.postgres_options import (
     server_of,
 )
 from bgbench.errors import StoreError, UserError
-from bgbench.sdk.transactions import AbortCause
+from bgbench.sdk.transactions import Abort, AbortCause
 
 __all__ = [
     "ABORT_SQLSTATES",
@@ -48,6 +48,7 @@ __all__ = [
     "reads_options",
     "server_of",
     "server_version",
+    "transaction_attempt",
 ]
 
 Opts = TypeVar("Opts", bound=PostgresOptions)
@@ -76,6 +77,21 @@ def abort_cause(exc: BaseException) -> AbortCause | None:
         return None
     sqlstate = getattr(exc, "sqlstate", None)
     return ABORT_SQLSTATES.get(sqlstate) if isinstance(sqlstate, str) else None
+
+
+@asynccontextmanager
+async def transaction_attempt(con: Any, isolation: str) -> AsyncIterator[None]:
+    """One transaction attempt on an asyncpg connection at `isolation`: a refusal
+    PostgreSQL reports (abort_cause) as sdk.Abort, rolled back; anything else as it came
+    (the outcome is unknown)."""
+    try:
+        async with con.transaction(isolation=isolation):
+            yield
+    except asyncpg.PostgresError as exc:
+        cause = abort_cause(exc)
+        if cause is None:
+            raise
+        raise Abort(cause, first_line(exc)) from None
 
 
 def connect(

@@ -20,26 +20,21 @@ that inserts the message: unique within the group. read_group is one statement, 
 snapshot. Schema, loading and read-back are blocking, on psycopg (COPY, as EHR's binding).
 """
 
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, ClassVar
 
-import asyncpg  # type: ignore[import-untyped]
-
-from bgbench import sdk
-from bgbench.drivers import first_line
 from bgbench.drivers import postgres as pg
 from bgbench.drivers.postgres_options import server_of
 from bgbench.errors import StoreError
 from bgbench.workloads.micro.store import Concurrency, FragmentGroups, GroupView
 from bgbench.workloads.micro.stores.options_sql import PostgresMicroOptions
+from bgbench.workloads.micro.stores.sql_common import TABLES, distinct
 
 if TYPE_CHECKING:
     from bgbench.workloads.micro.config import MicroDatabaseConfig
 
 ADVISORY_LOCK = 7028  # two coordinators creating the schema of one database at once
 KEYS_PER_READ = 10_000
-TABLES = ("micro_groups", "micro_items", "micro_messages")
 ISOLATION = {"pessimistic": "read_committed", "optimistic": "serializable"}
 
 SCHEMA = """
@@ -81,14 +76,6 @@ READ_BACK = (
     "i.item, i.value FROM micro_groups g LEFT JOIN micro_items i ON i.grp = g.id "
     "WHERE g.id = ANY(%s)"
 )
-
-
-def distinct(items: Sequence[int]) -> list[int]:
-    """The items as a list, each once (twice would count its delta twice in the total)."""
-    chosen = [int(i) for i in items]
-    if not chosen or len(set(chosen)) != len(chosen):
-        raise ValueError(f"update_items takes one item or more, each once: {chosen}")
-    return chosen
 
 
 class PostgresMicroBinding:
@@ -206,20 +193,6 @@ class PostgresMicroBinding:
             self._read_loop_pools.clear()
 
 
-@asynccontextmanager
-async def attempt(con: Any, isolation: str) -> AsyncIterator[None]:
-    """One transaction attempt: a refusal PostgreSQL reports (abort_cause) as sdk.Abort,
-    rolled back; anything else as it came (the outcome is unknown)."""
-    try:
-        async with con.transaction(isolation=isolation):
-            yield
-    except asyncpg.PostgresError as exc:
-        cause = pg.abort_cause(exc)
-        if cause is None:
-            raise
-        raise sdk.Abort(cause, first_line(exc)) from None
-
-
 class PostgresMicroConnection(pg.HeldPair):
     """One socialite task's asyncpg connection, held for its run."""
 
@@ -243,7 +216,7 @@ class PostgresMicroConnection(pg.HeldPair):
     async def update_items(self, group: int, items: Sequence[int], delta: int) -> list[int]:
         chosen = distinct(items)
         con = await self.writes.live()
-        async with attempt(con, self.isolation):
+        async with pg.transaction_attempt(con, self.isolation):
             order = sorted(chosen) if self.sort else chosen
             rows = await con.fetch(LOCK_ITEMS if self.locks else ITEMS, group, order)
             found = {int(r[0]): int(r[1]) for r in rows}
@@ -254,7 +227,7 @@ class PostgresMicroConnection(pg.HeldPair):
 
     async def send_message(self, group: int, sender: int, body: int) -> int:
         con = await self.writes.live()
-        async with attempt(con, self.isolation):
+        async with pg.transaction_attempt(con, self.isolation):
             msg = await con.fetchval(SEND, group, sender, body)
         if msg is None:
             raise StoreError(f"no group {group} in the Micro tables")
