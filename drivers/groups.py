@@ -16,10 +16,15 @@ its own column), `drivers/mongodb_groups.py` (update_one filtered on _id and the
 field), `drivers/cassandra_groups.py` (a lightweight transaction, `IF version = ?` on the
 group's partition, reads at SERIAL). Each offers the asynchronous or the blocking form
 its driver has, and a blocking `GroupAdmin` for schema and loading.
+
+A workload writes each operation once, as a generator of `Read` and `Commit` requests
+(`Op`: each yield answers with the groups read, or with the commit's bool), and `play` or
+`play_async` runs it on a blocking or an asynchronous handle.
 """
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import NamedTuple, Protocol
+import asyncio
+from collections.abc import Generator, Iterable, Mapping, Sequence
+from typing import Any, NamedTuple, Protocol
 
 
 class GroupData(NamedTuple):
@@ -75,3 +80,45 @@ class GroupAdmin(Protocol):
     def describe(self) -> str: ...
 
     def close(self) -> None: ...
+
+
+class Read(NamedTuple):
+    groups: tuple[str, ...]
+
+
+class Commit(NamedTuple):
+    group: str
+    version: int
+    puts: dict[str, bytes]
+    deletes: tuple[str, ...] = ()
+
+
+Op = Generator[Read | Commit, Any, Any]
+
+
+def play(kv: GroupKV, op: Op) -> Any:
+    """Run `op` on a blocking handle: its answer."""
+    answer: Any = None
+    try:
+        while True:
+            request = op.send(answer)
+            if isinstance(request, Read):
+                answer = [kv.read(g) for g in request.groups]
+            else:
+                answer = kv.commit(*request)
+    except StopIteration as done:
+        return done.value
+
+
+async def play_async(kv: AsyncGroupKV, op: Op) -> Any:
+    """Run `op` on an asynchronous handle (a Read's groups read at once): its answer."""
+    answer: Any = None
+    try:
+        while True:
+            request = op.send(answer)
+            if isinstance(request, Read):
+                answer = await asyncio.gather(*(kv.read(g) for g in request.groups))
+            else:
+                answer = await kv.commit(*request)
+    except StopIteration as done:
+        return done.value

@@ -22,17 +22,16 @@ and skips a pointer to nothing, or to a bid or purchase of someone else (the key
 another transaction). Selling commits the seller's group (counter and in-group index)
 and then creates the item's group; readers skip an index entry whose item is not there
 yet. Operations are written once as generators of Read/Commit requests, played by a
-blocking or an asynchronous connection.
+blocking or an asynchronous connection (drivers/groups.py: play, play_async).
 """
 
-import asyncio
-from collections.abc import Callable, Generator, Iterable
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
 
 from bgbench import sdk
-from bgbench.drivers.groups import AsyncGroupKV, GroupKV
+from bgbench.drivers.groups import AsyncGroupKV, Commit, GroupKV, Op, Read, play, play_async
 from bgbench.errors import StoreError
 from bgbench.workloads.auction.store import (
     AuctionItem,
@@ -70,18 +69,6 @@ INDEX_TRIES = 50  # an index insert's retries against other inserts into the sam
 BATCH = 500
 
 
-class Read(NamedTuple):
-    groups: tuple[str, ...]
-
-
-class Commit(NamedTuple):
-    group: str
-    version: int
-    puts: dict[str, bytes]
-    deletes: tuple[str, ...] = ()
-
-
-Op = Generator[Read | Commit, Any, Any]
 Pointers = dict[int, dict[str, bytes]]  # user -> index entries
 Group = tuple[str, dict[str, bytes]]
 
@@ -219,33 +206,6 @@ def user_groups(users: Iterable[User], sellers: Pointers, bidders: Pointers) -> 
         yield seller_key(user.id), {"name": user.name.encode(), NEXT: enc(next_no), **items}
         yield f"B{user.id}", bidders.get(user.id, {})
         yield f"P{user.id}", {}
-
-
-# -- playing the operations on a connection ------------------------------------------------
-def play(kv: GroupKV, op: Op) -> Any:
-    answer: Any = None
-    try:
-        while True:
-            request = op.send(answer)
-            if isinstance(request, Read):
-                answer = [kv.read(g) for g in request.groups]
-            else:
-                answer = kv.commit(*request)
-    except StopIteration as done:
-        return done.value
-
-
-async def play_async(kv: AsyncGroupKV, op: Op) -> Any:
-    answer: Any = None
-    try:
-        while True:
-            request = op.send(answer)
-            if isinstance(request, Read):
-                answer = await asyncio.gather(*(kv.read(g) for g in request.groups))
-            else:
-                answer = await kv.commit(*request)
-    except StopIteration as done:
-        return done.value
 
 
 class Operations:

@@ -22,7 +22,16 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel
 
 from bgbench import sdk
-from bgbench.drivers.groups import AsyncGroupKV, GroupData, GroupKV
+from bgbench.drivers.groups import (
+    AsyncGroupKV,
+    Commit,
+    GroupData,
+    GroupKV,
+    Op,
+    Read,
+    play,
+    play_async,
+)
 from bgbench.errors import StoreError
 from bgbench.workloads.micro.store import Concurrency, FragmentGroups, GroupView
 
@@ -94,6 +103,16 @@ def group_key(group: int) -> str:
     return str(group)
 
 
+def transaction(group: int, change: Callable[[GroupData], Change]) -> Op:
+    """One attempt: read the group, commit `change`'s entries on its version; the answer."""
+    key = group_key(group)
+    (data,) = yield Read((key,))
+    puts, answer = change(data)
+    if not (yield Commit(key, data.version, puts)):
+        raise sdk.Abort("conflict", f"group {group} changed since it was read")
+    return answer
+
+
 class MicroKVConnection:
     """One socialite thread's handle (a blocking store: HBase)."""
 
@@ -101,12 +120,7 @@ class MicroKVConnection:
         self.kv = kv
 
     def _transact(self, group: int, change: Callable[[GroupData], Change]) -> Any:
-        key = group_key(group)
-        data = self.kv.read(key)
-        puts, answer = change(data)
-        if not self.kv.commit(key, data.version, puts):
-            raise sdk.Abort("conflict", f"group {group} changed since it was read")
-        return answer
+        return play(self.kv, transaction(group, change))
 
     def read_group(self, group: int) -> GroupView:
         return view(self.kv.read(group_key(group)))
@@ -129,12 +143,7 @@ class AsyncMicroKVConnection:
         self.kv = kv
 
     async def _transact(self, group: int, change: Callable[[GroupData], Change]) -> Any:
-        key = group_key(group)
-        data = await self.kv.read(key)
-        puts, answer = change(data)
-        if not await self.kv.commit(key, data.version, puts):
-            raise sdk.Abort("conflict", f"group {group} changed since it was read")
-        return answer
+        return await play_async(self.kv, transaction(group, change))
 
     async def read_group(self, group: int) -> GroupView:
         return view(await self.kv.read(group_key(group)))
