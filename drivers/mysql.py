@@ -42,10 +42,12 @@ __all__ = [
     "changed",
     "connect",
     "create_database",
+    "create_tables",
     "describe",
     "error_code",
     "errors",
     "first_line",
+    "has_tables",
     "loop_pools",
     "lost",
     "product",
@@ -357,3 +359,24 @@ def raise_refusal(exc: BaseException) -> None:
     cause = abort_cause(exc)
     if cause is not None:
         raise sdk.Abort(cause, first_line(exc)) from None
+
+
+def create_tables(options: MySQLOptions, statements: tuple[str, ...]) -> None:
+    """The database (unless it exists), then `statements` (CREATE ... IF NOT EXISTS)."""
+    create_database(options)
+    with connect(options) as conn, errors(options, "the schema"):
+        for statement in statements:
+            conn.cursor().execute(statement)
+
+
+def has_tables(options: MySQLOptions, tables: tuple[str, ...]) -> bool:
+    """Whether the options' database holds every one of `tables`."""
+    with connect(options, first_contact=True) as conn, errors(options, "the schema"):
+        cursor = conn.cursor()
+        cursor.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_schema = "
+            "DATABASE() AND table_name IN %s",
+            (tables,),
+        )
+        have = cursor.fetchone()
+    return have is not None and int(have[0]) >= len(tables)

@@ -39,9 +39,11 @@ __all__ = [
     "blocking_pool",
     "check_replica",
     "connect",
+    "create_tables",
     "describe",
     "errors",
     "first_line",
+    "has_tables",
     "loop_pools",
     "lost",
     "reads_note",
@@ -49,6 +51,7 @@ __all__ = [
     "server_of",
     "server_version",
     "transaction_attempt",
+    "tx_loop_pools",
 ]
 
 Opts = TypeVar("Opts", bound=PostgresOptions)
@@ -427,3 +430,40 @@ def loop_pools(options: PostgresOptions, **server_settings: str) -> LoopPools:
         options.connect_timeout_s,
         {"default_transaction_isolation": options.isolation, **server_settings},
     )
+
+
+def create_tables(options: PostgresOptions, advisory_lock: int, schema: str) -> None:
+    """Run `schema` (CREATE ... IF NOT EXISTS) under an advisory lock (two coordinators
+    creating one database's schema at once), then check the options' replica."""
+    with connect(options, first_contact=True) as conn:
+        conn.execute("SELECT pg_advisory_lock(%s)", (advisory_lock,))
+        try:
+            conn.execute(schema)
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (advisory_lock,))
+    check_replica(options)
+
+
+def has_tables(options: PostgresOptions, tables: tuple[str, ...]) -> bool:
+    """Whether the current schema holds every one of `tables` (then the options' replica
+    is checked too)."""
+    with connect(options, first_contact=True) as conn:
+        have = conn.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_schema = "
+            "current_schema() AND table_name = ANY(%s)",
+            (list(tables),),
+        ).fetchone()
+    if have is None or have[0] < len(tables):
+        return False
+    check_replica(options)
+    return True
+
+
+def tx_loop_pools(
+    options: PostgresOptions, lock_timeout_ms: int
+) -> tuple[LoopPools, LoopPools | None]:
+    """A transactional binding's per-loop pools, writes and (with a replica) reads, their
+    sessions waiting `lock_timeout_ms` at most for a lock."""
+    timeout = {"lock_timeout": f"{lock_timeout_ms}ms"}
+    replica = reads_options(options)
+    return loop_pools(options, **timeout), loop_pools(replica, **timeout) if replica else None

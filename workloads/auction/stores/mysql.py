@@ -126,25 +126,11 @@ class MySQLAuctionBinding:
 
     # -- schema and load -------------------------------------------------------------------
     def create_schema(self, db: "AuctionDatabaseConfig") -> None:
-        mysql.create_database(self.options)
-        with mysql.connect(self.options) as conn, mysql.errors(self.options, "the schema"):
-            for statement in SCHEMA:
-                conn.cursor().execute(statement)
+        mysql.create_tables(self.options, SCHEMA)
         self._ready = True
 
     def use_schema(self, db: "AuctionDatabaseConfig") -> None:
-        with (
-            mysql.connect(self.options, first_contact=True) as conn,
-            mysql.errors(self.options, "the schema"),
-        ):
-            cursor = conn.cursor()
-            cursor.execute(
-                "SELECT count(*) FROM information_schema.tables WHERE table_schema = "
-                "DATABASE() AND table_name IN %s",
-                (TABLES,),
-            )
-            have = cursor.fetchone()
-        if have is None or int(have[0]) < len(TABLES):
+        if not mysql.has_tables(self.options, TABLES):
             raise StoreError(f"no Auction schema in {self.options.where}: create_schema first")
         self._ready = True
 

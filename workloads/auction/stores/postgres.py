@@ -128,34 +128,18 @@ class PostgresAuctionBinding:
     def __init__(self, options: PostgresAuctionOptions) -> None:
         self.options = options
         self._ready = False
-        timeout = {"lock_timeout": f"{options.lock_timeout_ms}ms"}
-        self._loop_pools = pg.loop_pools(options, **timeout)
-        replica = pg.reads_options(options)
-        self._read_loop_pools = pg.loop_pools(replica, **timeout) if replica else None
+        self._loop_pools, self._read_loop_pools = pg.tx_loop_pools(options, options.lock_timeout_ms)
 
     # -- schema and load -------------------------------------------------------------------
     def create_schema(self, db: "AuctionDatabaseConfig") -> None:
-        with pg.connect(self.options, first_contact=True) as conn:
-            conn.execute("SELECT pg_advisory_lock(%s)", (ADVISORY_LOCK,))
-            try:
-                conn.execute(SCHEMA)
-            finally:
-                conn.execute("SELECT pg_advisory_unlock(%s)", (ADVISORY_LOCK,))
-        pg.check_replica(self.options)
+        pg.create_tables(self.options, ADVISORY_LOCK, SCHEMA)
         self._ready = True
 
     def use_schema(self, db: "AuctionDatabaseConfig") -> None:
-        with pg.connect(self.options, first_contact=True) as conn:
-            have = conn.execute(
-                "SELECT count(*) FROM information_schema.tables WHERE table_schema = "
-                "current_schema() AND table_name = ANY(%s)",
-                (list(TABLES),),
-            ).fetchone()
-        if have is None or have[0] < len(TABLES):
+        if not pg.has_tables(self.options, TABLES):
             raise StoreError(
                 f"no Auction schema in {server_of(self.options.dsn)}: create_schema first"
             )
-        pg.check_replica(self.options)
         self._ready = True
 
     def load_fragment(self, fragment: FragmentData, progress: Callable[[], None]) -> None:
