@@ -23,8 +23,13 @@ A workload writes each operation once, as a generator of `Read` and `Commit` req
 """
 
 import asyncio
-from collections.abc import Generator, Iterable, Mapping, Sequence
-from typing import Any, NamedTuple, Protocol
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, ClassVar, NamedTuple, Protocol
+
+from pydantic import BaseModel
+
+from bgbench.sdk.workload import Concurrency
 
 
 class GroupData(NamedTuple):
@@ -122,3 +127,55 @@ async def play_async(kv: AsyncGroupKV, op: Op) -> Any:
                 answer = await kv.commit(*request)
     except StopIteration as done:
         return done.value
+
+
+@contextmanager
+def admin_of(groups: Any) -> Iterator[GroupAdmin]:
+    """A store's table of groups' GroupAdmin, closed after the block."""
+    admin = groups.admin()
+    try:
+        yield admin
+    finally:
+        admin.close()
+
+
+class GroupTableBinding:
+    """What a workload's binding over a table of groups shares, whatever the workload: a
+    store's file names its options and `make_groups` (its driver's table of groups:
+    admin(), connect() or connect_async(), describe(), close(), aclose()); the workload's
+    class adds loading, read-back and its connections."""
+
+    name: ClassVar[str]
+    concurrency: ClassVar[Concurrency]
+    suspends: ClassVar[bool] = True
+    embedded: ClassVar[bool] = False
+    can_read_back: ClassVar[bool] = True
+    Options: ClassVar[type[BaseModel]]
+    file_options: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, options: BaseModel) -> None:
+        self.options = options
+        self.groups = self.make_groups(options)
+
+    def make_groups(self, options: Any) -> Any:
+        raise NotImplementedError
+
+    def create_schema(self, db: Any) -> None:
+        with admin_of(self.groups) as admin:
+            admin.create_table()
+
+    def use_schema(self, db: Any) -> None:
+        """Nothing to check: the first read of a missing table fails as a store fault."""
+
+    async def aclose(self) -> None:
+        if self.concurrency == "asyncio":
+            await self.groups.aclose()
+
+    def describe(self) -> str:
+        return f"{self.groups.describe()}, entity groups (optimistic: version compare-and-set)"
+
+    def counters(self) -> dict[str, int]:
+        return {}
+
+    def close(self) -> None:
+        self.groups.close()
