@@ -11,7 +11,8 @@ it is a fault of the store.
 Transactions: `abort_cause(exc)` names the errors with which InnoDB refuses an attempt
 (deadlock, lock wait timeout, a snapshot's row changed), for a binding to raise
 `sdk.Abort`. InnoDB rolls back the whole transaction on a deadlock but only the statement
-on a lock wait timeout: a binding rolls back itself before it raises Abort.
+on a lock wait timeout: `Transaction` (one attempt, the bindings' block) rolls back
+before it raises Abort.
 """
 
 from __future__ import annotations
@@ -36,16 +37,22 @@ __all__ = [
     "Held",
     "LoopPools",
     "MySQLOptions",
+    "Transaction",
     "abort_cause",
+    "changed",
     "connect",
     "create_database",
+    "create_tables",
     "describe",
     "error_code",
     "errors",
     "first_line",
+    "has_tables",
     "loop_pools",
     "lost",
     "product",
+    "raise_refusal",
+    "rows_of",
     "unreachable",
 ]
 
@@ -301,3 +308,75 @@ class Held:
         con, self.con = self.con, None
         if con is not None:
             self.pool.release(con)
+
+
+async def rows_of(con: Any, statement: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+    """The rows one statement answers on an asyncmy connection."""
+    async with con.cursor() as cursor:
+        await cursor.execute(statement, args)
+        return list(await cursor.fetchall())
+
+
+async def changed(con: Any, statement: str, args: tuple[Any, ...]) -> int:
+    """How many rows one statement changed on an asyncmy connection."""
+    async with con.cursor() as cursor:
+        return int(await cursor.execute(statement, args))
+
+
+class Transaction:
+    """One attempt on an asyncmy connection: BEGIN; COMMIT when the block ends; ROLLBACK on
+    any error (InnoDB keeps a lock wait timeout's transaction open), a refusal InnoDB
+    reports (abort_cause) raised as sdk.Abort, anything else as it came."""
+
+    def __init__(self, con: Any) -> None:
+        self.con = con
+
+    async def __aenter__(self) -> Any:
+        await self.con.begin()
+        return self.con
+
+    async def __aexit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
+        if exc is None:
+            try:
+                await self.con.commit()
+                return
+            except DRIVER_ERRORS as failed:
+                await self.roll_back()
+                raise_refusal(failed)
+                raise
+        await self.roll_back()
+        raise_refusal(exc)
+
+    async def roll_back(self) -> None:
+        try:
+            await self.con.rollback()
+        except DRIVER_ERRORS:
+            self.con.close()  # the pool drops it; the next call takes another
+
+
+def raise_refusal(exc: BaseException) -> None:
+    """`exc` as sdk.Abort when it is InnoDB refusing the attempt (rolled back already)."""
+    cause = abort_cause(exc)
+    if cause is not None:
+        raise sdk.Abort(cause, first_line(exc)) from None
+
+
+def create_tables(options: MySQLOptions, statements: tuple[str, ...]) -> None:
+    """The database (unless it exists), then `statements` (CREATE ... IF NOT EXISTS)."""
+    create_database(options)
+    with connect(options) as conn, errors(options, "the schema"):
+        for statement in statements:
+            conn.cursor().execute(statement)
+
+
+def has_tables(options: MySQLOptions, tables: tuple[str, ...]) -> bool:
+    """Whether the options' database holds every one of `tables`."""
+    with connect(options, first_contact=True) as conn, errors(options, "the schema"):
+        cursor = conn.cursor()
+        cursor.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_schema = "
+            "DATABASE() AND table_name IN %s",
+            (tables,),
+        )
+        have = cursor.fetchone()
+    return have is not None and int(have[0]) >= len(tables)

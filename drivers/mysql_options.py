@@ -7,6 +7,7 @@ coordinator/configuration/redaction.py), so it is never printed or stored. Check
 settings imports neither asyncmy nor PyMySQL.
 """
 
+import math
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
@@ -97,3 +98,31 @@ class MySQLOptions(BaseModel):
             f"innodb_lock_wait_timeout = {self.lock_wait_timeout_s}"
             + (", innodb_snapshot_isolation = ON" if self.snapshot_isolation else "")
         )
+
+
+LOCK_TIMEOUT_MS = "how long a transaction waits for a row lock before it aborts, ms"
+MYSQL_SECONDS = " (InnoDB waits whole seconds: rounded up; default: lock_wait_timeout_s)"
+
+
+class MySQLTxOptions(MySQLOptions):
+    """The options of a transactional binding (its concurrency_control mixin is the
+    SDK's): lock_timeout_ms, when given, sets innodb_lock_wait_timeout (lock_wait)."""
+
+    lock_timeout_ms: Annotated[
+        int | None, Field(ge=1, le=3_600_000, description=LOCK_TIMEOUT_MS + MYSQL_SECONDS)
+    ] = None
+
+    @model_validator(mode="after")
+    def _lock_wait_in_seconds(self) -> "MySQLTxOptions":
+        lock_wait(self)
+        return self
+
+
+def lock_wait(options: MySQLOptions) -> None:
+    """lock_timeout_ms as InnoDB's whole seconds (innodb_lock_wait_timeout), rounded up."""
+    wait_ms = getattr(options, "lock_timeout_ms", None)
+    if wait_ms is None:
+        return
+    if "lock_wait_timeout_s" in options.model_fields_set:
+        raise ValueError("set lock_timeout_ms or lock_wait_timeout_s, not both")
+    options.lock_wait_timeout_s = math.ceil(wait_ms / 1000)

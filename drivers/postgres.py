@@ -9,8 +9,8 @@ it is a fault of the store.
 
 import asyncio
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any, TypeVar
 
 import asyncpg  # type: ignore[import-untyped]
@@ -24,7 +24,7 @@ from bgbench.drivers.postgres_options import (
     server_of,
 )
 from bgbench.errors import StoreError, UserError
-from bgbench.sdk.transactions import AbortCause
+from bgbench.sdk.transactions import Abort, AbortCause
 
 __all__ = [
     "ABORT_SQLSTATES",
@@ -39,15 +39,19 @@ __all__ = [
     "blocking_pool",
     "check_replica",
     "connect",
+    "create_tables",
     "describe",
     "errors",
     "first_line",
+    "has_tables",
     "loop_pools",
     "lost",
     "reads_note",
     "reads_options",
     "server_of",
     "server_version",
+    "transaction_attempt",
+    "tx_loop_pools",
 ]
 
 Opts = TypeVar("Opts", bound=PostgresOptions)
@@ -76,6 +80,21 @@ def abort_cause(exc: BaseException) -> AbortCause | None:
         return None
     sqlstate = getattr(exc, "sqlstate", None)
     return ABORT_SQLSTATES.get(sqlstate) if isinstance(sqlstate, str) else None
+
+
+@asynccontextmanager
+async def transaction_attempt(con: Any, isolation: str) -> AsyncIterator[None]:
+    """One transaction attempt on an asyncpg connection at `isolation`: a refusal
+    PostgreSQL reports (abort_cause) as sdk.Abort, rolled back; anything else as it came
+    (the outcome is unknown)."""
+    try:
+        async with con.transaction(isolation=isolation):
+            yield
+    except asyncpg.PostgresError as exc:
+        cause = abort_cause(exc)
+        if cause is None:
+            raise
+        raise Abort(cause, first_line(exc)) from None
 
 
 def connect(
@@ -411,3 +430,40 @@ def loop_pools(options: PostgresOptions, **server_settings: str) -> LoopPools:
         options.connect_timeout_s,
         {"default_transaction_isolation": options.isolation, **server_settings},
     )
+
+
+def create_tables(options: PostgresOptions, advisory_lock: int, schema: str) -> None:
+    """Run `schema` (CREATE ... IF NOT EXISTS) under an advisory lock (two coordinators
+    creating one database's schema at once), then check the options' replica."""
+    with connect(options, first_contact=True) as conn:
+        conn.execute("SELECT pg_advisory_lock(%s)", (advisory_lock,))
+        try:
+            conn.execute(schema)
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (advisory_lock,))
+    check_replica(options)
+
+
+def has_tables(options: PostgresOptions, tables: tuple[str, ...]) -> bool:
+    """Whether the current schema holds every one of `tables` (then the options' replica
+    is checked too)."""
+    with connect(options, first_contact=True) as conn:
+        have = conn.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_schema = "
+            "current_schema() AND table_name = ANY(%s)",
+            (list(tables),),
+        ).fetchone()
+    if have is None or have[0] < len(tables):
+        return False
+    check_replica(options)
+    return True
+
+
+def tx_loop_pools(
+    options: PostgresOptions, lock_timeout_ms: int
+) -> tuple[LoopPools, LoopPools | None]:
+    """A transactional binding's per-loop pools, writes and (with a replica) reads, their
+    sessions waiting `lock_timeout_ms` at most for a lock."""
+    timeout = {"lock_timeout": f"{lock_timeout_ms}ms"}
+    replica = reads_options(options)
+    return loop_pools(options, **timeout), loop_pools(replica, **timeout) if replica else None

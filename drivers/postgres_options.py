@@ -7,7 +7,7 @@ as the URI it reads (`asyncpg_dsn`). Both forms are parsed here as libpq parses 
 checking settings imports neither driver.
 """
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 from urllib.parse import unquote, urlencode
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
@@ -239,3 +239,27 @@ class PostgresOptions(BaseModel):
         if self.read_from == "replica" and self.replica_dsn:
             return self.replica_dsn
         return self.dsn
+
+
+LOCK_TIMEOUT_MS = "how long a transaction waits for a row lock before it aborts, ms"
+
+
+class PostgresTxOptions(PostgresOptions):
+    """The options of a transactional binding (its concurrency_control mixin is the
+    SDK's): the isolation follows concurrency_control, lock_timeout_ms bounds a lock wait
+    (PostgreSQL's lock_timeout; a wait that long aborts the attempt as lock_timeout)."""
+
+    binding_label: ClassVar[str] = "the binding"
+
+    lock_timeout_ms: Annotated[int, Field(ge=1, le=3_600_000, description=LOCK_TIMEOUT_MS)] = 5000
+
+    @field_validator("isolation")
+    @classmethod
+    def _isolation_follows_control(cls, isolation: Isolation) -> Isolation:
+        if isolation != "read committed":
+            raise ValueError(
+                f"{cls.binding_label} sets each transaction's isolation from concurrency_control "
+                "(pessimistic: read committed with row locks, optimistic: serializable): "
+                "leave isolation out"
+            )
+        return isolation

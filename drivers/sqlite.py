@@ -2,22 +2,37 @@
 contact, and take the file lock that lets one process at a time change the schema or load.
 
 Connections are autocommit (isolation_level None) with a busy timeout. A path that cannot
-hold a database is the user's to fix, named as `store.options.path`.
+hold a database is the user's to fix, named as `store.options.path`. `transaction_attempt`
+runs one attempt of a transactional binding's transaction.
 """
 
+import contextlib
 import fcntl
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 from bgbench.drivers.sqlite_options import SQLiteOptions
 from bgbench.errors import UserError
+from bgbench.sdk.transactions import Abort, AbortCause
 
-__all__ = ["SQLiteOptions", "bad_path", "describe", "exclusive", "first_open", "open_database"]
+__all__ = [
+    "SQLiteOptions",
+    "bad_path",
+    "busy",
+    "describe",
+    "exclusive",
+    "first_open",
+    "open_database",
+    "transaction_attempt",
+]
 
 LOCK_POLL_S = 0.05  # how often a process waiting for the write lock tries again
+BUSY = ("SQLITE_BUSY", "SQLITE_LOCKED")
+R = TypeVar("R")
 
 
 def _no_beat() -> None:
@@ -96,3 +111,30 @@ def exclusive(path: str | Path, waiting: Callable[[], None] = _no_beat) -> Itera
 
 def describe(options: SQLiteOptions) -> str:
     return f"SQLite {sqlite3.sqlite_version} (file {options.path})"
+
+
+def busy(exc: BaseException) -> bool:
+    """Whether `exc` is SQLite refusing for a lock (busy, locked, a stale snapshot)."""
+    return isinstance(exc, sqlite3.OperationalError) and str(
+        getattr(exc, "sqlite_errorname", "")
+    ).startswith(BUSY)
+
+
+def transaction_attempt(
+    conn: sqlite3.Connection, begin: str, body: Callable[[sqlite3.Connection], R], cause: AbortCause
+) -> R:
+    """`body` in one transaction opened by `begin` ("BEGIN" or "BEGIN IMMEDIATE"), then
+    COMMIT; anything raised rolls it back, and a busy database raises sdk.Abort(cause)."""
+    try:
+        conn.execute(begin)
+        answer = body(conn)
+        conn.execute("COMMIT")
+        return answer
+    except BaseException as exc:
+        if conn.in_transaction:
+            # a failed rollback leaves the connection beyond use; the first error says why
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+        if busy(exc):
+            raise Abort(cause, str(exc)) from exc
+        raise

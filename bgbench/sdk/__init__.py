@@ -44,6 +44,8 @@ from bgbench.sdk.transactions import (
     ABORT_CAUSES,
     Abort,
     AbortCause,
+    ConcurrencyControl,
+    ConcurrencyControlOptions,
     RetryPolicy,
     TxOutcome,
 )
@@ -77,6 +79,8 @@ __all__ = [
     "Bindings",
     "BlockingBinding",
     "Concurrency",
+    "ConcurrencyControl",
+    "ConcurrencyControlOptions",
     "Fragment",
     "InitialValues",
     "Item",

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 R = TypeVar("R")
 
 AbortCause = Literal["conflict", "deadlock", "lock_timeout"]
+ConcurrencyControl = Literal["optimistic", "pessimistic"]
 ABORT_CAUSES: tuple[AbortCause, ...] = ("conflict", "deadlock", "lock_timeout")
 
 # Tally names (Recorder.tally), per action
@@ -83,6 +84,22 @@ class RetryPolicy(BaseModel):
         if self.jitter == "equal":
             return rng.uniform(ceiling / 2, ceiling)
         return ceiling
+
+
+class ConcurrencyControlOptions(BaseModel):
+    """The mixin of a transactional binding's options: how it isolates one attempt on a
+    group, where its store offers both. A binding's options subclass its driver's options
+    and this, e.g. `class PostgresMicroOptions(PostgresTxOptions, ConcurrencyControlOptions)`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    concurrency_control: ConcurrencyControl = Field(
+        "pessimistic",
+        description="optimistic: read the group's version, buffer the writes, "
+        "compare-and-set the version at commit (a moved version aborts as a conflict); "
+        "pessimistic: locks taken as the transaction reads (or the store's own "
+        "multi-statement transaction)",
+    )
 
 
 class TxOutcome(NamedTuple, Generic[R]):

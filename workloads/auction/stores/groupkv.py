@@ -22,23 +22,29 @@ and skips a pointer to nothing, or to a bid or purchase of someone else (the key
 another transaction). Selling commits the seller's group (counter and in-group index)
 and then creates the item's group; readers skip an index entry whose item is not there
 yet. Operations are written once as generators of Read/Commit requests, played by a
-blocking or an asynchronous connection.
+blocking or an asynchronous connection (drivers/groups.py: play, play_async).
 """
 
-import asyncio
-from collections.abc import Callable, Generator, Iterable
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
-
-from pydantic import BaseModel
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from bgbench import sdk
-from bgbench.drivers.groups import AsyncGroupKV, GroupKV
+from bgbench.drivers.groups import (
+    AsyncGroupKV,
+    Commit,
+    GroupKV,
+    GroupTableBinding,
+    Op,
+    Read,
+    admin_of,
+    play,
+    play_async,
+)
 from bgbench.errors import StoreError
 from bgbench.workloads.auction.store import (
     AuctionItem,
     Bid,
     BidAnswer,
-    Concurrency,
     FragmentData,
     ItemWithBids,
     Purchase,
@@ -63,25 +69,13 @@ from bgbench.workloads.auction.stores.groupkv_entries import (
 )
 
 if TYPE_CHECKING:
-    from bgbench.workloads.auction.config import AuctionDatabaseConfig
+    pass
 
 TABLE = "auction_groups"
 INDEX_TRIES = 50  # an index insert's retries against other inserts into the same index
 BATCH = 500
 
 
-class Read(NamedTuple):
-    groups: tuple[str, ...]
-
-
-class Commit(NamedTuple):
-    group: str
-    version: int
-    puts: dict[str, bytes]
-    deletes: tuple[str, ...] = ()
-
-
-Op = Generator[Read | Commit, Any, Any]
 Pointers = dict[int, dict[str, bytes]]  # user -> index entries
 Group = tuple[str, dict[str, bytes]]
 
@@ -221,33 +215,6 @@ def user_groups(users: Iterable[User], sellers: Pointers, bidders: Pointers) -> 
         yield f"P{user.id}", {}
 
 
-# -- playing the operations on a connection ------------------------------------------------
-def play(kv: GroupKV, op: Op) -> Any:
-    answer: Any = None
-    try:
-        while True:
-            request = op.send(answer)
-            if isinstance(request, Read):
-                answer = [kv.read(g) for g in request.groups]
-            else:
-                answer = kv.commit(*request)
-    except StopIteration as done:
-        return done.value
-
-
-async def play_async(kv: AsyncGroupKV, op: Op) -> Any:
-    answer: Any = None
-    try:
-        while True:
-            request = op.send(answer)
-            if isinstance(request, Read):
-                answer = await asyncio.gather(*(kv.read(g) for g in request.groups))
-            else:
-                answer = await kv.commit(*request)
-    except StopIteration as done:
-        return done.value
-
-
 class Operations:
     """The Auction interactions as operations; `run` plays one on the connection."""
 
@@ -312,42 +279,16 @@ class AsyncAuctionKVConnection(Operations):
         await self.kv.close()
 
 
-class AuctionGroupKVBinding:
-    """The binding; a store's file subclasses it with its name, options and `groups`
-    (its driver's table of groups: admin(), connect() or connect_async(), describe())."""
-
-    name: ClassVar[str]
-    concurrency: ClassVar[Concurrency]
-    suspends: ClassVar[bool] = True
-    embedded: ClassVar[bool] = False
-    can_read_back: ClassVar[bool] = True
-    Options: ClassVar[type[BaseModel]]
-    file_options: ClassVar[tuple[str, ...]] = ()
-
-    def __init__(self, options: BaseModel) -> None:
-        self.options = options
-        self.groups = self.make_groups(options)
-
-    def make_groups(self, options: Any) -> Any:
-        raise NotImplementedError
-
-    def create_schema(self, db: "AuctionDatabaseConfig") -> None:
-        admin = self.groups.admin()
-        try:
-            admin.create_table()
-        finally:
-            admin.close()
-
-    def use_schema(self, db: "AuctionDatabaseConfig") -> None:
-        """Nothing to check: the first read of a missing table fails as a store fault."""
+class AuctionGroupKVBinding(GroupTableBinding):
+    """The binding; a store's file subclasses it with its name, options and
+    `make_groups` (drivers/groups.py: GroupTableBinding)."""
 
     def load_fragment(self, fragment: FragmentData, progress: Callable[[], None]) -> None:
         """The fragment's items afresh (those its sellers' groups list are deleted first),
         then its sellers' groups and its users' index groups (the generator's bidders
         are users of the seller's fragment; no purchases are loaded)."""
         users = fragment.user_ids()
-        admin = self.groups.admin()
-        try:
+        with admin_of(self.groups) as admin:
             old = admin.read_many([seller_key(u) for u in users])
             stale = [
                 key(u, n) for u in users for prefix, key in (("a", auction_key), ("p", sale_key))
@@ -374,14 +315,11 @@ class AuctionGroupKVBinding:
             for user_batch in fragment.user_batches():
                 admin.replace(user_groups(user_batch, sellers, bidders))
                 progress()
-        finally:
-            admin.close()
 
     def read_back(self, fragment: FragmentData, progress: Callable[[], None]) -> list[ItemWithBids]:
         users = fragment.user_ids()
         found: list[ItemWithBids] = []
-        admin = self.groups.admin()
-        try:
+        with admin_of(self.groups) as admin:
             for at in range(0, len(users), BATCH):
                 chunk = users[at : at + BATCH]
                 sellers = admin.read_many([seller_key(u) for u in chunk])
@@ -394,8 +332,6 @@ class AuctionGroupKVBinding:
                     if e:
                         found.append(ItemWithBids(auction_item(u, n, e), bids(u, n, e)))
                 progress()
-        finally:
-            admin.close()
         return found
 
     def connect(self) -> AuctionKVConnection:
@@ -407,16 +343,3 @@ class AuctionGroupKVBinding:
         if self.concurrency != "asyncio":
             raise NotImplementedError(f"the {self.name} binding runs socialites as threads")
         return AsyncAuctionKVConnection(await self.groups.connect_async())
-
-    async def aclose(self) -> None:
-        if self.concurrency == "asyncio":
-            await self.groups.aclose()
-
-    def describe(self) -> str:
-        return f"{self.groups.describe()}, entity groups (optimistic: version compare-and-set)"
-
-    def counters(self) -> dict[str, int]:
-        return {}
-
-    def close(self) -> None:
-        self.groups.close()

@@ -31,7 +31,7 @@ from bgbench.workloads.auction.store import (
     PurchaseAnswer,
     SaleItem,
 )
-from bgbench.workloads.auction.stores import postgres as sql
+from bgbench.workloads.auction.stores import sql_common as sql
 from bgbench.workloads.auction.stores.options_sql import MySQLAuctionOptions
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ SCHEMA = (
 
 
 def params(statement: str) -> str:
-    """A statement of the PostgreSQL binding with MySQL's placeholders ($n in order)."""
+    """A statement of sql_common with MySQL's placeholders ($n in order)."""
     for n in range(9, 0, -1):
         statement = statement.replace(f"${n}", "%s")
     return statement
@@ -126,25 +126,11 @@ class MySQLAuctionBinding:
 
     # -- schema and load -------------------------------------------------------------------
     def create_schema(self, db: "AuctionDatabaseConfig") -> None:
-        mysql.create_database(self.options)
-        with mysql.connect(self.options) as conn, mysql.errors(self.options, "the schema"):
-            for statement in SCHEMA:
-                conn.cursor().execute(statement)
+        mysql.create_tables(self.options, SCHEMA)
         self._ready = True
 
     def use_schema(self, db: "AuctionDatabaseConfig") -> None:
-        with (
-            mysql.connect(self.options, first_contact=True) as conn,
-            mysql.errors(self.options, "the schema"),
-        ):
-            cursor = conn.cursor()
-            cursor.execute(
-                "SELECT count(*) FROM information_schema.tables WHERE table_schema = "
-                "DATABASE() AND table_name IN %s",
-                (TABLES,),
-            )
-            have = cursor.fetchone()
-        if have is None or int(have[0]) < len(TABLES):
+        if not mysql.has_tables(self.options, TABLES):
             raise StoreError(f"no Auction schema in {self.options.where}: create_schema first")
         self._ready = True
 
@@ -230,50 +216,6 @@ class MySQLAuctionBinding:
         self._loop_pools.clear()
 
 
-async def rows_of(con: Any, statement: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-    async with con.cursor() as cursor:
-        await cursor.execute(statement, args)
-        return list(await cursor.fetchall())
-
-
-class Transaction:
-    """One attempt on an asyncmy connection: BEGIN; COMMIT when the block ends; ROLLBACK on
-    any error (InnoDB keeps a lock wait timeout's transaction open), a refusal InnoDB
-    reports (mysql.abort_cause) raised as sdk.Abort, anything else as it came."""
-
-    def __init__(self, con: Any) -> None:
-        self.con = con
-
-    async def __aenter__(self) -> Any:
-        await self.con.begin()
-        return self.con
-
-    async def __aexit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
-        if exc is None:
-            try:
-                await self.con.commit()
-                return
-            except mysql.DRIVER_ERRORS as failed:
-                await self.roll_back()
-                raise_refusal(failed)
-                raise
-        await self.roll_back()
-        raise_refusal(exc)
-
-    async def roll_back(self) -> None:
-        try:
-            await self.con.rollback()
-        except mysql.DRIVER_ERRORS:
-            self.con.close()  # the pool drops it; the next call takes another
-
-
-def raise_refusal(exc: BaseException) -> None:
-    """`exc` as sdk.Abort when it is InnoDB refusing the attempt (rolled back already)."""
-    cause = mysql.abort_cause(exc)
-    if cause is not None:
-        raise sdk.Abort(cause, mysql.first_line(exc)) from None
-
-
 async def apply(con: Any, writes: Writes) -> None:
     """The writes in order; the first is the group row's compare-and-set."""
     for n, (statement, args) in enumerate(writes):
@@ -302,19 +244,19 @@ class MySQLAuctionConnection:
         the row's lock (pessimistic), or compare-and-set on its version (optimistic)."""
         con = await self.held.live()
         if self.lock:
-            async with Transaction(con):
-                rows = await rows_of(con, read + self.lock, key)
+            async with mysql.Transaction(con):
+                rows = await mysql.rows_of(con, read + self.lock, key)
                 if not rows:
                     raise missing
                 answer, writes = plan(rows[0])
                 await apply(con, writes)
             return answer
-        rows = await rows_of(con, read, key)
+        rows = await mysql.rows_of(con, read, key)
         if not rows:
             raise missing
         answer, writes = plan(rows[0])
         if writes:
-            async with Transaction(con):
+            async with mysql.Transaction(con):
                 await apply(con, writes)
         return answer
 
@@ -367,7 +309,7 @@ class MySQLAuctionConnection:
         return await self._in_group(STOCK, (seller, item_no), plan, missing)
 
     async def _rows(self, statement: str, *args: Any) -> list[tuple[Any, ...]]:
-        return await rows_of(await self.held.live(), statement, args)
+        return await mysql.rows_of(await self.held.live(), statement, args)
 
     async def auction_item(self, seller: int, item_no: int) -> ItemWithBids:
         found = sql.items_with_bids(await self._rows(ONE_ITEM, seller, item_no))

@@ -21,14 +21,9 @@ filtered on the item's max bid and bidder. Schema, loading and read-back are blo
 psycopg (COPY).
 """
 
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import asyncpg  # type: ignore[import-untyped]
-
-from bgbench import sdk
-from bgbench.drivers import first_line
 from bgbench.drivers import postgres as pg
 from bgbench.drivers.postgres_options import server_of
 from bgbench.errors import StoreError
@@ -44,13 +39,30 @@ from bgbench.workloads.auction.store import (
     SaleItem,
 )
 from bgbench.workloads.auction.stores.options_sql import PostgresAuctionOptions
+from bgbench.workloads.auction.stores.sql_common import (
+    BIDS_BY_BIDDER,
+    ITEM_WITH_BIDS,
+    ITEMS_BY_SELLER,
+    ONE_ITEM,
+    ONE_SALE,
+    ORDER,
+    PURCHASES_BY_BUYER,
+    SALES_BY_SELLER,
+    TABLES,
+    WINNING_BIDS,
+    auction_item,
+    bid,
+    items_with_bids,
+    missing,
+    purchase,
+    sale_item,
+)
 
 if TYPE_CHECKING:
     from bgbench.workloads.auction.config import AuctionDatabaseConfig
 
 ADVISORY_LOCK = 7029
 IDS_PER_STATEMENT = 10_000
-TABLES = ("auction_users", "auction_items", "sale_items", "auction_bids", "auction_purchases")
 ISOLATION = {"pessimistic": "read_committed", "optimistic": "serializable"}
 
 SCHEMA = """
@@ -75,11 +87,6 @@ CREATE TABLE IF NOT EXISTS auction_purchases (
     buyer BIGINT NOT NULL, quantity INT NOT NULL, PRIMARY KEY (seller, item_no, purchase_no));
 CREATE INDEX IF NOT EXISTS auction_purchases_by_buyer ON auction_purchases (buyer);
 """
-
-ITEM = "i.seller, i.item_no, i.title, i.initial_price, i.max_bid, i.max_bidder, i.bid_count"
-SALE = "s.seller, s.item_no, s.title, s.price, s.quantity"
-BID = "b.seller, b.item_no, b.bid_no, b.bidder, b.amount"
-PURCHASE = "p.seller, p.item_no, p.purchase_no, p.buyer, p.quantity"
 
 SELL = (
     "WITH slot AS (UPDATE auction_users SET next_item_no = next_item_no + 1, "
@@ -106,77 +113,7 @@ PUT_PURCHASE = (
     "UPDATE sale_items SET quantity = quantity - $5, next_purchase_no = next_purchase_no + 1, "
     "version = version + 1 WHERE seller = $1 AND item_no = $2"
 )
-ITEM_WITH_BIDS = (
-    f"SELECT {ITEM}, b.bid_no, b.bidder, b.amount FROM auction_items i LEFT JOIN auction_bids b "
-    "ON b.seller = i.seller AND b.item_no = i.item_no "
-)
-ONE_ITEM = ITEM_WITH_BIDS + "WHERE i.seller = $1 AND i.item_no = $2 ORDER BY b.bid_no"
-ONE_SALE = f"SELECT {SALE} FROM sale_items s WHERE s.seller = $1 AND s.item_no = $2"
-ITEMS_BY_SELLER = f"SELECT {ITEM} FROM auction_items i WHERE i.seller = $1 ORDER BY i.item_no"
-SALES_BY_SELLER = f"SELECT {SALE} FROM sale_items s WHERE s.seller = $1 ORDER BY s.item_no"
-BIDS_BY_BIDDER = (
-    f"SELECT {BID}, {ITEM} FROM auction_bids b JOIN auction_items i "
-    "ON i.seller = b.seller AND i.item_no = b.item_no WHERE b.bidder = $1"
-)
-WINNING_BIDS = BIDS_BY_BIDDER + " AND i.max_bidder = b.bidder AND i.max_bid = b.amount"
-PURCHASES_BY_BUYER = (
-    f"SELECT {PURCHASE}, {SALE} FROM auction_purchases p JOIN sale_items s "
-    "ON s.seller = p.seller AND s.item_no = p.item_no WHERE p.buyer = $1"
-)
-ORDER = " ORDER BY 1, 2, 3"
 READ_BACK = ITEM_WITH_BIDS + "WHERE i.seller = ANY(%s) ORDER BY i.seller, i.item_no, b.bid_no"
-
-
-# -- rows as the protocol's tuples (shared with the MySQL binding) ---------------------------
-def auction_item(row: Sequence[Any], at: int = 0) -> AuctionItem:
-    r = row[at : at + 7]
-    return AuctionItem(int(r[0]), int(r[1]), str(r[2]), int(r[3]), int(r[4]), int(r[5]), int(r[6]))
-
-
-def sale_item(row: Sequence[Any], at: int = 0) -> SaleItem:
-    r = row[at : at + 5]
-    return SaleItem(int(r[0]), int(r[1]), str(r[2]), int(r[3]), int(r[4]))
-
-
-def bid(row: Sequence[Any]) -> Bid:
-    return Bid(int(row[0]), int(row[1]), int(row[2]), int(row[3]), int(row[4]))
-
-
-def purchase(row: Sequence[Any]) -> Purchase:
-    return Purchase(int(row[0]), int(row[1]), int(row[2]), int(row[3]), int(row[4]))
-
-
-def items_with_bids(rows: Iterable[Sequence[Any]]) -> list[ItemWithBids]:
-    """Rows of ITEM_WITH_BIDS (item columns, then bid_no, bidder, amount; no bid: NULLs),
-    ordered by item and bid, as items with their bids."""
-    found: list[ItemWithBids] = []
-    for row in rows:
-        item = auction_item(row)
-        if not found or found[-1].item[:2] != item[:2]:
-            found.append(ItemWithBids(item, []))
-        if row[7] is not None:
-            found[-1].bids.append(
-                Bid(item.seller, item.item_no, int(row[7]), int(row[8]), int(row[9]))
-            )
-    return found
-
-
-@asynccontextmanager
-async def attempt(con: Any, isolation: str) -> AsyncIterator[None]:
-    """One transaction attempt: a refusal PostgreSQL reports (abort_cause) as sdk.Abort,
-    rolled back; anything else as it came (the outcome is unknown)."""
-    try:
-        async with con.transaction(isolation=isolation):
-            yield
-    except asyncpg.PostgresError as exc:
-        cause = pg.abort_cause(exc)
-        if cause is None:
-            raise
-        raise sdk.Abort(cause, first_line(exc)) from None
-
-
-def missing(kind: str, seller: int, item_no: int) -> StoreError:
-    return StoreError(f"no {kind} item ({seller}, {item_no}) in the Auction tables")
 
 
 class PostgresAuctionBinding:
@@ -191,34 +128,18 @@ class PostgresAuctionBinding:
     def __init__(self, options: PostgresAuctionOptions) -> None:
         self.options = options
         self._ready = False
-        timeout = {"lock_timeout": f"{options.lock_timeout_ms}ms"}
-        self._loop_pools = pg.loop_pools(options, **timeout)
-        replica = pg.reads_options(options)
-        self._read_loop_pools = pg.loop_pools(replica, **timeout) if replica else None
+        self._loop_pools, self._read_loop_pools = pg.tx_loop_pools(options, options.lock_timeout_ms)
 
     # -- schema and load -------------------------------------------------------------------
     def create_schema(self, db: "AuctionDatabaseConfig") -> None:
-        with pg.connect(self.options, first_contact=True) as conn:
-            conn.execute("SELECT pg_advisory_lock(%s)", (ADVISORY_LOCK,))
-            try:
-                conn.execute(SCHEMA)
-            finally:
-                conn.execute("SELECT pg_advisory_unlock(%s)", (ADVISORY_LOCK,))
-        pg.check_replica(self.options)
+        pg.create_tables(self.options, ADVISORY_LOCK, SCHEMA)
         self._ready = True
 
     def use_schema(self, db: "AuctionDatabaseConfig") -> None:
-        with pg.connect(self.options, first_contact=True) as conn:
-            have = conn.execute(
-                "SELECT count(*) FROM information_schema.tables WHERE table_schema = "
-                "current_schema() AND table_name = ANY(%s)",
-                (list(TABLES),),
-            ).fetchone()
-        if have is None or have[0] < len(TABLES):
+        if not pg.has_tables(self.options, TABLES):
             raise StoreError(
                 f"no Auction schema in {server_of(self.options.dsn)}: create_schema first"
             )
-        pg.check_replica(self.options)
         self._ready = True
 
     def load_fragment(self, fragment: FragmentData, progress: Callable[[], None]) -> None:
@@ -325,7 +246,7 @@ class PostgresAuctionConnection(pg.HeldPair):
 
     async def _sell(self, sql: str, *args: Any) -> int:
         con = await self.writes.live()
-        async with attempt(con, self.isolation):
+        async with pg.transaction_attempt(con, self.isolation):
             item_no = await con.fetchval(sql, *args)
         if item_no is None:
             raise StoreError(f"no user {args[0]} in the Auction tables")
@@ -339,7 +260,7 @@ class PostgresAuctionConnection(pg.HeldPair):
 
     async def store_bid(self, seller: int, item_no: int, bidder: int, amount: int) -> BidAnswer:
         con = await self.writes.live()
-        async with attempt(con, self.isolation):
+        async with pg.transaction_attempt(con, self.isolation):
             state = await con.fetchrow(BID_STATE + self.lock, seller, item_no)
             if state is None:
                 raise missing("auction", seller, item_no)
@@ -353,7 +274,7 @@ class PostgresAuctionConnection(pg.HeldPair):
         self, seller: int, item_no: int, buyer: int, quantity: int
     ) -> PurchaseAnswer:
         con = await self.writes.live()
-        async with attempt(con, self.isolation):
+        async with pg.transaction_attempt(con, self.isolation):
             state = await con.fetchrow(STOCK + self.lock, seller, item_no)
             if state is None:
                 raise missing("sale", seller, item_no)

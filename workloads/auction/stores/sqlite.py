@@ -95,10 +95,6 @@ NEXT_ITEM_NO = (
 )
 
 
-def _busy(exc: sqlite3.OperationalError) -> bool:
-    return str(getattr(exc, "sqlite_errorname", "")).startswith(("SQLITE_BUSY", "SQLITE_LOCKED"))
-
-
 class SQLiteAuctionConnection:
     """One socialite thread's connection; each write one transaction attempt."""
 
@@ -108,22 +104,7 @@ class SQLiteAuctionConnection:
         self.cause: sdk.AbortCause = "conflict" if optimistic else "lock_timeout"
 
     def _transaction(self, body: Callable[[sqlite3.Connection], T]) -> T:
-        conn = self.conn
-        try:
-            conn.execute(self.begin)
-            result = body(conn)
-            conn.execute("COMMIT")
-            return result
-        except sqlite3.OperationalError as exc:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            if _busy(exc):
-                raise sdk.Abort(self.cause, str(exc)) from None
-            raise
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
+        return lite.transaction_attempt(self.conn, self.begin, body, self.cause)
 
     def _snapshot(self, body: Callable[[sqlite3.Connection], T]) -> T:
         conn = self.conn

@@ -17,17 +17,26 @@ answers are untrusted).
 """
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any
 
 from bgbench import sdk
-from bgbench.drivers.groups import AsyncGroupKV, GroupData, GroupKV
+from bgbench.drivers.groups import (
+    AsyncGroupKV,
+    Commit,
+    GroupData,
+    GroupKV,
+    GroupTableBinding,
+    Op,
+    Read,
+    admin_of,
+    play,
+    play_async,
+)
 from bgbench.errors import StoreError
-from bgbench.workloads.micro.store import Concurrency, FragmentGroups, GroupView
+from bgbench.workloads.micro.store import FragmentGroups, GroupView
 
 if TYPE_CHECKING:
-    from bgbench.workloads.micro.config import MicroDatabaseConfig
+    pass
 
 TABLE = "micro_groups"
 TOTAL, NEXT = "total", "next"
@@ -94,6 +103,16 @@ def group_key(group: int) -> str:
     return str(group)
 
 
+def transaction(group: int, change: Callable[[GroupData], Change]) -> Op:
+    """One attempt: read the group, commit `change`'s entries on its version; the answer."""
+    key = group_key(group)
+    (data,) = yield Read((key,))
+    puts, answer = change(data)
+    if not (yield Commit(key, data.version, puts)):
+        raise sdk.Abort("conflict", f"group {group} changed since it was read")
+    return answer
+
+
 class MicroKVConnection:
     """One socialite thread's handle (a blocking store: HBase)."""
 
@@ -101,12 +120,7 @@ class MicroKVConnection:
         self.kv = kv
 
     def _transact(self, group: int, change: Callable[[GroupData], Change]) -> Any:
-        key = group_key(group)
-        data = self.kv.read(key)
-        puts, answer = change(data)
-        if not self.kv.commit(key, data.version, puts):
-            raise sdk.Abort("conflict", f"group {group} changed since it was read")
-        return answer
+        return play(self.kv, transaction(group, change))
 
     def read_group(self, group: int) -> GroupView:
         return view(self.kv.read(group_key(group)))
@@ -129,12 +143,7 @@ class AsyncMicroKVConnection:
         self.kv = kv
 
     async def _transact(self, group: int, change: Callable[[GroupData], Change]) -> Any:
-        key = group_key(group)
-        data = await self.kv.read(key)
-        puts, answer = change(data)
-        if not await self.kv.commit(key, data.version, puts):
-            raise sdk.Abort("conflict", f"group {group} changed since it was read")
-        return answer
+        return await play_async(self.kv, transaction(group, change))
 
     async def read_group(self, group: int) -> GroupView:
         return view(await self.kv.read(group_key(group)))
@@ -150,58 +159,27 @@ class AsyncMicroKVConnection:
         await self.kv.close()
 
 
-class MicroGroupKVBinding:
-    """The binding; a store's file subclasses it with its name, options and `groups`
-    (its driver's table of groups: admin(), connect() or connect_async(), describe())."""
-
-    name: ClassVar[str]
-    concurrency: ClassVar[Concurrency]
-    suspends: ClassVar[bool] = True
-    embedded: ClassVar[bool] = False
-    can_read_back: ClassVar[bool] = True
-    Options: ClassVar[type[BaseModel]]
-    file_options: ClassVar[tuple[str, ...]] = ()
-
-    def __init__(self, options: BaseModel) -> None:
-        self.options = options
-        self.groups = self.make_groups(options)
-
-    def make_groups(self, options: Any) -> Any:
-        raise NotImplementedError
-
-    def create_schema(self, db: "MicroDatabaseConfig") -> None:
-        admin = self.groups.admin()
-        try:
-            admin.create_table()
-        finally:
-            admin.close()
-
-    def use_schema(self, db: "MicroDatabaseConfig") -> None:
-        """Nothing to check: the first read of a missing table fails as a store fault."""
+class MicroGroupKVBinding(GroupTableBinding):
+    """The binding; a store's file subclasses it with its name, options and
+    `make_groups` (drivers/groups.py: GroupTableBinding)."""
 
     def load_fragment(self, fragment: FragmentGroups, progress: Callable[[], None]) -> None:
-        admin = self.groups.admin()
-        try:
+        with admin_of(self.groups) as admin:
             for batch in fragment.group_batches():
                 admin.replace((group_key(g.group), loaded_entries(g.values)) for g in batch)
                 progress()
-        finally:
-            admin.close()
 
     def read_back(
         self, fragment: FragmentGroups, progress: Callable[[], None]
     ) -> dict[int, GroupView]:
         keys = list(fragment.group_keys())
         found: dict[int, GroupView] = {}
-        admin = self.groups.admin()
-        try:
+        with admin_of(self.groups) as admin:
             for at in range(0, len(keys), READ_BATCH):
                 chunk = keys[at : at + READ_BATCH]
                 groups = admin.read_many([group_key(g) for g in chunk])
                 found.update((g, view(groups[group_key(g)])) for g in chunk)
                 progress()
-        finally:
-            admin.close()
         return found
 
     def connect(self) -> MicroKVConnection:
@@ -213,16 +191,3 @@ class MicroGroupKVBinding:
         if self.concurrency != "asyncio":
             raise NotImplementedError(f"the {self.name} binding runs socialites as threads")
         return AsyncMicroKVConnection(await self.groups.connect_async())
-
-    async def aclose(self) -> None:
-        if self.concurrency == "asyncio":
-            await self.groups.aclose()
-
-    def describe(self) -> str:
-        return f"{self.groups.describe()}, entity groups (optimistic: version compare-and-set)"
-
-    def counters(self) -> dict[str, int]:
-        return {}
-
-    def close(self) -> None:
-        self.groups.close()

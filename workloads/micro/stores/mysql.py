@@ -22,20 +22,19 @@ schema, loading and read-back are blocking, on PyMySQL.
 """
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from bgbench import sdk
 from bgbench.drivers import mysql
 from bgbench.errors import StoreError
 from bgbench.workloads.micro.store import Concurrency, FragmentGroups, GroupView
 from bgbench.workloads.micro.stores.options_sql import MySQLMicroOptions
-from bgbench.workloads.micro.stores.postgres import distinct
+from bgbench.workloads.micro.stores.sql_common import TABLES, distinct
 
 if TYPE_CHECKING:
     from bgbench.workloads.micro.config import MicroDatabaseConfig
 
 GROUPS_PER_STATEMENT = 1000
-TABLES = ("micro_groups", "micro_items", "micro_messages")
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS micro_groups (id BIGINT PRIMARY KEY, total BIGINT NOT NULL, "
@@ -85,25 +84,11 @@ class MySQLMicroBinding:
 
     # -- schema and load -------------------------------------------------------------------
     def create_schema(self, db: "MicroDatabaseConfig") -> None:
-        mysql.create_database(self.options)
-        with mysql.connect(self.options) as conn, mysql.errors(self.options, "the schema"):
-            for statement in SCHEMA:
-                conn.cursor().execute(statement)
+        mysql.create_tables(self.options, SCHEMA)
         self._ready = True
 
     def use_schema(self, db: "MicroDatabaseConfig") -> None:
-        with (
-            mysql.connect(self.options, first_contact=True) as conn,
-            mysql.errors(self.options, "the schema"),
-        ):
-            cursor = conn.cursor()
-            cursor.execute(
-                "SELECT count(*) FROM information_schema.tables WHERE table_schema = "
-                "DATABASE() AND table_name IN %s",
-                (TABLES,),
-            )
-            have = cursor.fetchone()
-        if have is None or int(have[0]) < len(TABLES):
+        if not mysql.has_tables(self.options, TABLES):
             raise StoreError(f"no Micro schema in {self.options.where}: create_schema first")
         self._ready = True
 
@@ -182,55 +167,6 @@ class MySQLMicroBinding:
         self._loop_pools.clear()
 
 
-async def rows_of(con: Any, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-    async with con.cursor() as cursor:
-        await cursor.execute(sql, args)
-        return list(await cursor.fetchall())
-
-
-async def changed(con: Any, sql: str, args: tuple[Any, ...]) -> int:
-    async with con.cursor() as cursor:
-        return int(await cursor.execute(sql, args))
-
-
-class Transaction:
-    """One attempt on an asyncmy connection: BEGIN; COMMIT when the block ends; ROLLBACK on
-    any error (InnoDB keeps a lock wait timeout's transaction open), a refusal InnoDB
-    reports (mysql.abort_cause) raised as sdk.Abort, anything else as it came."""
-
-    def __init__(self, con: Any) -> None:
-        self.con = con
-
-    async def __aenter__(self) -> Any:
-        await self.con.begin()
-        return self.con
-
-    async def __aexit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
-        if exc is None:
-            try:
-                await self.con.commit()
-                return
-            except mysql.DRIVER_ERRORS as failed:
-                await self.roll_back()
-                raise_refusal(failed)
-                raise
-        await self.roll_back()
-        raise_refusal(exc)
-
-    async def roll_back(self) -> None:
-        try:
-            await self.con.rollback()
-        except mysql.DRIVER_ERRORS:
-            self.con.close()  # the pool drops it; the next call takes another
-
-
-def raise_refusal(exc: BaseException) -> None:
-    """`exc` as sdk.Abort when it is InnoDB refusing the attempt (rolled back already)."""
-    cause = mysql.abort_cause(exc)
-    if cause is not None:
-        raise sdk.Abort(cause, mysql.first_line(exc)) from None
-
-
 def raise_conflict(group: int) -> None:
     raise sdk.Abort("conflict", f"group {group}'s version moved since the read")
 
@@ -246,7 +182,7 @@ class MySQLMicroConnection:
         self.sort = sort
 
     async def read_group(self, group: int) -> GroupView:
-        rows = await rows_of(await self.held.live(), READ_GROUP, (group,))
+        rows = await mysql.rows_of(await self.held.live(), READ_GROUP, (group,))
         if not rows:
             raise StoreError(f"no group {group} in the Micro tables")
         values = {int(r[2]): int(r[3]) for r in rows if r[2] is not None}
@@ -256,22 +192,24 @@ class MySQLMicroConnection:
         chosen = distinct(items)
         con = await self.held.live()
         if self.locks:
-            async with Transaction(con):
+            async with mysql.Transaction(con):
                 lock = " UNION ALL ".join([LOCK_ONE] * len(chosen))
                 order = sorted(chosen) if self.sort else chosen
-                rows = await rows_of(con, lock, tuple(x for i in order for x in (group, i)))
+                rows = await mysql.rows_of(con, lock, tuple(x for i in order for x in (group, i)))
                 found = {int(r[0]): int(r[1]) for r in rows}
                 self._check(group, chosen, found)
-                await changed(con, ADD_DELTA, (delta, group, tuple(chosen)))
-                await changed(con, ADD_TOTAL, (delta * len(chosen), group))
+                await mysql.changed(con, ADD_DELTA, (delta, group, tuple(chosen)))
+                await mysql.changed(con, ADD_TOTAL, (delta * len(chosen), group))
             return [found[i] for i in chosen]
-        rows = await rows_of(con, READ_VERSION, (group, tuple(chosen)))
+        rows = await mysql.rows_of(con, READ_VERSION, (group, tuple(chosen)))
         found = {int(r[1]): int(r[2]) for r in rows}
         self._check(group, chosen, found)
-        async with Transaction(con):
-            if not await changed(con, COMPARE_AND_SET, (delta * len(chosen), group, rows[0][0])):
+        async with mysql.Transaction(con):
+            if not await mysql.changed(
+                con, COMPARE_AND_SET, (delta * len(chosen), group, rows[0][0])
+            ):
                 raise_conflict(group)
-            await changed(con, ADD_DELTA, (delta, group, tuple(chosen)))
+            await mysql.changed(con, ADD_DELTA, (delta, group, tuple(chosen)))
         return [found[i] for i in chosen]
 
     @staticmethod
@@ -282,18 +220,18 @@ class MySQLMicroConnection:
     async def send_message(self, group: int, sender: int, body: int) -> int:
         con = await self.held.live()
         if self.locks:
-            async with Transaction(con):
-                slot = await rows_of(con, LOCK_SLOT, (group,))
+            async with mysql.Transaction(con):
+                slot = await mysql.rows_of(con, LOCK_SLOT, (group,))
                 if slot:
-                    await changed(con, TAKE_SLOT, (group, slot[0][0]))
-                    await changed(con, INSERT_MESSAGE, (group, slot[0][1], sender, body))
+                    await mysql.changed(con, TAKE_SLOT, (group, slot[0][0]))
+                    await mysql.changed(con, INSERT_MESSAGE, (group, slot[0][1], sender, body))
         else:
-            slot = await rows_of(con, SLOT, (group,))
+            slot = await mysql.rows_of(con, SLOT, (group,))
             if slot:
-                async with Transaction(con):
-                    if not await changed(con, TAKE_SLOT, (group, slot[0][0])):
+                async with mysql.Transaction(con):
+                    if not await mysql.changed(con, TAKE_SLOT, (group, slot[0][0])):
                         raise_conflict(group)
-                    await changed(con, INSERT_MESSAGE, (group, slot[0][1], sender, body))
+                    await mysql.changed(con, INSERT_MESSAGE, (group, slot[0][1], sender, body))
         if not slot:
             raise StoreError(f"no group {group} in the Micro tables")
         return int(slot[0][1])

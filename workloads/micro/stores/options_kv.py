@@ -1,48 +1,26 @@
 """The options of Micro's bindings over entity groups on NoSQL stores (groupkv.py): the
-driver's options and the concurrency_control mixin. These stores offer only the
-optimistic choice here (a version compare-and-set on the group): "pessimistic" is
-refused when the settings are checked. Light: no driver library is imported."""
+driver's group options (optimistic only, drivers/groups_options.py), with Micro's own
+database or keyspace. Light: no driver library is imported."""
 
-from typing import ClassVar
+from pydantic import Field
 
-from pydantic import Field, model_validator
-
-from bgbench.drivers.cassandra_options import CassandraOptions
-from bgbench.drivers.hbase_options import HBaseOptions
-from bgbench.drivers.mongodb_options import MongoOptions
-from bgbench.workloads.micro.stores.options import ConcurrencyControl, MicroTxOptions
+from bgbench.drivers.groups_options import (
+    KEYSPACE,
+    CassandraGroupOptions,
+    HBaseGroupOptions,
+    MongoGroupOptions,
+)
 
 __all__ = ["CassandraMicroOptions", "HBaseMicroOptions", "MongoMicroOptions"]
 
-OPTIMISTIC_ONLY = (
-    "concurrency_control: {store} offers only optimistic here (a compare-and-set on the "
-    "group's version); pessimistic needs locks it does not have"
-)
+
+class HBaseMicroOptions(HBaseGroupOptions):
+    pass
 
 
-class OptimisticOnly(MicroTxOptions):
-    store_name: ClassVar[str] = "this store"
-
-    concurrency_control: ConcurrencyControl = Field(
-        "optimistic", description="optimistic only: compare-and-set on the group's version"
-    )
-
-    @model_validator(mode="after")
-    def _optimistic(self) -> "OptimisticOnly":
-        if self.concurrency_control != "optimistic":
-            raise ValueError(OPTIMISTIC_ONLY.format(store=self.store_name))
-        return self
-
-
-class HBaseMicroOptions(HBaseOptions, OptimisticOnly):
-    store_name: ClassVar[str] = "HBase"
-
-
-class MongoMicroOptions(MongoOptions, OptimisticOnly):
-    store_name: ClassVar[str] = "MongoDB"
+class MongoMicroOptions(MongoGroupOptions):
     database: str = "bgbench_micro"
 
 
-class CassandraMicroOptions(CassandraOptions, OptimisticOnly):
-    store_name: ClassVar[str] = "Cassandra"
-    keyspace: str = Field("bgbench_micro", pattern=r"^[A-Za-z][A-Za-z0-9_]{0,47}$")
+class CassandraMicroOptions(CassandraGroupOptions):
+    keyspace: str = Field("bgbench_micro", pattern=KEYSPACE)

@@ -20,26 +20,21 @@ that inserts the message: unique within the group. read_group is one statement, 
 snapshot. Schema, loading and read-back are blocking, on psycopg (COPY, as EHR's binding).
 """
 
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, ClassVar
 
-import asyncpg  # type: ignore[import-untyped]
-
-from bgbench import sdk
-from bgbench.drivers import first_line
 from bgbench.drivers import postgres as pg
 from bgbench.drivers.postgres_options import server_of
 from bgbench.errors import StoreError
 from bgbench.workloads.micro.store import Concurrency, FragmentGroups, GroupView
 from bgbench.workloads.micro.stores.options_sql import PostgresMicroOptions
+from bgbench.workloads.micro.stores.sql_common import TABLES, distinct
 
 if TYPE_CHECKING:
     from bgbench.workloads.micro.config import MicroDatabaseConfig
 
 ADVISORY_LOCK = 7028  # two coordinators creating the schema of one database at once
 KEYS_PER_READ = 10_000
-TABLES = ("micro_groups", "micro_items", "micro_messages")
 ISOLATION = {"pessimistic": "read_committed", "optimistic": "serializable"}
 
 SCHEMA = """
@@ -83,14 +78,6 @@ READ_BACK = (
 )
 
 
-def distinct(items: Sequence[int]) -> list[int]:
-    """The items as a list, each once (twice would count its delta twice in the total)."""
-    chosen = [int(i) for i in items]
-    if not chosen or len(set(chosen)) != len(chosen):
-        raise ValueError(f"update_items takes one item or more, each once: {chosen}")
-    return chosen
-
-
 class PostgresMicroBinding:
     name: ClassVar[str] = "postgres"
     concurrency: ClassVar[Concurrency] = "asyncio"
@@ -103,34 +90,18 @@ class PostgresMicroBinding:
     def __init__(self, options: PostgresMicroOptions) -> None:
         self.options = options
         self._ready = False
-        timeout = {"lock_timeout": f"{options.lock_timeout_ms}ms"}
-        self._loop_pools = pg.loop_pools(options, **timeout)
-        replica = pg.reads_options(options)
-        self._read_loop_pools = pg.loop_pools(replica, **timeout) if replica else None
+        self._loop_pools, self._read_loop_pools = pg.tx_loop_pools(options, options.lock_timeout_ms)
 
     # -- schema and load -------------------------------------------------------------------
     def create_schema(self, db: "MicroDatabaseConfig") -> None:
-        with pg.connect(self.options, first_contact=True) as conn:
-            conn.execute("SELECT pg_advisory_lock(%s)", (ADVISORY_LOCK,))
-            try:
-                conn.execute(SCHEMA)
-            finally:
-                conn.execute("SELECT pg_advisory_unlock(%s)", (ADVISORY_LOCK,))
-        pg.check_replica(self.options)
+        pg.create_tables(self.options, ADVISORY_LOCK, SCHEMA)
         self._ready = True
 
     def use_schema(self, db: "MicroDatabaseConfig") -> None:
-        with pg.connect(self.options, first_contact=True) as conn:
-            have = conn.execute(
-                "SELECT count(*) FROM information_schema.tables WHERE table_schema = "
-                "current_schema() AND table_name = ANY(%s)",
-                (list(TABLES),),
-            ).fetchone()
-        if have is None or have[0] < len(TABLES):
+        if not pg.has_tables(self.options, TABLES):
             raise StoreError(
                 f"no Micro schema in {server_of(self.options.dsn)}: create_schema must run first"
             )
-        pg.check_replica(self.options)
         self._ready = True
 
     def load_fragment(self, fragment: FragmentGroups, progress: Callable[[], None]) -> None:
@@ -206,20 +177,6 @@ class PostgresMicroBinding:
             self._read_loop_pools.clear()
 
 
-@asynccontextmanager
-async def attempt(con: Any, isolation: str) -> AsyncIterator[None]:
-    """One transaction attempt: a refusal PostgreSQL reports (abort_cause) as sdk.Abort,
-    rolled back; anything else as it came (the outcome is unknown)."""
-    try:
-        async with con.transaction(isolation=isolation):
-            yield
-    except asyncpg.PostgresError as exc:
-        cause = pg.abort_cause(exc)
-        if cause is None:
-            raise
-        raise sdk.Abort(cause, first_line(exc)) from None
-
-
 class PostgresMicroConnection(pg.HeldPair):
     """One socialite task's asyncpg connection, held for its run."""
 
@@ -243,7 +200,7 @@ class PostgresMicroConnection(pg.HeldPair):
     async def update_items(self, group: int, items: Sequence[int], delta: int) -> list[int]:
         chosen = distinct(items)
         con = await self.writes.live()
-        async with attempt(con, self.isolation):
+        async with pg.transaction_attempt(con, self.isolation):
             order = sorted(chosen) if self.sort else chosen
             rows = await con.fetch(LOCK_ITEMS if self.locks else ITEMS, group, order)
             found = {int(r[0]): int(r[1]) for r in rows}
@@ -254,7 +211,7 @@ class PostgresMicroConnection(pg.HeldPair):
 
     async def send_message(self, group: int, sender: int, body: int) -> int:
         con = await self.writes.live()
-        async with attempt(con, self.isolation):
+        async with pg.transaction_attempt(con, self.isolation):
             msg = await con.fetchval(SEND, group, sender, body)
         if msg is None:
             raise StoreError(f"no group {group} in the Micro tables")

@@ -20,7 +20,6 @@ transaction: one WAL snapshot. Schema changes and loads take a file lock beside 
 database, one process at a time.
 """
 
-import contextlib
 import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -56,7 +55,6 @@ ITEMS_SQL = "SELECT item, value FROM items WHERE grp = ?"
 ADD_SQL = "UPDATE items SET value = value + ? WHERE grp = ? AND item = ?"
 SET_SQL = "UPDATE items SET value = ? WHERE grp = ? AND item = ?"
 INSERT_MESSAGE_SQL = "INSERT INTO messages VALUES (?, ?, ?, ?)"
-BUSY = ("SQLITE_BUSY", "SQLITE_LOCKED")
 
 
 class Snapshot:
@@ -81,20 +79,7 @@ class SQLiteMicroConnection:
     def run(self, begin: str, body: Callable[[sqlite3.Connection], R]) -> R:
         """`body` in one transaction opened by `begin`; a busy database aborts it as a lock
         timeout, and anything raised rolls it back."""
-        conn = self.conn
-        try:
-            conn.execute(begin)
-            answer = body(conn)
-            conn.execute("COMMIT")
-            return answer
-        except BaseException as exc:
-            if conn.in_transaction:
-                # a failed rollback leaves the connection beyond use; the first error says why
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("ROLLBACK")
-            if isinstance(exc, sqlite3.OperationalError) and _busy(exc):
-                raise sdk.Abort("lock_timeout", str(exc)) from exc
-            raise
+        return lite.transaction_attempt(self.conn, begin, body, "lock_timeout")
 
     # -- reads ---------------------------------------------------------------------------------
     def read_group(self, group: int) -> GroupView:
@@ -194,10 +179,6 @@ class SQLiteMicroConnection:
 
     def close(self) -> None:
         self.conn.close()
-
-
-def _busy(exc: sqlite3.OperationalError) -> bool:
-    return str(getattr(exc, "sqlite_errorname", "")).startswith(BUSY)
 
 
 def _group_row(conn: sqlite3.Connection, group: int) -> tuple[int, int, int, int]:
