@@ -97,6 +97,24 @@ async def transaction_attempt(con: Any, isolation: str) -> AsyncIterator[None]:
         raise Abort(cause, first_line(exc)) from None
 
 
+IDS_PER_BEAT = 10_000
+
+
+def fragment_table(
+    conn: "psycopg.Connection[Any]", ids: list[int], progress: Callable[[], None]
+) -> str:
+    """A temporary table `frag (id)` of a fragment's ids, dropped at the end of the
+    transaction `conn` is in (COPY, a liveness beat per 10,000 ids); the subquery that
+    selects them, for the load's DELETEs."""
+    conn.execute("CREATE TEMP TABLE frag (id BIGINT PRIMARY KEY) ON COMMIT DROP")
+    with conn.cursor().copy("COPY frag FROM STDIN") as copy:
+        for lo in range(0, len(ids), IDS_PER_BEAT):
+            progress()
+            for i in ids[lo : lo + IDS_PER_BEAT]:
+                copy.write_row((i,))
+    return "(SELECT id FROM frag)"
+
+
 def connect(
     options: PostgresOptions, first_contact: bool = False, **kwargs: Any
 ) -> psycopg.Connection[Any]:

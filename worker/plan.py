@@ -14,7 +14,7 @@ from time import monotonic_ns
 from typing import Any
 
 from bgbench.errors import UserError
-from bgbench.run_result import ErrorCount
+from bgbench.run_result import ErrorCount, sum_counts
 from bgbench.sdk import Fragment, Player, StoreBinding, Think, Timer, UnitContext
 from bgbench.worker.measurement import Recorder
 from bgbench.worker.tally import ActionTally
@@ -176,13 +176,10 @@ def error_counts(recorders: list[Recorder], names: Mapping[int, str]) -> list[Er
 
 def action_counts(recorders: list[Recorder]) -> dict[int, dict[str, int]]:
     """Per action code, its runners' tallies added up (empty when no unit tallied)."""
-    total: dict[int, dict[str, int]] = {}
-    for r in recorders:
-        for code, named in r.counts.items():
-            into = total.setdefault(code, {})
-            for name, n in named.items():
-                into[name] = into.get(name, 0) + n
-    return total
+    codes = dict.fromkeys(code for r in recorders for code in r.counts)
+    return {
+        code: sum_counts([r.counts[code] for r in recorders if code in r.counts]) for code in codes
+    }
 
 
 def finish(recorders: list[Recorder]) -> None:

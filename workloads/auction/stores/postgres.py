@@ -145,13 +145,7 @@ class PostgresAuctionBinding:
     def load_fragment(self, fragment: FragmentData, progress: Callable[[], None]) -> None:
         ids = [int(u) for u in fragment.user_ids()]
         with pg.connect(self.options) as conn, conn.transaction():
-            conn.execute("CREATE TEMP TABLE frag (id BIGINT PRIMARY KEY) ON COMMIT DROP")
-            with conn.cursor().copy("COPY frag FROM STDIN") as copy:
-                for lo in range(0, len(ids), IDS_PER_STATEMENT):
-                    progress()
-                    for user_id in ids[lo : lo + IDS_PER_STATEMENT]:
-                        copy.write_row((user_id,))
-            frag = "(SELECT id FROM frag)"
+            frag = pg.fragment_table(conn, ids, progress)
             for table, by in (("auction_bids", "bidder"), ("auction_purchases", "buyer")):
                 conn.execute(f"DELETE FROM {table} WHERE seller IN {frag} OR {by} IN {frag}")
             for table in ("auction_items", "sale_items"):

@@ -32,7 +32,6 @@ from bgbench.errors import StoreError
 from bgbench.workloads.ehr.config import EHRDatabaseConfig
 from bgbench.workloads.ehr.store import Concurrency, FragmentRows, LabResult
 
-IDS_PER_BEAT = 10_000
 ADVISORY_LOCK = 7014  # two coordinators creating the schema of one database at once
 
 SCHEMA = """
@@ -110,12 +109,7 @@ class PostgresEHRBinding:
     def load_fragment(self, fragment: FragmentRows, progress: Callable[[], None]) -> None:
         ids = fragment.patients.tolist()
         with self._connect() as conn, conn.transaction():
-            conn.execute("CREATE TEMP TABLE frag (id BIGINT PRIMARY KEY) ON COMMIT DROP")
-            with conn.cursor().copy("COPY frag FROM STDIN") as copy:
-                for lo in range(0, len(ids), IDS_PER_BEAT):
-                    progress()
-                    for p in ids[lo : lo + IDS_PER_BEAT]:
-                        copy.write_row((p,))
+            pg.fragment_table(conn, ids, progress)
             conn.execute("DELETE FROM results WHERE patient IN (SELECT id FROM frag)")
             conn.execute("DELETE FROM patients WHERE id IN (SELECT id FROM frag)")
             # COPY sends its buffer as it fills: a beat per generated batch.

@@ -107,12 +107,7 @@ class PostgresMicroBinding:
     def load_fragment(self, fragment: FragmentGroups, progress: Callable[[], None]) -> None:
         keys = [int(k) for k in fragment.group_keys()]
         with pg.connect(self.options) as conn, conn.transaction():
-            conn.execute("CREATE TEMP TABLE frag (id BIGINT PRIMARY KEY) ON COMMIT DROP")
-            with conn.cursor().copy("COPY frag FROM STDIN") as copy:
-                for lo in range(0, len(keys), KEYS_PER_READ):
-                    progress()
-                    for key in keys[lo : lo + KEYS_PER_READ]:
-                        copy.write_row((key,))
+            pg.fragment_table(conn, keys, progress)
             for table, column in (("micro_messages", "grp"), ("micro_items", "grp")):
                 conn.execute(f"DELETE FROM {table} WHERE {column} IN (SELECT id FROM frag)")
             conn.execute("DELETE FROM micro_groups WHERE id IN (SELECT id FROM frag)")
