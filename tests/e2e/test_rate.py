@@ -192,12 +192,15 @@ def test_mongodb_with_comments_in_their_own_collection(tmp_path, mongo_wire_serv
     assert r["unpredictable_reads"] == 0 and r["errors"] == 0
 
 
+# The JVM stores get a 1 s SLA: their first second (JIT, Thrift/CQL warm-up) on a busy CI
+# machine put 5% of actions over 100 ms and rated HBase 0. These tests check that a rating
+# completes on the real server and names it, not how fast it is (benchmarks/ measures that).
 def test_a_rating_on_cassandra(tmp_path, cassandra_server):
     s = _server_rating(
         tmp_path, "cassandra",
         ["-p", f"store.options.hosts={','.join(cassandra_server['hosts'])}",
          "-p", f"store.options.port={cassandra_server['port']}",
-         "-p", "store.options.keyspace=rate_e2e", "-p", "sla.beta_ms=100"],
+         "-p", "store.options.keyspace=rate_e2e", "-p", "sla.beta_ms=1000"],
     )  # fmt: skip
     assert s["soar"] > 0 and s["socialites"] >= 1
     results = [json.loads(r["result_json"]) for r in experiments(tmp_path, s["rating_id"])]
@@ -210,7 +213,7 @@ def test_a_rating_on_hbase(tmp_path, hbase_server):
         tmp_path, "hbase",
         ["-p", f"store.options.port={hbase_server['port']}",
          "-p", "store.options.table_prefix=rate_e2e_",
-         "-p", f"store.options.server_name={hbase_server['name']}", "-p", "sla.beta_ms=100"],
+         "-p", f"store.options.server_name={hbase_server['name']}", "-p", "sla.beta_ms=1000"],
     )  # fmt: skip
     assert s["soar"] > 0 and s["socialites"] >= 1
     results = [json.loads(r["result_json"]) for r in experiments(tmp_path, s["rating_id"])]
