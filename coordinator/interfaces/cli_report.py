@@ -73,8 +73,9 @@ def compare_ratings(
 
     if output is not None:
         check_output(output, "--output")  # before the work, not after it
-    comparison = comparing.compare(_frames(results), ids)
+    frames = _frames(results)
+    comparison = comparing.compare(frames, ids)
     out.print(comparing.render(comparison))
     if output is not None:
-        html_report.comparison_page(comparison, output)
+        html_report.comparison_page(comparison, output, frames)
         err.print(f"wrote {output}")

@@ -26,6 +26,11 @@ from bgbench.coordinator.reports.compare import (
     soar_text,
     socialites_text,
 )
+from bgbench.coordinator.reports.html_overlay import (
+    campaign_curves,
+    comparison_curves,
+    overlay_section,
+)
 from bgbench.coordinator.reports.html_resources import bottleneck_line, resource_sections
 from bgbench.coordinator.reports.html_scenario import campaign_scenario, scenario_sections
 from bgbench.coordinator.reports.html_transactions import transaction_section
@@ -92,12 +97,19 @@ class Page:
             shown.to_html(index=False, classes="data", border=0, na_rep="", float_format=_num)
         )
 
-    def figure(self, ident: str, fig: Figure | None, caption: str, wide: bool = False) -> None:
+    def figure(
+        self, ident: str, fig: Figure | None, caption: str, wide: bool = False, alt: str = ""
+    ) -> None:
+        """A figure inline; `alt`, when given, names what it shows to assistive technology
+        (the svg's role img and aria-label)."""
         if fig is None:
             return
         css = "chart wide" if wide else "chart"
+        drawn = charts.svg(fig)
+        if alt:
+            drawn = drawn.replace("<svg ", f'<svg role="img" aria-label="{html.escape(alt)}" ', 1)
         self.parts.append(
-            f'<figure class="{css}" id="{html.escape(ident)}">{charts.svg(fig)}'
+            f'<figure class="{css}" id="{html.escape(ident)}">{drawn}'
             f"<figcaption>{html.escape(caption)}</figcaption></figure>"
         )
         self.figures.append(ident)
@@ -373,6 +385,7 @@ def campaign_sections(frames: ResultFrames, campaign_id: str, page: Page) -> Non
     chart = charts.campaign(jobs, variables)
     page.figure("campaign-soar", chart, "SoAR of each job, grouped by the foreach values; "
                 "error bars its interval, where the rating has one.")  # fmt: skip
+    overlay_section(frames, campaign_curves(jobs), page)
     page.heading("Jobs")
     bound = [bottleneck_text(j) for _, j in jobs.iterrows()]
     page.table(_columns(jobs.assign(bottleneck=bound), JOB_TABLE))
@@ -420,8 +433,9 @@ def report(frames: ResultFrames, ident: str, out: Path, fmt: str | None = None) 
     return Written(out, page.figures, page.files)
 
 
-def comparison_page(c: Comparison, out: Path) -> Path:
-    """A comparison (coordinator/reports/compare.py) as HTML."""
+def comparison_page(c: Comparison, out: Path, frames: ResultFrames | None = None) -> Path:
+    """A comparison (coordinator/reports/compare.py) as HTML; with the results store's
+    frames, its ratings overlaid against T as well."""
     page = Page(out.with_suffix(""), None)
     shown = c.ratings.assign(
         soar_ci=[soar_text(r) for _, r in c.ratings.iterrows()],
@@ -435,6 +449,8 @@ def comparison_page(c: Comparison, out: Path) -> Path:
     page.table(c.pairs)
     page.heading("Settings that differ")
     page.table(c.settings.astype(str))
+    if frames is not None:
+        overlay_section(frames, comparison_curves(frames, list(c.ratings["id"])), page)
     ids = ", ".join(map(str, c.ratings["id"]))
     _writing(out, lambda: out.write_text(page.html(f"Comparison of {ids}"), encoding="utf-8"))
     return out
