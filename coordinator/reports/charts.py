@@ -23,7 +23,7 @@ from matplotlib.ticker import ScalarFormatter
 from bgbench.coordinator.records.metrics import distribution
 
 SIZE = (7.0, 3.8)
-GROUP_ID = re.compile(r'<g id="[^"]*">')
+GROUP_ID = re.compile(r'<g id="(?!overlay-)[^"]*">')  # charts_overlay names its curves
 RATED_PHASES = ("search", "final", "sweep", "run")  # warm-ups and faulted attempts are not
 PHASE_STYLE = {"search": ("o", "tab:blue"), "final": ("D", "tab:green"),
                "sweep": ("o", "tab:purple"), "run": ("s", "tab:blue")}  # fmt: skip

@@ -178,6 +178,13 @@ def _sla_line(ax: Axes, metric: Metric, lines: Lines) -> None:
                    label=f"{name} {value:g}{unit}")  # fmt: skip
 
 
+def curve_id(metric: Metric, axis: str, i: int) -> str:
+    """The id of the i-th curve's group in a figure's SVG (unique on a page: the overlay
+    is drawn once per page), so a reader or a test can find each curve."""
+    suffix = "" if axis == "threads" else f"-{axis}"
+    return f"overlay{suffix}-{metric.ident}-curve-{i}"
+
+
 def title(metric: Metric, axis: str, lines: Lines) -> str:
     what = metric.title
     if metric.ident == "within" and lines.beta_ms is not None:
@@ -202,11 +209,11 @@ def figure(
     ax.grid(True, alpha=0.3)
     drawn = [c for c in curves if c.rating_id in set(rows["rating_id"])][:MAX_CURVES]
     style = _styles(drawn)
-    for curve in drawn:
+    for i, curve in enumerate(drawn, start=1):
         mine = rows[rows["rating_id"] == curve.rating_id].sort_values("x")
         colour, dash, marker = style[curve.rating_id]
         ax.plot(mine["x"], mine["mean"], color=colour, linestyle=dash, marker=marker,
-                label=curve.label)  # fmt: skip
+                label=curve.label, gid=curve_id(metric, axis, i))  # fmt: skip
         bars = mine.dropna(subset=["low", "high"])
         if not bars.empty:
             err = [(bars["mean"] - bars["low"]).clip(lower=0),

@@ -74,8 +74,12 @@ def campaign(tmp_path_factory) -> tuple[Path, dict]:
     return where / "results", outcome
 
 
-def assert_one_curve_per_rating(charts: Charts) -> None:
+def assert_one_curve_per_rating(page: Path) -> None:
+    charts = charts_of(page)
+    text = page.read_text()
     for ident in OVERLAY:
+        curves = re.findall(rf'<g id="{ident}-curve-(\d+)">', text)
+        assert curves == ["1", "2", "3"], (ident, curves)
         assert ident in charts.alt, sorted(charts.alt)
         alt = charts.alt[ident]
         assert alt.endswith("one curve per rating: " + "; ".join(LABELS)), alt
@@ -91,8 +95,8 @@ def test_a_campaign_report_overlays_its_ratings_against_t(campaign, tmp_path):
     page = tmp_path / "campaign.html"
     proc = bgbench("report", outcome["campaign_id"], "--results", str(results), "-o", str(page))
     assert proc.returncode == 0, proc.stderr
+    assert_one_curve_per_rating(page)
     charts = charts_of(page)
-    assert_one_curve_per_rating(charts)
     text = page.read_text()
     # the overlay comes with the comparison, before the jobs and each rating's own section
     assert text.index("Ratings overlaid") < text.index("<h2>Jobs</h2>")
@@ -105,5 +109,5 @@ def test_compare_overlays_the_ratings_it_compares(campaign, tmp_path):
     page = tmp_path / "compare.html"
     proc = bgbench("compare", *ids, "--results", str(results), "-o", str(page))
     assert proc.returncode == 0, proc.stderr
-    assert_one_curve_per_rating(charts_of(page))
+    assert_one_curve_per_rating(page)
     assert re.search(r'<figure class="chart" id="overlay-throughput">', page.read_text())

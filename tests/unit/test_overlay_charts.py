@@ -182,6 +182,8 @@ def test_the_section_writes_four_figures_per_axis_named_for_assistive_technology
         *(f"overlay-rate-{m}" for m in ("throughput", "within", "p95", "unpredictable")),
     ]
     text = "\n".join(page.parts)
+    assert text.count('<g id="overlay-throughput-curve-1">') == 1  # each curve findable
+    assert text.count('<g id="overlay-rate-throughput-curve-1">') == 1
     assert "<b>x</b>" not in text and 'aria-label="Throughput against T, one curve per ' \
         'rating: &lt;b&gt;x&lt;/b&gt;=1"' in text  # fmt: skip
     assert comparison_curves(frames, ["A", "B"]) == [
