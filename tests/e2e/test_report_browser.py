@@ -138,3 +138,25 @@ def test_a_real_campaign_report_opens_with_its_comparison(browser, tmp_path):
         rid = job["rating_id"]
         assert browser.find_element(By.ID, f"rating-{rid}").is_displayed()
         assert charts.get(f"{rid}-throughput", 0) > 5, charts
+    assert_overlaid(browser, charts, [j["label"] for j in outcome["jobs"]])
+
+
+OVERLAY = ["throughput", "within", "p95", "unpredictable"]
+
+
+def assert_overlaid(driver: webdriver.Chrome, charts: dict[str, int], labels: list[str]) -> None:
+    """The campaign's overlay charts are shown, each named for assistive technology and
+    drawing one curve per rating, its legend naming the foreach values."""
+    for metric in OVERLAY:
+        ident = f"overlay-{metric}"
+        assert charts.get(ident, 0) > 5, charts
+        figure = driver.find_element(By.ID, ident)
+        assert figure.is_displayed()
+        svg = figure.find_element(By.TAG_NAME, "svg")
+        assert svg.aria_role in ("img", "image")  # ARIA 1.3 calls role img "image"
+        assert svg.accessible_name.endswith("one curve per rating: " + "; ".join(labels))
+        curves = figure.find_elements(By.CSS_SELECTOR, f"g[id^='{ident}-curve-']")
+        assert len(curves) == len(labels), (ident, len(curves))
+        assert all(c.find_elements(By.TAG_NAME, "path") for c in curves)
+        legend = [t.text for t in svg.find_elements(By.TAG_NAME, "text") if t.text in labels]
+        assert legend == labels, (ident, legend)
