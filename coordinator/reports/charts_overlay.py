@@ -178,6 +178,13 @@ def _sla_line(ax: Axes, metric: Metric, lines: Lines) -> None:
                    label=f"{name} {value:g}{unit}")  # fmt: skip
 
 
+def _plain(label: str) -> str:
+    """A label matplotlib draws as written: a $ would start mathematics (which may not
+    parse), a leading _ would hide the entry from the legend."""
+    text = label.replace("$", r"\$")
+    return " " + text if text.startswith("_") else text
+
+
 def curve_id(metric: Metric, axis: str, i: int) -> str:
     """The id of the i-th curve's group in a figure's SVG (unique on a page: the overlay
     is drawn once per page), so a reader or a test can find each curve."""
@@ -213,7 +220,7 @@ def figure(
         mine = rows[rows["rating_id"] == curve.rating_id].sort_values("x")
         colour, dash, marker = style[curve.rating_id]
         ax.plot(mine["x"], mine["mean"], color=colour, linestyle=dash, marker=marker,
-                label=curve.label, gid=curve_id(metric, axis, i))  # fmt: skip
+                label=_plain(curve.label), gid=curve_id(metric, axis, i))  # fmt: skip
         bars = mine.dropna(subset=["low", "high"])
         if not bars.empty:
             err = [(bars["mean"] - bars["low"]).clip(lower=0),

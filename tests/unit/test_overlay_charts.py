@@ -12,6 +12,7 @@ import pytest
 from scipy import stats
 
 from bgbench import results
+from bgbench.coordinator.reports import charts
 from bgbench.coordinator.reports import charts_overlay as overlay
 from bgbench.coordinator.reports.html_overlay import (
     campaign_curves,
@@ -152,6 +153,11 @@ def test_a_figure_draws_one_line_per_rating_and_shared_sla_lines():
     assert len(colours) == 3  # a colour per value of the first foreach variable
     fig = overlay.figure(data, curves, overlay.METRICS[3], "threads", lines)
     assert figure_lines(fig) == ["mix=verylow", "mix=low", "mix=high"]  # no shared tau
+    # labels are the user's: drawn as written, not as mathematics nor hidden
+    odd = [overlay.Curve("A", "cost=$x^{$"), overlay.Curve("B", "_b"), overlay.Curve("C", "c")]
+    fig = overlay.figure(data, odd, overlay.METRICS[0], "threads", lines)
+    assert figure_lines(fig) == [r"cost=\$x^{\$", " _b", "c"]
+    assert "cost=$x^{$" in charts.svg(fig)
     assert overlay.figure(data, curves, overlay.METRICS[0], "rate", lines) is None
 
 
