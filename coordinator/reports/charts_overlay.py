@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator, ScalarFormatter
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from bgbench.coordinator.records.stats import t_quantile
 from bgbench.coordinator.reports.charts import RATE, THREADS, rated
@@ -145,7 +145,7 @@ def _styles(curves: Sequence[Curve]) -> dict[str, tuple[str, str, str]]:
 def _x_scale(ax: Axes, xs: "pd.Series[Any]", axis: str) -> None:
     if len(xs) and xs.max() / max(xs.min(), 1) >= 16:
         ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))  # 16, not 16.0
     elif axis == "threads":
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
 
