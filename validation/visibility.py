@@ -30,6 +30,7 @@ pair; items with other deltas go to subset sums in Python.
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -62,6 +63,22 @@ class Visibility:
     @property
     def never_total(self) -> int:
         return sum(self.never.values())
+
+    def rows(self, actions: dict[int, str], items: dict[int, str]) -> list[dict[str, Any]]:
+        """Per (action, item kind), by name, as `bgbench validate --json` gives them: the
+        visibility times' exact percentiles in ms (None when no write was seen)."""
+        out = []
+        for (a, i), n in sorted(self.writes.items()):
+            times = self.times_ns.get((a, i), np.empty(0, np.int64)) / 1e6
+            visible: dict[str, Any] = {"count": len(times)}
+            for name, q in (("p50_ms", 50), ("p95_ms", 95), ("p99_ms", 99), ("max_ms", 100)):
+                visible[name] = float(np.percentile(times, q)) if len(times) else None
+            out.append({
+                "action": actions.get(a, str(a)), "item": items.get(i, str(i)), "writes": n,
+                "never": self.never.get((a, i), 0), "unread": self.unread.get((a, i), 0),
+                "visible": visible,
+            })  # fmt: skip
+        return out
 
     def all_times_ns(self) -> np.ndarray:
         parts = list(self.times_ns.values())
