@@ -57,6 +57,14 @@ def test_a_store_that_delays_its_writes_shows_the_delay_in_their_visibility(kv_e
     assert row["visible"]["p50_ms"] >= DELAY_MS / 2, row
     # Writes of the last DELAY_MS of the run: every later read missed them, or none came.
     assert row["never"] + row["unread"] > 0 and r["never_visible"] == row["never"], row
+    # the report's section, from the results store
+    [rating] = ResultsStore(tmp_path).ratings()
+    page = tmp_path / "report.html"
+    shown = bgbench("report", rating["id"], "--results", str(tmp_path), "-o", str(page))
+    assert shown.returncode == 0, shown.stderr
+    html = page.read_text()
+    assert 'id="visibility"' in html and "Write visibility time" in html
+    assert f"{row['never']:,}" in html.split('id="visibility"')[1]
 
 
 def test_a_correct_store_makes_every_write_visible_at_its_end(kv_env, tmp_path):
