@@ -3,16 +3,22 @@ force of its definition: every possible prefix of the writes, every read, small 
 with concurrency, delta (+1/-1 and larger) and absolute writes and unknown outcomes."""
 
 import itertools
+import json
 import random
+from dataclasses import asdict
 
 import numpy as np
 import pytest
 
+from bgbench.coordinator.execution.agent_checks import AgentFault, check_validation
+from bgbench.protos import worker_pb2 as pb
+from bgbench.run_result import WriteVisibility, merge_visibility
 from bgbench.validation import runner, visibility
 from bgbench.validation.checker import validate
 from bgbench.validation.initial import InitialValues
 from bgbench.validation.logformat import NEVER, READ, RECORD_DTYPE, WRITE, WRITE_ABS
 from bgbench.validation.runner import validate_in_memory
+from bgbench.worker.measurement import visibility_histogram
 
 KIND = 3  # the item kind of every record here
 MS = 1_000_000
@@ -180,3 +186,27 @@ def test_visibility_is_kept_per_action_and_item_kind_and_merges_over_parts(monke
     assert all(t.tolist() == [3 * MS, 3 * MS] for t in whole.times_ns.values())
     assert whole.writes == {(a, KIND): 2 for a in range(4)}
     assert sorted(parts.all_times_ns().tolist()) == sorted(whole.all_times_ns().tolist())
+
+
+def _reply(writes: int, never: int, unread: int, hist: bytes = b"") -> pb.ValidateReply:
+    row = pb.WriteVisibility(action="PUT", item="v", writes=writes, never=never, unread=unread,
+                             hist=hist)  # fmt: skip
+    return pb.ValidateReply(writes=10, visibility=[row])
+
+
+def test_the_coordinator_refuses_visibility_counts_that_cannot_be():
+    check_validation("a:1", _reply(10, 3, 7))
+    for bad in (_reply(11, 0, 0), _reply(10, 0, 11), _reply(10, 4, 7), _reply(5, 0, 0, b"xx")):
+        with pytest.raises(AgentFault, match="visibility"):
+            check_validation("a:1", bad)
+
+
+def test_an_agent_reply_becomes_the_experiment_figures_merged_over_agents():
+    hist = visibility_histogram(np.array([0, 0, 5 * MS, 9 * MS])).encode()
+    rows = WriteVisibility.of_reply([_reply(10, 3, 2, hist).visibility[0]])
+    [total] = merge_visibility([rows, rows])
+    assert (total.writes, total.never, total.unread) == (20, 6, 4)
+    assert total.visible.count == 8 and total.visible.p50_ms == 0
+    assert 8.99 <= total.visible.max_ms <= 9.01
+    again = WriteVisibility.from_record(json.loads(json.dumps(asdict(total))))
+    assert again == total
