@@ -12,7 +12,9 @@ checks (block checksums, trailer, records).
 "seconds" is wall time and "per core" divides the rate by the workers; "cpu s" is the CPU
 time (user + system) of this process and of the workers it forked, which a machine shared
 with other work does not inflate the way it inflates wall time. With --repeat N every row is
-the run with the best wall time of N.
+the run with the best wall time of N. Rows "visible" and "visible10" time the write
+visibility step alone (validation/visibility.py), already included in the rows above, on
+logs with 0.1% and 10% stale reads ("unpredictable": the reads it examines).
 
     .venv/bin/python benchmarks/validation.py                 # 1e5, 1e6, 1e7 records
     .venv/bin/python benchmarks/validation.py --sizes 100000 1000000 --repeat 3
@@ -28,9 +30,11 @@ from pathlib import Path
 
 import numpy as np
 
+from bgbench.validation.checker import Checked, check
 from bgbench.validation.logformat import LogWriter, read_log
 from bgbench.validation.runner import validate_logs
 from bgbench.validation.synthetic import synthetic_logs
+from bgbench.validation.visibility import visibility
 
 
 def max_rss_mb() -> float:
@@ -108,6 +112,22 @@ def bench(n: int, repeat: int) -> None:
             assert info.engine == engine, info
             unpredictable = f"{result.unpredictable_reads:,}"
             print(row(info.records, engine, info.workers, wall, cpu, unpredictable), flush=True)
+    visibility_rows(n, repeat)
+
+
+def visibility_rows(n: int, repeat: int) -> None:
+    """The write-visibility step alone (validation/visibility.py, part of every validation
+    above), after the checker, on one core: with the default 0.1% stale reads and with 10%."""
+    for engine, stale in (("visible", 0.001), ("visible10", 0.1)):
+        records, initial = synthetic_logs(n, stale_share=stale)
+        checked = check(records, initial)
+
+        def step(c: Checked = checked) -> int:
+            return visibility(c.ix, c.init, c.bad, c.absolute_items).never_total
+
+        _, wall, cpu = timed(step, repeat)
+        bad = f"{int(checked.bad.sum()):,}"
+        print(row(n, engine, 1, wall, cpu, bad), flush=True)
 
 
 def main() -> None:

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from hdrh.histogram import HdrHistogram
 
-PROTOCOL_VERSION = 13
+PROTOCOL_VERSION = 14
 
 # Latency histograms cross the wire HDR-encoded; both sides build them alike so merges
 # are exact: microseconds from 1 to one hour, 3 significant digits.

@@ -373,7 +373,7 @@ class PhaseReads(_message.Message):
     def __init__(self, reads: _Optional[int] = ..., unpredictable: _Optional[int] = ..., lag_hist: _Optional[bytes] = ...) -> None: ...
 
 class ValidateReply(_message.Message):
-    __slots__ = ("reads", "unpredictable_reads", "sessions", "unpredictable_sessions", "writes", "log_records", "seconds", "error", "lag_hist", "never_valid", "by_item", "by_action", "examples_json", "workload_payload", "phases", "series_reads", "series_unpredictable")
+    __slots__ = ("reads", "unpredictable_reads", "sessions", "unpredictable_sessions", "writes", "log_records", "seconds", "error", "lag_hist", "never_valid", "by_item", "by_action", "examples_json", "workload_payload", "phases", "series_reads", "series_unpredictable", "visibility")
     READS_FIELD_NUMBER: _ClassVar[int]
     UNPREDICTABLE_READS_FIELD_NUMBER: _ClassVar[int]
     SESSIONS_FIELD_NUMBER: _ClassVar[int]
@@ -391,6 +391,7 @@ class ValidateReply(_message.Message):
     PHASES_FIELD_NUMBER: _ClassVar[int]
     SERIES_READS_FIELD_NUMBER: _ClassVar[int]
     SERIES_UNPREDICTABLE_FIELD_NUMBER: _ClassVar[int]
+    VISIBILITY_FIELD_NUMBER: _ClassVar[int]
     reads: int
     unpredictable_reads: int
     sessions: int
@@ -408,7 +409,24 @@ class ValidateReply(_message.Message):
     phases: _containers.RepeatedCompositeFieldContainer[PhaseReads]
     series_reads: _containers.RepeatedScalarFieldContainer[int]
     series_unpredictable: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, reads: _Optional[int] = ..., unpredictable_reads: _Optional[int] = ..., sessions: _Optional[int] = ..., unpredictable_sessions: _Optional[int] = ..., writes: _Optional[int] = ..., log_records: _Optional[int] = ..., seconds: _Optional[float] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., lag_hist: _Optional[bytes] = ..., never_valid: _Optional[int] = ..., by_item: _Optional[_Iterable[_Union[ReadCount, _Mapping]]] = ..., by_action: _Optional[_Iterable[_Union[ReadCount, _Mapping]]] = ..., examples_json: _Optional[str] = ..., workload_payload: _Optional[str] = ..., phases: _Optional[_Iterable[_Union[PhaseReads, _Mapping]]] = ..., series_reads: _Optional[_Iterable[int]] = ..., series_unpredictable: _Optional[_Iterable[int]] = ...) -> None: ...
+    visibility: _containers.RepeatedCompositeFieldContainer[WriteVisibility]
+    def __init__(self, reads: _Optional[int] = ..., unpredictable_reads: _Optional[int] = ..., sessions: _Optional[int] = ..., unpredictable_sessions: _Optional[int] = ..., writes: _Optional[int] = ..., log_records: _Optional[int] = ..., seconds: _Optional[float] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., lag_hist: _Optional[bytes] = ..., never_valid: _Optional[int] = ..., by_item: _Optional[_Iterable[_Union[ReadCount, _Mapping]]] = ..., by_action: _Optional[_Iterable[_Union[ReadCount, _Mapping]]] = ..., examples_json: _Optional[str] = ..., workload_payload: _Optional[str] = ..., phases: _Optional[_Iterable[_Union[PhaseReads, _Mapping]]] = ..., series_reads: _Optional[_Iterable[int]] = ..., series_unpredictable: _Optional[_Iterable[int]] = ..., visibility: _Optional[_Iterable[_Union[WriteVisibility, _Mapping]]] = ...) -> None: ...
+
+class WriteVisibility(_message.Message):
+    __slots__ = ("action", "item", "writes", "never", "unread", "hist")
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    ITEM_FIELD_NUMBER: _ClassVar[int]
+    WRITES_FIELD_NUMBER: _ClassVar[int]
+    NEVER_FIELD_NUMBER: _ClassVar[int]
+    UNREAD_FIELD_NUMBER: _ClassVar[int]
+    HIST_FIELD_NUMBER: _ClassVar[int]
+    action: str
+    item: str
+    writes: int
+    never: int
+    unread: int
+    hist: bytes
+    def __init__(self, action: _Optional[str] = ..., item: _Optional[str] = ..., writes: _Optional[int] = ..., never: _Optional[int] = ..., unread: _Optional[int] = ..., hist: _Optional[bytes] = ...) -> None: ...
 
 class ReadCount(_message.Message):
     __slots__ = ("name", "reads", "unpredictable")

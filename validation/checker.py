@@ -21,6 +21,7 @@ from bgbench.validation.initial import InitialValues
 from bgbench.validation.lag import lags_ns
 from bgbench.validation.logformat import READ, WRITE, WRITE_ABS
 from bgbench.validation.phases import PhaseClock, PhaseCounts, count_reads
+from bgbench.validation.visibility import Visibility, visibility
 
 __all__ = ["InitialValues", "ValidationResult", "check", "validate"]
 
@@ -44,6 +45,11 @@ class ValidationResult:
     bad_session_ids: np.ndarray | None = None
     unpredictable: list[dict[str, Any]] = field(default_factory=list)  # every unpredictable read
     phases: PhaseCounts | None = None  # per phase and time bin, when a PhaseClock was given
+
+    def __post_init__(self) -> None:
+        # Not a field: the counts above are the checker's verdict (compared field by field
+        # with the reference checker in the tests); this is a further analysis of the writes.
+        self.visibility: Visibility = Visibility()
 
     @property
     def unpredictable_percent(self) -> float:
@@ -73,6 +79,7 @@ class ValidationResult:
         self.lags_ms += other.lags_ms
         self.examples = (self.examples + other.examples)[:max_examples]
         self.unpredictable += other.unpredictable
+        self.visibility.merge(other.visibility)
         if other.phases is not None:
             if self.phases is None:
                 self.phases = PhaseCounts.empty(len(other.phases.reads))
@@ -119,6 +126,7 @@ def validate(
     checked = check(records, initial)
     ix, init = checked.ix, checked.init
     result = ValidationResult(reads=len(ix.read_pos), writes=len(ix.write_pos))
+    result.visibility = visibility(ix, init, checked.bad, checked.absolute_items)
     if clock is not None:
         result.phases = PhaseCounts.empty(clock.phases)
     if len(ix.read_pos) == 0:

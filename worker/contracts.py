@@ -116,6 +116,18 @@ class PhaseReadCounts:
 
 
 @dataclass(frozen=True)
+class WriteVisibilityCounts:
+    """Acknowledged writes of one action to one item kind (validation/visibility.py)."""
+
+    action: str
+    item: str
+    writes: int
+    never: int  # the latest read of their item missed them
+    unread: int  # no read of their item started after they ended
+    hist: bytes  # HDR histogram (us) of the others' visibility time
+
+
+@dataclass(frozen=True)
 class ValidateSummary:
     fragment: int
     reads: int
@@ -135,6 +147,7 @@ class ValidateSummary:
     phases: list[PhaseReadCounts] = field(default_factory=list)
     series_reads: list[int] = field(default_factory=list)
     series_unpredictable: list[int] = field(default_factory=list)
+    visibility: list[WriteVisibilityCounts] = field(default_factory=list)
 
 
 Result = PrepareResult | ReadyResult | RunResult | ValidateSummary | None

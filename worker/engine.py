@@ -17,7 +17,7 @@ import gc
 import json
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from bgbench.validation.logformat import LogWriter
 from bgbench.validation.logset import WORKLOAD_FILE
 from bgbench.validation.phases import PhaseClock, PhaseCounts
 from bgbench.validation.runner import validate_logs
+from bgbench.validation.visibility import Visibility
 from bgbench.worker import runner
 from bgbench.worker.contracts import (
     PhaseReadCounts,
@@ -40,8 +41,9 @@ from bgbench.worker.contracts import (
     ReadCounts,
     ReadyResult,
     ValidateSummary,
+    WriteVisibilityCounts,
 )
-from bgbench.worker.measurement import histogram_of, is_timeout
+from bgbench.worker.measurement import histogram_of, is_timeout, visibility_histogram
 from bgbench.worker.plan import Plan, Publish, RunOutcome, cpu_seconds
 from bgbench.worker.plan import RunSpec as RunSpec
 from bgbench.worker.tally import ActionFile, ActionTally
@@ -312,7 +314,20 @@ class FragmentEngine:
             ],
             series_reads=[] if phases is None else phases.series_reads.tolist(),
             series_unpredictable=[] if phases is None else phases.series_unpredictable.tolist(),
+            visibility=_visibility_rows(result.visibility, actions, items),
         )
+
+
+def _visibility_rows(
+    v: Visibility, actions: Mapping[int, str], items: Mapping[int, str]
+) -> list[WriteVisibilityCounts]:
+    """Per (action, item kind) of the fragment's writes, by name."""
+    rows = []
+    for (a, i), n in v.writes.items():
+        hist = visibility_histogram(v.times_ns[a, i]).encode()
+        name = actions.get(a, str(a)), items.get(i, str(i))
+        rows.append(WriteVisibilityCounts(*name, n, v.never[a, i], v.unread[a, i], hist))
+    return rows
 
 
 def _lag_hist(lags_ms: list[float]) -> bytes:

@@ -8,7 +8,7 @@ from bgbench.protos import worker_pb2 as pb
 from bgbench.run_result.histograms import merged_or_empty
 from bgbench.run_result.run import payloads
 from bgbench.validation.phases import PhaseClock, PhaseRequestError
-from bgbench.worker.contracts import ReadCounts, ValidateSummary
+from bgbench.worker.contracts import ReadCounts, ValidateSummary, WriteVisibilityCounts
 from bgbench.worker.replies import error
 
 RUN_ORIGINS_KEPT = 64  # the latest runs whose start a Validate may still map phases onto
@@ -79,6 +79,24 @@ def _phases(results: list[ValidateSummary]) -> list[pb.PhaseReads]:
     return rows
 
 
+def _visibility(results: list[ValidateSummary]) -> list[pb.WriteVisibility]:
+    rows: dict[tuple[str, str], list[WriteVisibilityCounts]] = {}
+    for r in results:
+        for v in r.visibility:
+            rows.setdefault((v.action, v.item), []).append(v)
+    return [
+        pb.WriteVisibility(
+            action=action,
+            item=item,
+            writes=sum(p.writes for p in parts),
+            never=sum(p.never for p in parts),
+            unread=sum(p.unread for p in parts),
+            hist=merged_or_empty([p.hist for p in parts]),
+        )
+        for (action, item), parts in rows.items()
+    ]
+
+
 def merge_validations(results: list[ValidateSummary]) -> pb.ValidateReply:
     """The load processes' validations as the agent's one reply."""
     examples = [e for r in results for e in r.examples]
@@ -102,4 +120,5 @@ def merge_validations(results: list[ValidateSummary]) -> pb.ValidateReply:
         phases=_phases(results),
         series_reads=series_reads,
         series_unpredictable=series_unpredictable,
+        visibility=_visibility(results),
     )

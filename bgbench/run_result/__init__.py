@@ -10,6 +10,8 @@
   its phases' figures and its timeline, kept in the experiment's result.
 - TransactionFigures (transactions.py): an interaction's transactions (commits, aborts
   by cause, retries and back-off per commit) derived from its tallies (ActionStats.counts).
+- WriteVisibility (visibility.py): when acknowledged writes became visible, per action
+  and item kind, merged over agents (`merge_visibility`).
 - rows.py: a stored result as rows of the DataFrames; histograms.py: the HDR figures.
 """
 
@@ -24,6 +26,7 @@ from bgbench.run_result.histograms import LatencySummary
 from bgbench.run_result.run import ActionStats, ErrorCount, RunResult, sum_counts
 from bgbench.run_result.scenario import PhaseFigures, ScenarioFigures, StepRecord, Timeline
 from bgbench.run_result.transactions import TransactionFigures
+from bgbench.run_result.visibility import WriteVisibility, merge_visibility, visibility_totals
 
 __all__ = [
     "ActionFigures",
@@ -40,5 +43,8 @@ __all__ = [
     "StepRecord",
     "Timeline",
     "TransactionFigures",
+    "WriteVisibility",
+    "merge_visibility",
     "sum_counts",
+    "visibility_totals",
 ]

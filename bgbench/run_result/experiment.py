@@ -20,6 +20,7 @@ from bgbench.run_result.histograms import LatencySummary, decode, share_within
 from bgbench.run_result.run import ActionStats, RunResult
 from bgbench.run_result.scenario import ScenarioFigures
 from bgbench.run_result.transactions import TransactionFigures
+from bgbench.run_result.visibility import WriteVisibility, merge_visibility
 
 
 @dataclass
@@ -51,6 +52,8 @@ class AgentOutcome:
     validation_s: float = 0.0
     never_valid: int = 0
     lag_hist: str = ""  # HDR histogram (us) of the staleness lag of unpredictable reads
+    # when its acknowledged writes became visible, per action and item kind
+    visibility: list[WriteVisibility] = field(default_factory=list)
     state_uncertain: bool = False
     aborted: str = ""
     passed: bool = False
@@ -115,6 +118,7 @@ class AgentOutcome:
         self.log_records_read, self.validation_s = reply.log_records, reply.seconds
         self.never_valid = reply.never_valid
         self.lag_hist = decode(reply.lag_hist).encode().decode()
+        self.visibility = WriteVisibility.of_reply(list(reply.visibility))
         self.by_item = {r.name: ReadFigures(r.reads, r.unpredictable) for r in reply.by_item}
         self.by_action = {r.name: ReadFigures(r.reads, r.unpredictable) for r in reply.by_action}
         self.validation_payload = json_array(reply.workload_payload)
@@ -123,7 +127,8 @@ class AgentOutcome:
 
     @classmethod
     def from_record(cls, data: dict[str, Any]) -> "AgentOutcome":
-        return cls(**_known(cls, data, {"by_item": _read_figures, "by_action": _read_figures}))
+        nested = {"by_item": _read_figures, "by_action": _read_figures, "visibility": _visibility}
+        return cls(**_known(cls, data, nested))
 
 
 # Figures an agent's outcome keeps as its run gave them. Not `threads` (the coordinator's
@@ -212,6 +217,10 @@ class ExperimentResult:
     fault: str = ""  # an infrastructure failure: the experiment is not rated
     lag: LatencySummary = field(default_factory=LatencySummary.empty)
     never_valid: int = 0  # unpredictable reads of a value the item never held
+    # When each acknowledged write became visible to every later read, per action and item
+    # kind over all agents (validation/visibility.py), and the writes never visible.
+    visibility: list[WriteVisibility] = field(default_factory=list)
+    never_visible: int = 0
     coordinator_cpu_s: float = 0.0  # the coordinator's CPU while the agents ran
     progress_events: int = 0  # progress messages received from all agents
     # The load processes' CPU per action over all agents (their whole run: start, actions,
@@ -261,6 +270,8 @@ class ExperimentResult:
         return cls(
             lag=LatencySummary.of(lags),
             never_valid=sum(o.never_valid for o in outcomes),
+            visibility=merge_visibility([o.visibility for o in outcomes]),
+            never_visible=sum(v.never for o in outcomes for v in o.visibility),
             experiment_id=experiment_id,
             threads=threads,
             duration_s=duration_s,
@@ -346,6 +357,7 @@ class ExperimentResult:
             "steady": lambda s: None if s is None else Steadiness(**_known(Steadiness, s, {})),
             "resources": lambda r: None if r is None else ResourceFigures.from_record(r),
             "scenario": lambda s: None if s is None else ScenarioFigures.from_record(s),
+            "visibility": _visibility,
         }
         return cls(**_known(cls, data, nested))
 
@@ -393,6 +405,10 @@ def json_array(text: str) -> list[Any]:
 
 def _latency(data: dict[str, Any]) -> LatencySummary:
     return LatencySummary(**_known(LatencySummary, data, {}))
+
+
+def _visibility(rows: list[dict[str, Any]]) -> list[WriteVisibility]:
+    return [WriteVisibility.from_record(r) for r in rows]
 
 
 def _read_figures(data: dict[str, Any]) -> dict[str, ReadFigures]:

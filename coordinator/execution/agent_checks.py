@@ -180,10 +180,22 @@ def check_validation(address: str, reply: pb.ValidateReply, phases: int = 0) -> 
             _text(address, f"validation {name}", row.name)
             _within(address, f"validation {name} reads", row.reads, 0, MAX_COUNT)
             _within(address, f"validation {name} unpredictable", row.unpredictable, 0, row.reads)
+    _check_visibility(address, reply)
     examples = _json(address, "validation examples_json", reply.examples_json)
     if not (isinstance(examples, list) and all(isinstance(e, dict) for e in examples)):
         raise AgentFault(address, "validation examples_json", "not a JSON array of objects")
     _json(address, "validation workload_payload", reply.workload_payload)
+
+
+def _check_visibility(address: str, reply: pb.ValidateReply) -> None:
+    _rows(address, "validation visibility", reply.visibility, MAX_ROWS)
+    for v in reply.visibility:
+        _text(address, "validation visibility action", v.action)
+        _text(address, "validation visibility item", v.item)
+        _within(address, "validation visibility writes", v.writes, 0, reply.writes)
+        _within(address, "validation visibility unread", v.unread, 0, v.writes)
+        _within(address, "validation visibility never", v.never, 0, v.writes - v.unread)
+        _histogram(address, "validation visibility hist", v.hist)
 
 
 def _check_phases(address: str, reply: pb.ValidateReply, phases: int) -> None:

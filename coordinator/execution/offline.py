@@ -111,6 +111,8 @@ class OfflineReport:
             },
             "lag": r.lag_summary(),
             "never_valid": r.never_valid,
+            "visibility": r.visibility.rows(self.action_names, self.item_names),
+            "never_visible": r.visibility.never_total,
             "examples": r.examples,
             "malformed_lines": len(self.malformed),
             "malformed": self.malformed[:100],

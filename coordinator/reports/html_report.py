@@ -34,6 +34,7 @@ from bgbench.coordinator.reports.html_overlay import (
 from bgbench.coordinator.reports.html_resources import bottleneck_line, resource_sections
 from bgbench.coordinator.reports.html_scenario import campaign_scenario, scenario_sections
 from bgbench.coordinator.reports.html_transactions import transaction_section
+from bgbench.coordinator.reports.html_visibility import visibility_section
 from bgbench.coordinator.storage.frames import ResultFrames, lag_histogram, response_histogram
 from bgbench.errors import UserError
 
@@ -284,6 +285,7 @@ def rating_sections(frames: ResultFrames, rating_id: str, page: Page, prefix: st
     if r["objective"] == RUN_OBJECTIVE and not exps.empty:
         last = frames.result(rating_id, int(exps["seq"].iloc[-1]))
         page.figure(prefix + "progress", charts.progress(last), "Throughput over the run.")
+    visibility_section(frames, rating_id, standing, page, prefix)
     page.heading("Search path" if r["objective"] != RUN_OBJECTIVE else "Experiment")
     page.text("Every experiment, in the order it ran: phase, T, verdict and its reasons.")
     # a closed-loop rating has no arrival rate; a classic search no intervals

@@ -3,6 +3,7 @@ coordinator/reports/live.py."""
 
 import json
 from collections.abc import Mapping
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Group
@@ -15,6 +16,7 @@ from bgbench.coordinator.records.sweep import ALL_ACTIONS, SweepTable
 from bgbench.coordinator.reports.live import LiveProgress as LiveProgress
 from bgbench.coordinator.reports.report_scenario import render_scenario
 from bgbench.coordinator.reports.report_transactions import of_result, transactions_table
+from bgbench.coordinator.reports.report_visibility import visibility_table
 from bgbench.resources.model import Bottleneck
 from bgbench.run_result import ExperimentResult
 from bgbench.sdk import StudyTable
@@ -43,6 +45,7 @@ def render(result: ExperimentResult, settings: Settings) -> Group:
         *([transactions] if transactions is not None else []),
         *([units] if units.row_count else []),
         _agents_table(result),
+        *visibility_table([asdict(v) for v in result.visibility]),
         *([render_scenario(result.scenario)] if result.scenario is not None else []),
         _notes(result),
     )
@@ -419,7 +422,7 @@ def render_validation(d: dict[str, Any]) -> Group:
     for group in ("by_item", "by_action"):
         for name, v in d[group].items():
             table.add_row(group[3:], name, f"{v['reads']:,}", f"{v['unpredictable']:,}")
-    return Group(head, table)
+    return Group(head, table, *visibility_table(d.get("visibility", [])))
 
 
 def _cell(value: Any) -> str:
