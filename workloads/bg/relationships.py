@@ -10,10 +10,11 @@ Friendships and invitations, a configuration model:
    weights (one multinomial draw), so the mean degree is exactly phi. No member may have
    more than n-1 relationships: ends beyond that are dealt again to the others, with the
    same weights.
-2. Pairing: the ends are shuffled and paired. Self-loops and repeated pairs are re-paired
-   with as many random sound pairs (their ends reshuffled together), which keeps every
-   degree, until none is left or the count stops falling (a dense graph, phi close to n,
-   where the hubs already know nearly everyone).
+2. Pairing: the ends are shuffled and paired. Each self-loop or repeated pair (u, v) is
+   then swapped with a random sound pair (x, y) into (u, x) and (v, y) when both are new,
+   which keeps every degree and never undoes a sound pair, until none is left or swaps
+   stop succeeding (a dense graph, phi close to n, where the hubs already know nearly
+   everyone).
 3. What could not be paired is dropped and as many new distinct pairs are drawn with both
    ends weighted by the same weights, so the number of relationships stays n*phi/2.
 
@@ -26,8 +27,10 @@ import numpy as np
 
 from bgbench.workloads.zipf import zipf_weights
 
-PAIRING_ROUNDS = 200
-PAIRING_PATIENCE = 8  # rounds without fewer bad pairs before the rest is drawn anew
+PAIRING_ROUNDS = 2000
+# A round moves every sound key once: a dense graph of millions of pairs gets fewer rounds.
+PAIRING_WORK = 200_000_000
+PAIRING_PATIENCE = 20  # rounds without a swap before the rest is drawn anew
 FILL_BATCHES = 10_000
 
 
@@ -48,44 +51,84 @@ def zipf_degrees(n: int, ends: int, theta: float, rng: np.random.Generator) -> n
         degrees += rng.multinomial(excess, room / room.sum())
 
 
+def pair_keys(pairs: np.ndarray, n: int) -> np.ndarray:
+    """One integer per unordered pair of local indexes."""
+    keys: np.ndarray = np.minimum(pairs[:, 0], pairs[:, 1]) * n + np.maximum(
+        pairs[:, 0], pairs[:, 1]
+    )
+    return keys
+
+
 def unsound_pairs(pairs: np.ndarray, n: int) -> np.ndarray:
     """Mask of self-loops and of every repeat of a pair after its first row."""
-    low = np.minimum(pairs[:, 0], pairs[:, 1])
-    high = np.maximum(pairs[:, 0], pairs[:, 1])
-    _, first = np.unique(low * n + high, return_index=True)
+    _, first = np.unique(pair_keys(pairs, n), return_index=True)
     unsound = np.ones(len(pairs), dtype=bool)
     unsound[first] = False
-    unsound |= low == high
+    unsound |= pairs[:, 0] == pairs[:, 1]
     return unsound
+
+
+def _among(keys: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
+    at = np.minimum(np.searchsorted(sorted_keys, keys), max(len(sorted_keys) - 1, 0))
+    found: np.ndarray = (sorted_keys[at] == keys) if len(sorted_keys) else np.zeros(len(keys), bool)
+    return found
+
+
+def _with(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """`sorted_keys` with `keys` (none among them) inserted in order."""
+    keys = np.sort(keys)
+    merged: np.ndarray = np.insert(sorted_keys, np.searchsorted(sorted_keys, keys), keys)
+    return merged
 
 
 def pair_ends(degrees: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, int]:
     """Pairs of local indexes with these degrees, and how many pairs could not be made
-    without a self-loop or a repeat (they are left out)."""
+    without a self-loop or a repeat (they are left out).
+
+    The ends are shuffled and paired; then each unsound pair (u, v) is swapped with a
+    random sound pair (x, y) into (u, x) and (v, y) when both are new, which keeps every
+    degree and never undoes a sound pair. The sound pairs are kept as sorted keys, so a
+    round only looks at the pairs it tries."""
     n = len(degrees)
     ends = np.repeat(np.arange(n, dtype=np.int64), degrees)
     rng.shuffle(ends)
-    pairs = ends.reshape(-1, 2).copy()
-    best, stalled = len(pairs) + 1, 0
-    for _ in range(PAIRING_ROUNDS):
-        unsound = unsound_pairs(pairs, n)
-        bad = np.flatnonzero(unsound)
-        if len(bad) == 0:
-            return pairs, 0
-        if len(bad) < best:
-            best, stalled = len(bad), 0
-        else:
-            stalled += 1
-            if stalled >= PAIRING_PATIENCE:
-                break
-        sound = np.flatnonzero(~unsound)
-        partners = np.unique(rng.integers(0, len(sound), min(len(sound), 2 * len(bad))))
-        redo = np.concatenate([bad, sound[partners]])
-        mixed = pairs[redo].ravel()
-        rng.shuffle(mixed)
-        pairs[redo] = mixed.reshape(-1, 2)
+    pairs = ends.reshape(-1, 2)
     unsound = unsound_pairs(pairs, n)
-    return pairs[~unsound], int(unsound.sum())
+    sound = np.sort(pair_keys(pairs[~unsound], n))
+    pending = pairs[unsound]
+    idle = 0
+    for _ in range(min(PAIRING_ROUNDS, max(20, PAIRING_WORK // max(len(pairs), 1)))):
+        if len(pending) == 0 or len(sound) == 0 or idle >= PAIRING_PATIENCE:
+            break
+        chosen = np.unique(rng.integers(0, len(sound), len(pending)))
+        tried = pending[: len(chosen)]
+        partners = sound[chosen]
+        flip = rng.random(len(chosen)) < 0.5
+        x = np.where(flip, partners % n, partners // n)
+        y = np.where(flip, partners // n, partners % n)
+        first_keys = pair_keys(np.column_stack([tried[:, 0], x]), n)
+        second_keys = pair_keys(np.column_stack([tried[:, 1], y]), n)
+        fits = (tried[:, 0] != x) & (tried[:, 1] != y) & (first_keys != second_keys)
+        fits &= ~_among(first_keys, sound) & ~_among(second_keys, sound)
+        fits &= ~_repeated(np.concatenate([first_keys, second_keys]), len(chosen))
+        if not fits.any():
+            idle += 1
+            continue
+        idle = 0
+        sound = _with(
+            np.delete(sound, chosen[fits]), np.concatenate([first_keys[fits], second_keys[fits]])
+        )
+        pending = np.concatenate([tried[~fits], pending[len(chosen) :]])
+    return np.column_stack([sound // n, sound % n]), len(pending)
+
+
+def _repeated(keys: np.ndarray, half: int) -> np.ndarray:
+    """Mask over the first `half` proposals: either of its two keys (at i and half+i) occurs
+    more than once among all `keys`."""
+    _, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
+    many = counts[inverse] > 1
+    repeated: np.ndarray = many[:half] | many[half:]
+    return repeated
 
 
 def add_weighted_pairs(
@@ -96,20 +139,20 @@ def add_weighted_pairs(
     if count == 0:
         return pairs
     weights = zipf_weights(n, theta)
-    taken = np.sort(np.minimum(pairs[:, 0], pairs[:, 1]) * n + np.maximum(pairs[:, 0], pairs[:, 1]))
+    taken = np.sort(pair_keys(pairs, n))
     added = np.empty(0, dtype=np.int64)
     for _ in range(FILL_BATCHES):
         wanted = count - len(added)
         if wanted == 0:
             break
         batch = max(4 * wanted, 1024)
-        a = rng.choice(n, batch, p=weights)
-        b = rng.choice(n, batch, p=weights)
-        keep = a != b
-        keys = np.minimum(a, b)[keep] * n + np.maximum(a, b)[keep]
-        keys = keys[~np.isin(keys, taken) & ~np.isin(keys, added)]
+        drawn = np.column_stack([rng.choice(n, batch, p=weights), rng.choice(n, batch, p=weights)])
+        keys = pair_keys(drawn[drawn[:, 0] != drawn[:, 1]], n)
+        keys = keys[~_among(keys, taken)]
         _, first = np.unique(keys, return_index=True)
-        added = np.concatenate([added, keys[np.sort(first)][:wanted]])
+        fresh = keys[np.sort(first)][:wanted]
+        added = np.concatenate([added, fresh])
+        taken = _with(taken, fresh)
     else:
         raise RuntimeError(f"could not place {count - len(added)} relationships: graph too dense")
     return np.concatenate([pairs, np.column_stack([added // n, added % n])])
