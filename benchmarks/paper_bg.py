@@ -50,6 +50,19 @@ def cpu_split(experiments: list[dict]) -> str:
         f"other {max(busy - load - store, 0):.2f}"  # fmt: skip
 
 
+def cpu_per_action(experiments: list[dict]) -> str:
+    """CPU ms per action of the load processes and of the store's processes (what an
+    action costs, whatever other work takes of the machine; wall times are not)."""
+    load, store, n = 0.0, 0.0, 0
+    for e in experiments:
+        hosts = [h for h in (e.get("resources") or {}).get("hosts", []) if h.get("cpu_cores")]
+        if hosts and e["actions_per_s"] > 0:
+            load += sum(h.get("load_cpu_cores") or 0 for h in hosts) / e["actions_per_s"]
+            store += sum(h.get("store_cpu_cores") or 0 for h in hosts) / e["actions_per_s"]
+            n += 1
+    return f"{1000 * load / n:.3f}+{1000 * store / n:.3f}" if n else "-"
+
+
 def service_means(experiments: list[dict]) -> dict[str, float]:
     """Each action's mean service time (ms) pooled over `experiments` (weighted by count)."""
     total: dict[str, float] = defaultdict(float)
@@ -91,14 +104,15 @@ def by_threads(job: dict) -> dict[int, list[dict]]:
 
 
 def sweep_rows(job: dict) -> list[tuple[int, float, float, float, str, str]]:
-    """Per T of a sweep: mean actions/s, within %, p95 ms, the bottleneck, the CPU split."""
+    """Per T of a sweep: mean actions/s, within %, p95 ms, the bottleneck, CPU ms per
+    action (load+store) and the host's CPU split."""
     rows = []
     for t, es in by_threads(job).items():
         rows.append((
             t, statistics.fmean(e["actions_per_s"] for e in es),
             statistics.fmean(e["within_percent"] for e in es),
             statistics.fmean(e["overall"]["p95_ms"] for e in es),
-            bottleneck(es), cpu_split(es),
+            bottleneck(es), f"{cpu_per_action(es):>11}  {cpu_split(es)}",
         ))  # fmt: skip
     return rows
 
@@ -106,7 +120,7 @@ def sweep_rows(job: dict) -> list[tuple[int, float, float, float, str, str]]:
 def figure2(jobs: list[dict]) -> None:
     print("Figure 2: PostgreSQL, View Profile, 12 KB images, 10,000 members: by T")
     print(f"{'T':>5} {'actions/s':>10} {'within %':>9} {'p95 ms':>8} {'VP svc ms':>9} "
-          f"{'bottleneck':>12}  host CPU")  # fmt: skip
+          f"{'bottleneck':>12}  CPU ms/act  host CPU")  # fmt: skip
     for job in done(jobs, "figure2"):
         groups = by_threads(job)
         for t, rate, within, p95, neck, cpu in sweep_rows(job):
@@ -118,7 +132,7 @@ def soar_table(jobs: list[dict], name: str, column: str) -> None:
     actions = READS + WRITES
     print(f"{'store':>9} {column:>8} {'SoAR':>8} {'at T':>5} {'unpred %':>8} {'hits':>6} "
           + "".join(f"{a + ' ms':>8}" for a in actions)
-          + f" {'mix ms':>7} {'bottleneck':>12}  host CPU at SoAR")  # fmt: skip
+          + f" {'mix ms':>7} {'CPU ms/act':>11} {'bottleneck':>12}  host CPU at SoAR")  # fmt: skip
     for job in done(jobs, name):
         record = job["record"]
         final = final_experiments(job)
@@ -134,7 +148,8 @@ def soar_table(jobs: list[dict], name: str, column: str) -> None:
         cells = "".join(f"{svc[a]:>8.3f}" if a in svc else f"{'-':>8}" for a in actions)
         print(f"{job['vars']['store']:>9} {value!s:>8} {record['soar']:>8,.0f} "
               f"{record['soar_threads']:>5} {unpred:>8.3f} {cache_hits(final):>6} {cells} "
-              f"{mix_ms:>7.3f} {bottleneck(final):>12}  {cpu_split(final)}")  # fmt: skip
+              f"{mix_ms:>7.3f} {cpu_per_action(final):>11} {bottleneck(final):>12}  "
+              f"{cpu_split(final)}")  # fmt: skip
 
 
 def figure3(jobs: list[dict]) -> None:
@@ -177,7 +192,8 @@ def figure8(jobs: list[dict]) -> None:
         print(f" {job['vars'].get('store', 'postgres')}, {job['vars']['agents']} agents: "
               f"Socialites {socialites}, SoAR {best}")  # fmt: skip
         print(
-            f"{'T':>6} {'actions/s':>10} {'within %':>9} {'p95 ms':>8} {'bottleneck':>12}  host CPU"
+            f"{'T':>6} {'actions/s':>10} {'within %':>9} {'p95 ms':>8} {'bottleneck':>12}"
+            "  CPU ms/act  host CPU"
         )
         for t, rate, within, p95, neck, cpu in rows:
             print(f"{t:>6} {rate:>10,.0f} {within:>9.2f} {p95:>8.1f} {neck:>12}  {cpu}")
