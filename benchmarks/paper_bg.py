@@ -129,7 +129,9 @@ def figure2(jobs: list[dict]) -> None:
 
 
 def soar_table(jobs: list[dict], name: str, column: str) -> None:
-    actions = READS + WRITES
+    performed = {a["action"] for j in done(jobs, name) for e in j["experiments"]
+                 for a in e.get("per_action", [])}  # fmt: skip
+    actions = [a for a in READS + WRITES if a in performed]
     print(f"{'store':>9} {column:>8} {'SoAR':>8} {'at T':>5} {'unpred %':>8} {'hits':>6} "
           + "".join(f"{a + ' ms':>8}" for a in actions)
           + f" {'mix ms':>7} {'CPU ms/act':>11} {'bottleneck':>12}  host CPU at SoAR")  # fmt: skip
