@@ -77,11 +77,11 @@ def service_means(experiments: list[dict]) -> dict[str, float]:
 
 def final_experiments(job: dict) -> list[dict]:
     """The experiments of the rating's final runs at its SoAR's T (the search's at that T
-    when the final ones are missing)."""
+    when the final ones are missing; every experiment of a rating that found no SoAR)."""
     record, experiments = job["record"], job["experiments"]
     at = [e for e in experiments if e["threads"] == record["soar_threads"]]
     final = [e for e in at if e["duration_s"] == record["final_duration_s"]]
-    return final or at
+    return final or at or experiments
 
 
 def cache_hits(experiments: list[dict]) -> str:
