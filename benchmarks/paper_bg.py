@@ -191,7 +191,7 @@ def figure8(jobs: list[dict]) -> None:
         socialites = max((r[0] for r in passing), default=0)
         soar = max(passing, key=lambda r: r[1], default=None)
         best = f"{soar[1]:,.0f} at T={soar[0]}" if soar else "0"
-        print(f" {job['vars'].get('store', 'postgres')}, {job['vars']['agents']} agents: "
+        print(f" {job['vars'].get('store', 'postgres')}, {job['vars']['agents']} agent(s): "
               f"Socialites {socialites}, SoAR {best}")  # fmt: skip
         print(
             f"{'T':>6} {'actions/s':>10} {'within %':>9} {'p95 ms':>8} {'bottleneck':>12}"
