@@ -1,0 +1,123 @@
+"""BG's Figure 4 (List Friends by friends per member) and Figure 11 (CASQL's unpredictable
+reads against T per TTL): examples/campaigns/bg_fig04_*.yaml and bg_fig11_*.yaml, run as
+campaigns, and their figures as tables with what explains them.
+
+    .venv/bin/python benchmarks/bg_fig04_fig11.py fig04 fig11 [--full] --results DIR
+    .venv/bin/python benchmarks/bg_fig04_fig11.py fig11 --show CAMPAIGN_ID --results DIR
+
+- fig04: SoAR of List Friends alone by phi and store; per rating the List Friends mean
+  service time at the lowest T it ran, its p95 at the SoAR, CASQL's cache hits and values
+  too large for memcached, and the bottleneck of the experiment that gave the SoAR.
+- fig11: per way of keeping CASQL's cache fresh (invalidation, TTL 5, 10, 20 s) and per T,
+  throughput, unpredictable %, cache hits and the host's CPU (busy cores: the load, the
+  store, everything else on the machine).
+
+Without --full each runs the `_here` variant (the sizes this 2-core machine finishes in
+about 20 minutes); --full runs the paper-size file.
+"""
+
+import argparse
+import tempfile
+from pathlib import Path
+
+from harness import campaign_jobs
+
+FIGURES = {"fig04": "bg_fig04_list_friends", "fig11": "bg_fig11_ttl_staleness"}
+
+
+def lf_service_ms(experiment: dict) -> float:
+    row = next((a for a in experiment["per_action"] if a["action"] == "LF"), None)
+    return float(row["service"]["mean_ms"]) if row else float("nan")
+
+
+def lf_p95_ms(experiment: dict) -> float:
+    row = next((a for a in experiment["per_action"] if a["action"] == "LF"), None)
+    return float(row["response"]["p95_ms"]) if row else float("nan")
+
+
+def host_load(experiment: dict) -> str:
+    """Busy cores of the host: the load processes, the store, and everything else."""
+    res = experiment.get("resources") or {}
+    hosts = res.get("hosts") or []
+    if not hosts:
+        return "-"
+    h = hosts[0]
+    other = max(h["cpu_cores"] - h["load_cpu_cores"] - h["store_cpu_cores"], 0.0)
+    return f"{h['cpu_cores']:.2f}={h['load_cpu_cores']:.2f}+{h['store_cpu_cores']:.2f}+{other:.2f}"
+
+
+def bottleneck(experiment: dict) -> str:
+    b = (experiment.get("resources") or {}).get("bottleneck") or {}
+    return f"{b.get('kind', '-')}: {b.get('resource', '')}".strip()
+
+
+def fig04(jobs: list[dict]) -> None:
+    print("Figure 4: SoAR of List Friends by friends per member (phi)")
+    print("host busy cores = load + store + other processes, at the SoAR's experiment")
+    head = f"{'graph':>8} {'phi':>5} {'store':>9} {'SoAR':>8} {'at T':>5} {'LF ms @T1':>9} "
+    print(head + f"{'LF p95':>8} {'hits':>8} {'oversize':>8} {'host busy cores':>22}  bottleneck")
+    for job in jobs:
+        if job["status"] != "done" or not job["experiments"]:
+            print(f"{job['label']}: {job['status']} {job.get('message', '')}")
+            continue
+        s, ex, v = job["record"], job["experiments"], job["vars"]
+        at = s.get("soar_threads") or 0
+        best = next((e for e in reversed(ex) if e["threads"] == at), ex[-1])
+        lowest = min(ex, key=lambda e: e["threads"])
+        counters: dict[str, int] = {}
+        for e in ex:
+            for k, n in e["store_counters"].items():
+                counters[k] = counters.get(k, 0) + n
+        print(
+            f"{v.get('graph', 'uniform'):>8} {v['phi']:>5} {v['store']:>9} {s['soar']:>8,.0f} "
+            f"{at:>5} {lf_service_ms(lowest):>9.1f} {lf_p95_ms(best):>8.1f} "
+            f"{counters.get('hits', 0):>8,} {counters.get('oversized', 0):>8,} "
+            f"{host_load(best):>22}  {bottleneck(best)}"
+        )
+
+
+def fig11(jobs: list[dict]) -> None:
+    print("Figure 11: CASQL unpredictable reads against T, 10%-write mix, 12 KB images")
+    print(f"{'cache':>12} {'T':>4} {'actions/s':>10} {'within %':>8} {'unpred. %':>9} "
+          f"{'lag p50 ms':>10} {'hit %':>6} {'host busy cores':>22}  bottleneck")  # fmt: skip
+    for job in jobs:
+        if job["status"] != "done":
+            print(f"{job['label']}: {job['status']} {job.get('message', '')}")
+            continue
+        v = job["vars"]
+        label = "invalidation" if v["consistency"] == "invalidation" else f"TTL {v['ttl']} s"
+        for e in job["experiments"]:
+            if e.get("fault"):
+                continue
+            c = e["store_counters"]
+            looked = c.get("hits", 0) + c.get("misses", 0)
+            hit = 100 * c.get("hits", 0) / looked if looked else 0.0
+            print(
+                f"{label:>12} {e['threads']:>4} {e['actions_per_s']:>10,.0f} "
+                f"{e['within_percent']:>8.2f} {e['unpredictable_percent']:>9.3f} "
+                f"{e['lag']['p50_ms']:>10.1f} {hit:>6.1f} {host_load(e):>22}  {bottleneck(e)}"
+            )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("figures", nargs="*", help="fig04, fig11 (default both)")
+    parser.add_argument("--full", action="store_true", help="the paper-size campaign files")
+    parser.add_argument("--results", type=Path, help="results directory (default: a temporary)")
+    parser.add_argument("--show", metavar="CAMPAIGN_ID", help="print a recorded run's table")
+    args = parser.parse_args()
+    if set(args.figures) - set(FIGURES):
+        parser.error(f"figures are {', '.join(FIGURES)}")
+    wanted = args.figures or list(FIGURES)
+    if args.show and len(wanted) != 1:
+        parser.error("--show prints one figure's campaign: name the figure")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in wanted:
+            campaign = FIGURES[name] + ("" if args.full else "_here")
+            jobs = campaign_jobs(campaign, args.results, args.show, [], tmp)
+            globals()[name](jobs)
+            print()
+
+
+if __name__ == "__main__":
+    main()
