@@ -198,6 +198,9 @@ def test_the_example_campaigns_unfold_into_valid_jobs():
     for path in examples:
         campaign = load_campaign(path)
         assert campaign.jobs and not campaign.invalid, (path, [j.error for j in campaign.invalid])
+        if "_fig" in path.name:  # a paper figure's file opens with the command that runs it
+            opening = path.read_text().split("\ncampaign:")[0]
+            assert f"bgbench campaign run examples/campaigns/{path.name}" in opening, path
 
 
 def test_an_option_the_jobs_server_gives_counts_in_the_check(tmp_path):
