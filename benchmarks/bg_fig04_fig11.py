@@ -22,7 +22,22 @@ from pathlib import Path
 
 from harness import campaign_jobs
 
+from bgbench.coordinator.storage.results import ResultsStore
+
 FIGURES = {"fig04": "bg_fig04_list_friends", "fig11": "bg_fig11_ttl_staleness"}
+WRITES = {"IF", "AFR", "RFR", "TF", "PCR", "DCR"}
+
+
+def phases(job: dict, results: Path) -> list[str]:
+    """Each recorded experiment's phase (warmup, sweep, search, final ...), in order."""
+    if not job["rating_id"]:
+        return []
+    return [row["phase"] for row in ResultsStore.existing(results).experiments(job["rating_id"])]
+
+
+def writes_per_s(experiment: dict) -> float:
+    n = sum(a["count"] for a in experiment["per_action"] if a["action"] in WRITES)
+    return n / (experiment["elapsed_s"] or experiment["duration_s"])
 
 
 def lf_service_ms(experiment: dict) -> float:
@@ -51,7 +66,7 @@ def bottleneck(experiment: dict) -> str:
     return f"{b.get('kind', '-')}: {b.get('resource', '')}".strip()
 
 
-def fig04(jobs: list[dict]) -> None:
+def fig04(jobs: list[dict], results: Path) -> None:
     print("Figure 4: SoAR of List Friends by friends per member (phi)")
     print("host busy cores = load + store + other processes, at the SoAR's experiment")
     head = f"{'graph':>8} {'phi':>5} {'store':>9} {'SoAR':>8} {'at T':>5} {'LF ms @T1':>9} "
@@ -76,26 +91,29 @@ def fig04(jobs: list[dict]) -> None:
         )
 
 
-def fig11(jobs: list[dict]) -> None:
+def fig11(jobs: list[dict], results: Path) -> None:
     print("Figure 11: CASQL unpredictable reads against T, 10%-write mix, 12 KB images")
-    print(f"{'cache':>12} {'T':>4} {'actions/s':>10} {'within %':>8} {'unpred. %':>9} "
-          f"{'lag p50 ms':>10} {'hit %':>6} {'host busy cores':>22}  bottleneck")  # fmt: skip
+    print("host busy cores = load + store + other processes; the warm-up run is not shown")
+    head = f"{'cache':>12} {'T':>4} {'actions/s':>10} {'writes/s':>8} {'within %':>8} "
+    print(head + f"{'unpred. %':>9} {'lag p50 ms':>10} {'hit %':>6} {'host busy cores':>22}"
+          "  bottleneck")  # fmt: skip
     for job in jobs:
         if job["status"] != "done":
             print(f"{job['label']}: {job['status']} {job.get('message', '')}")
             continue
         v = job["vars"]
         label = "invalidation" if v["consistency"] == "invalidation" else f"TTL {v['ttl']} s"
-        for e in job["experiments"]:
-            if e.get("fault"):
+        for e, phase in zip(job["experiments"], phases(job, results), strict=True):
+            if e.get("fault") or phase == "warmup":
                 continue
             c = e["store_counters"]
             looked = c.get("hits", 0) + c.get("misses", 0)
             hit = 100 * c.get("hits", 0) / looked if looked else 0.0
             print(
                 f"{label:>12} {e['threads']:>4} {e['actions_per_s']:>10,.0f} "
-                f"{e['within_percent']:>8.2f} {e['unpredictable_percent']:>9.3f} "
-                f"{e['lag']['p50_ms']:>10.1f} {hit:>6.1f} {host_load(e):>22}  {bottleneck(e)}"
+                f"{writes_per_s(e):>8,.1f} {e['within_percent']:>8.2f} "
+                f"{e['unpredictable_percent']:>9.3f} {e['lag']['p50_ms']:>10.1f} {hit:>6.1f} "
+                f"{host_load(e):>22}  {bottleneck(e)}"
             )
 
 
@@ -112,10 +130,11 @@ def main() -> None:
     if args.show and len(wanted) != 1:
         parser.error("--show prints one figure's campaign: name the figure")
     with tempfile.TemporaryDirectory() as tmp:
+        results = args.results or Path(tmp) / "results"
         for name in wanted:
             campaign = FIGURES[name] + ("" if args.full else "_here")
-            jobs = campaign_jobs(campaign, args.results, args.show, [], tmp)
-            globals()[name](jobs)
+            jobs = campaign_jobs(campaign, results, args.show, [], tmp)
+            globals()[name](jobs, results)
             print()
 
 
