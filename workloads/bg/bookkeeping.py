@@ -71,6 +71,14 @@ class FragmentState:
         self.wall_resources: dict[int, list[int]] = defaultdict(list)
         for rid, _creator, wall in fragment.resources.tolist():
             self.wall_resources[wall].append(rid)
+        # Manipulation (comments: friends): only the wall's owner and the owner's friends post.
+        self.friends_comment = fragment.db.comments == "friends"
+        rows = fragment.resources
+        self.wall_of: dict[int, int] = (
+            dict(zip(rows[:, 0].tolist(), rows[:, 2].tolist(), strict=True))
+            if self.friends_comment
+            else {}
+        )
         per = fragment.db.commentcountperresource
         rids = fragment.resources[:, 0].tolist()
         if contents is None:
@@ -179,6 +187,31 @@ class FragmentState:
             self.uncertain = True  # keep the pair reserved: its state is unknown
 
     # -- comments ------------------------------------------------------------------
+    def commentable_wall(self, member: int, rng: random.Random) -> int:
+        """A wall `member` may comment on under Manipulation: their own or a friend's."""
+        friends = list(self.friends[member])
+        pick = rng.randrange(len(friends) + 1)
+        return member if pick == len(friends) else friends[pick]
+
+    def reserve_commenter(self, member: int, rid: int) -> int | None:
+        """The wall of `rid` if `member` may comment on it now (under comments: friends, the
+        owner or a friend, whose friendship stays reserved until release_commenter), else
+        None."""
+        wall = self.wall_of[rid]
+        if wall == member:
+            return wall
+        pair = _pair(member, wall)
+        with self._lock:
+            if wall not in self.friends[member] or pair in self._busy_pairs:
+                return None
+            self._busy_pairs.add(pair)
+        return wall
+
+    def release_commenter(self, member: int, wall: int) -> None:
+        if wall != member:
+            with self._lock:
+                self._busy_pairs.discard(_pair(member, wall))
+
     def resources_on_wall(self, member: int) -> list[int]:
         return self.wall_resources.get(member, [])
 

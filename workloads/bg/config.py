@@ -1,6 +1,6 @@
 """Typed settings of the BG database and workload, with BG's own parameter names."""
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import (
     BaseModel,
@@ -25,6 +25,8 @@ from bgbench.workloads.sessions import SessionDef, check_session
 STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
 SEED_LIMIT = 1 << 64
 DAY_MS = 86_400_000
+Distribution = Literal["uniform", "zipfian"]
+Commenters = Literal["anyone", "friends"]
 
 
 class BGDatabaseConfig(BaseModel):
@@ -52,6 +54,28 @@ class BGDatabaseConfig(BaseModel):
     seed: Annotated[
         int, Field(ge=0, lt=SEED_LIMIT, description="seed of the generator and of the load")
     ] = 1
+    friendship_distribution: Distribution = Field(
+        default="uniform",
+        description="uniform: every member has phi relationships (a ring); zipfian: their "
+        "count follows BG's Zipfian weights with mean phi (workloads/bg/relationships.py)",
+    )
+    resource_distribution: Distribution = Field(
+        default="uniform",
+        description="walls resources are posted on: uniform, or zipfian (BG's weights, mean rho)",
+    )
+    relationship_theta: Annotated[
+        float,
+        Field(
+            ge=0,
+            lt=1,
+            description="theta of the Zipfian relationships: rank r weighs r^-(1-theta)",
+        ),
+    ] = 0.27
+    comments: Commenters = Field(
+        default="anyone",
+        description="who comments on a resource: anyone, or friends (the wall's owner and "
+        "the owner's friends: BG's Manipulation restriction)",
+    )
 
     @field_validator("friendcountperuser")
     @classmethod
@@ -59,6 +83,12 @@ class BGDatabaseConfig(BaseModel):
         if value % 2:
             raise ValueError("must be even: each member links to phi/2 neighbours on each side")
         return value
+
+    @property
+    def members_per_relationship(self) -> int:
+        """A fragment needs more members than this: a Zipfian graph with mean degree phi
+        needs room for its hubs (twice phi), a ring phi+1."""
+        return self.friendcountperuser * (2 if self.friendship_distribution == "zipfian" else 1)
 
 
 class BGWorkloadConfig(BaseModel):

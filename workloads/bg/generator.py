@@ -4,14 +4,17 @@ Everything is a deterministic function of (database config, seed, fragment plan)
 no friendship, wall post or comment crosses fragments, and the initial value of
 every tracked item follows from the same inputs without querying a store.
 
-- Friendships: members of a fragment sit on a ring; each is linked to the phi/2
-  next members, so everyone has exactly phi relationships. A link is confirmed
-  with probability confperc; otherwise it is a pending invitation from the first
-  member of the pair to the second.
+- Friendships (friendship_distribution uniform, the default): members of a fragment sit
+  on a ring; each is linked to the phi/2 next members, so everyone has exactly phi
+  relationships. Zipfian: a configuration model with BG's weights, mean degree phi
+  (workloads/bg/relationships.py). A link is confirmed with probability confperc;
+  otherwise it is a pending invitation from the first member of the pair to the second.
 - Resources: member m creates resources m*rho .. m*rho+rho-1, each posted on the
-  wall of a member of the same fragment chosen at random (possibly m).
+  wall of a member of the same fragment chosen at random (possibly m): uniformly, or
+  with BG's weights (resource_distribution zipfian).
 - Comments: each resource starts with commentcountperresource comments, ids
-  0..c-1 within the resource, by random members of the fragment.
+  0..c-1 within the resource, by random members of the fragment (comments anyone) or
+  by the wall's owner or one of its friends (comments friends).
 """
 
 from collections.abc import Callable, Iterator
@@ -21,6 +24,7 @@ from functools import cached_property
 import numpy as np
 
 from bgbench.workloads.bg.config import BGDatabaseConfig
+from bgbench.workloads.bg.relationships import friend_commenters, zipf_pairs, zipf_walls
 from bgbench.workloads.zipf import LocalZipf, assign_fragments, fragment_members
 
 PENDING = 1
@@ -59,10 +63,11 @@ class Fragment:
         owner = assign_fragments(db.usercount, plan.theta, plan.capacities)
         self.members = fragment_members(owner, index)
         n = len(self.members)
-        if n <= db.friendcountperuser:
+        if n <= db.members_per_relationship:
             raise ValueError(
                 f"fragment {index} has {n} members, too few for friendcountperuser="
-                f"{db.friendcountperuser}: raise usercount or use fewer fragments"
+                f"{db.friendcountperuser} ({db.friendship_distribution} friendships): "
+                "raise usercount or use fewer fragments"
             )
         # Called as bindings read the generated rows: the load process's liveness beat.
         self.progress: Callable[[], None] = _no_progress
@@ -109,10 +114,15 @@ class Fragment:
         n, half = self.size, self.db.friendcountperuser // 2
         if half == 0:
             return np.empty((0, 3), dtype=np.int64)
-        local = np.arange(n)
-        first = np.repeat(local, half)
-        second = (first + np.tile(np.arange(1, half + 1), n)) % n
-        rng = np.random.default_rng([self.db.seed, self.index, 0xF1])
+        if self.db.friendship_distribution == "zipfian":
+            rng = np.random.default_rng([self.db.seed, self.index, 0xF2])
+            pairs = zipf_pairs(n, self.db.friendcountperuser, self.db.relationship_theta, rng)
+            first, second = pairs[:, 0], pairs[:, 1]
+        else:
+            local = np.arange(n)
+            first = np.repeat(local, half)
+            second = (first + np.tile(np.arange(1, half + 1), n)) % n
+            rng = np.random.default_rng([self.db.seed, self.index, 0xF1])
         confirmed = rng.random(len(first)) < self.db.confperc
         status = np.where(confirmed, CONFIRMED, PENDING)
         return np.column_stack([self.members[first], self.members[second], status])
@@ -124,8 +134,12 @@ class Fragment:
         rho = self.db.resourcecountperuser
         creators = np.repeat(self.members, rho)
         rids = creators * rho + np.tile(np.arange(rho), self.size)
-        rng = np.random.default_rng([self.db.seed, self.index, 0x5E])
-        walls = self.members[rng.integers(0, self.size, len(rids))]
+        if self.db.resource_distribution == "zipfian":
+            rng = np.random.default_rng([self.db.seed, self.index, 0x5F])
+            walls = self.members[zipf_walls(self.size, len(rids), self.db.relationship_theta, rng)]
+        else:
+            rng = np.random.default_rng([self.db.seed, self.index, 0x5E])
+            walls = self.members[rng.integers(0, self.size, len(rids))]
         return np.column_stack([rids, creators, walls]).astype(np.int64)
 
     def comments(self) -> Iterator[tuple[int, int, int, str]]:
@@ -135,7 +149,14 @@ class Fragment:
             return
         rng = np.random.default_rng([self.db.seed, self.index, 0xC0])
         rids = self.resources[:, 0]
-        commenters = self.members[rng.integers(0, self.size, (len(rids), per))]
+        if self.db.comments == "friends":
+            f = self.friendships
+            confirmed = self.local_index(f[f[:, 2] == CONFIRMED][:, :2])
+            walls = self.local_index(self.resources[:, 2])
+            local = friend_commenters(walls, per, confirmed, self.size, rng)
+            commenters = self.members[local]
+        else:
+            commenters = self.members[rng.integers(0, self.size, (len(rids), per))]
         length = self.db.commentlength
         span = len(self._text) - length
         for row, rid in enumerate(rids.tolist()):

@@ -103,7 +103,20 @@ class Actor:
         self.state.finish_thaw(a, f, ok)
         return ok
 
-    async def post(self, ctx: BGContext, a: int, rid: int) -> bool:
+    async def post(self, ctx: BGContext, a: int, rid: int) -> bool | None:
+        """None when comments are for friends and a is neither the wall's owner nor (now) a
+        friend of the owner."""
+        if self.state.friends_comment:
+            wall = self.state.reserve_commenter(a, rid)
+            if wall is None:
+                return None
+            try:
+                return await self._post(ctx, a, rid)
+            finally:
+                self.state.release_commenter(a, wall)
+        return await self._post(ctx, a, rid)
+
+    async def _post(self, ctx: BGContext, a: int, rid: int) -> bool:
         mid = self.state.new_comment_id(rid)
         ok: bool = await self.conn.post_comment(
             a, rid, mid, self.comment_text(rid, mid), ctx.sid, ctx.intended
@@ -166,7 +179,9 @@ async def unit_vcr(actor: Actor, ctx: BGContext, a: int) -> None:
 
 
 async def unit_pcr(actor: Actor, ctx: BGContext, a: int) -> None:
-    rid = actor.random_wall_resource(actor.draw())
+    state = actor.state
+    wall = state.commentable_wall(a, actor.rng) if state.friends_comment else actor.draw()
+    rid = actor.random_wall_resource(wall)
     if rid is not None:
         await actor.post(ctx, a, rid)
 

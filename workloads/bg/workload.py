@@ -211,6 +211,10 @@ class BGWorkload:
             "commentcountperresource",
             "attrcount",
             "attrlength",
+            "friendship_distribution",
+            "resource_distribution",
+            "relationship_theta",
+            "comments",
         )
         self.aliases = {
             **{name: f"database.{name}" for name in database},
@@ -237,11 +241,14 @@ class BGWorkload:
     def check_fragments(self, config: BGConfig, sizes: Sequence[int]) -> None:
         db = config.database
         smallest = min(sizes)
-        if smallest <= db.friendcountperuser:
+        if smallest <= db.members_per_relationship:
+            zipfian = db.friendship_distribution == "zipfian"
             raise UserError(
                 f"invalid config: bg.database.usercount: {db.usercount} members over "
                 f"{len(sizes)} fragments leaves {smallest} in the smallest, not more than "
-                f"friendcountperuser={db.friendcountperuser}; raise usercount or use fewer agents"
+                f"{'twice ' if zipfian else ''}friendcountperuser={db.friendcountperuser}"
+                f"{' (zipfian friendships)' if zipfian else ''}; "
+                "raise usercount or use fewer agents"
             )
 
     def memory_bytes(self, config: BGConfig) -> tuple[int, int]:
