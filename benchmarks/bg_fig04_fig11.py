@@ -73,9 +73,12 @@ def bottleneck(experiment: dict) -> str:
 
 
 def graph(job: dict) -> str:
-    """The job's graph: its `graph` foreach value, or the _here file's Zipfian entry."""
+    """The job's graph: its `graph` foreach value, or the _here file's Zipfian entry
+    (`warm`: the _here file's entry rated after a warm-up)."""
     if job["label"].startswith("list-friends-zipfian"):
         return "zipfian"
+    if job["label"].startswith("list-friends-warm"):
+        return "uni+warm"
     return str(job["vars"].get("graph", "uniform"))
 
 
