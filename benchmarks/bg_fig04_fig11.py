@@ -6,8 +6,9 @@ campaigns, and their figures as tables with what explains them.
     .venv/bin/python benchmarks/bg_fig04_fig11.py fig11 --show CAMPAIGN_ID --results DIR
 
 - fig04: SoAR of List Friends alone by phi and store; per rating the List Friends mean
-  service time at the lowest T it ran, its p95 at the SoAR, CASQL's cache hits and values
-  too large for memcached, and the bottleneck of the experiment that gave the SoAR.
+  service time at the lowest T it ran, its p95 at the SoAR, CASQL's cache hits over
+  lookups and values too large for memcached (over the whole rating, warm-up included),
+  and the bottleneck of the experiment that gave the SoAR (the last one run for SoAR 0).
 - fig11: per way of keeping CASQL's cache fresh (invalidation, TTL 5, 10, 20 s) and per T,
   throughput, unpredictable %, cache hits and the host's CPU (busy cores: the load, the
   store, everything else on the machine).
@@ -67,6 +68,19 @@ def hit_percent(counters: dict[str, int]) -> float:
     return 100 * counters.get("hits", 0) / looked if looked else 0.0
 
 
+def counted_in(experiments: list[dict]) -> list[dict[str, int]]:
+    """Each experiment's own store counters: a binding's counts run from the start of the
+    rating (its agents live through it), so each is the difference from the one before,
+    or the counts themselves where they fell (an agent started again)."""
+    out, before = [], {}
+    for e in experiments:
+        now = e["store_counters"]
+        fell = any(n < before.get(k, 0) for k, n in now.items())
+        out.append(dict(now) if fell else {k: n - before.get(k, 0) for k, n in now.items()})
+        before = now
+    return out
+
+
 def bottleneck(experiment: dict) -> str:
     b = (experiment.get("resources") or {}).get("bottleneck") or {}
     return f"{b.get('kind', '-')}: {b.get('resource', '')}".strip()
@@ -95,10 +109,7 @@ def fig04(jobs: list[dict], results: Path) -> None:
         at = s.get("soar_threads") or 0
         best = next((e for e in reversed(ex) if e["threads"] == at), ex[-1])
         lowest = min(ex, key=lambda e: e["threads"])
-        counters: dict[str, int] = {}
-        for e in ex:
-            for k, n in e["store_counters"].items():
-                counters[k] = counters.get(k, 0) + n
+        counters = ex[-1]["store_counters"]  # the binding counts from the rating's start
         print(
             f"{graph(job):>8} {v['phi']:>5} {v['store']:>9} {s['soar']:>8,.0f} "
             f"{at:>5} {lf_service_ms(lowest):>10.1f} {lf_p95_ms(best):>8.1f} "
@@ -119,10 +130,11 @@ def fig11(jobs: list[dict], results: Path) -> None:
             continue
         v = job["vars"]
         label = "invalidation" if v["consistency"] == "invalidation" else f"TTL {v['ttl']} s"
-        for e, phase in zip(job["experiments"], phases(job, results), strict=True):
+        ex = job["experiments"]
+        for e, phase, counts in zip(ex, phases(job, results), counted_in(ex), strict=True):
             if e.get("fault") or phase == "warmup":
                 continue
-            hit = hit_percent(e["store_counters"])
+            hit = hit_percent(counts)
             print(
                 f"{label:>12} {e['threads']:>4} {e['actions_per_s']:>10,.0f} "
                 f"{writes_per_s(e):>8,.1f} {e['within_percent']:>8.2f} "
