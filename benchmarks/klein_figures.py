@@ -49,6 +49,7 @@ def resources_by_threads(results: Path, rating_id: str) -> dict[int, dict[str, A
         host, bound = hosts[0], figures.get("bottleneck", {})
         by_t.setdefault(int(row["threads"]), []).append({
             "rate": float(result["actions_per_s"]),
+            "run_rate": float((result.get("steady") or {}).get("run_actions_per_s", 0.0)),
             "host": host["cpu_cores"],
             "store": host["store_cpu_cores"],
             "store_wait": host["store_runqueue_cores"],
@@ -62,8 +63,7 @@ def resources_by_threads(results: Path, rating_id: str) -> dict[int, dict[str, A
     out = {}
     for t, reps in by_t.items():
         mean = {k: statistics.fmean(r[k] for r in reps) for k in reps[0] if k != "kind"}
-        rate = mean["rate"] or 1.0
-        mean["store_ms_per_action"] = 1000 * mean["store"] / rate
+        mean["store_ms_per_action"] = 1000 * mean["store"] / (mean["run_rate"] or 1.0)
         mean["kinds"] = "/".join(f"{k}" for k, _ in Counter(r["kind"] for r in reps).most_common())
         out[t] = mean
     return out
@@ -108,19 +108,21 @@ def print_figure(number: int, jobs: list[dict], results: Path) -> None:
     print(
         "\nwhat each T used (cores, mean of the repeats' rated windows): host busy; the "
         "store's JVMs' CPU + run-queue wait [processes]; the load process's CPU; other "
-        "processes; the JVMs' CPU ms per action; the bottleneck named"
+        "processes; the JVMs' CPU ms per action; the bottleneck named. run/s: the"
+        " repeats' actions over their whole run (the throughput above is the steady window's,"
+        " which a CPU-starved load process's late progress reports can leave empty)"
     )
     for n in names:
         print(f"  {n}")
-        print(f"  {'T':>5} {'host':>5} {'store cpu+wait':>16} {'load':>5} {'other':>5} "
-              f"{'ms/action':>9}  bottleneck")  # fmt: skip
+        print(f"  {'T':>5} {'run/s':>7} {'host':>5} {'store cpu+wait':>16} {'load':>5} "
+              f"{'other':>5} {'ms/action':>9}  bottleneck")  # fmt: skip
         for t in threads:
             u = used[n].get(t)
             if u is None:
                 continue
-            print(f"  {t:>5} {u['host']:>5.2f} {u['store']:>6.2f}+{u['store_wait']:<5.2f}"
-                  f"[{u['store_procs']:.0f}] {u['load']:>5.2f} {u['other']:>5.2f} "
-                  f"{u['store_ms_per_action']:>9.3f}  {u['kinds']}")  # fmt: skip
+            print(f"  {t:>5} {u['run_rate']:>7,.0f} {u['host']:>5.2f} {u['store']:>6.2f}+"
+                  f"{u['store_wait']:<5.2f}[{u['store_procs']:.0f}] {u['load']:>5.2f} "
+                  f"{u['other']:>5.2f} {u['store_ms_per_action']:>9.3f}  {u['kinds']}")  # fmt: skip
 
 
 def main() -> None:
