@@ -63,6 +63,8 @@ def resources_by_threads(results: Path, rating_id: str) -> dict[int, dict[str, A
     out = {}
     for t, reps in by_t.items():
         mean = {k: statistics.fmean(r[k] for r in reps) for k in reps[0] if k != "kind"}
+        runs = [r["run_rate"] for r in reps]
+        mean["run_spread"] = max(runs) - min(runs)
         mean["store_ms_per_action"] = 1000 * mean["store"] / (mean["run_rate"] or 1.0)
         mean["kinds"] = "/".join(f"{k}" for k, _ in Counter(r["kind"] for r in reps).most_common())
         out[t] = mean
@@ -87,30 +89,35 @@ def print_figure(number: int, jobs: list[dict], results: Path) -> None:
     for j in jobs:
         if j["status"] != "done":
             print(f"figure {number}: job {j['label']} {j['status']}: {j['message']}")
-    print(f"\nFigure {number}: throughput (actions/s, mean of the repeats); "
-          "latency avg/p95 ms per action")  # fmt: skip
+    print(
+        f"\nFigure {number}: throughput, actions/s over each run (the paper's measure: "
+        "the actions over the run's time), mean of the repeats ± half their range, and "
+        "(in brackets) the sweep's steady-window figure; latency avg/p95 ms per action"
+    )
     head = f"{'T':>5}"
     for n in names:
-        head += f" | {n:>11} {'READ':>13} {'WRITE':>13}"
+        head += f" | {n:>21} {'READ':>13} {'WRITE':>13}"
     print(head + (" | 3/1" if len(names) == 2 else ""))
     threads = sorted(set().union(*(r.keys() for r in rows.values()))) if rows else []
     for t in threads:
         line = f"{t:>5}"
         for n in names:
-            r = rows[n].get(t)
-            rate = f"{r['actions_per_s']:>11,.0f}" if r else f"{'-':>11}"
+            r, u = rows[n].get(t), used[n].get(t)
+            rate = f"{'-':>21}"
+            if r and u:
+                run = f"{u['run_rate']:,.0f}±{u['run_spread'] / 2:,.0f}"
+                rate = f"{run:>12} [{r['actions_per_s']:>6,.0f}]"
             line += f" | {rate} {latency(r, 'READ')} {latency(r, 'WRITE')}"
         if len(names) == 2:
-            one, three = (rows[n].get(t) for n in names)
-            if one and three and one["actions_per_s"]:
-                line += f" | {three['actions_per_s'] / one['actions_per_s']:.2f}"
+            one, three = (used[n].get(t) for n in names)
+            if one and three and one["run_rate"]:
+                line += f" | {three['run_rate'] / one['run_rate']:.2f}"
         print(line)
     print(
         "\nwhat each T used (cores, mean of the repeats' rated windows): host busy; the "
         "store's JVMs' CPU + run-queue wait [processes]; the load process's CPU; other "
-        "processes; the JVMs' CPU ms per action; the bottleneck named. run/s: the"
-        " repeats' actions over their whole run (the throughput above is the steady window's,"
-        " which a CPU-starved load process's late progress reports can leave empty)"
+        "processes; the JVMs' CPU ms per action; the bottleneck named (the steady window's figure"
+        " can read low or 0 where a CPU-starved load process's progress reports came late)"
     )
     for n in names:
         print(f"  {n}")
