@@ -56,6 +56,7 @@ def resources_by_threads(results: Path, rating_id: str) -> dict[int, dict[str, A
             "store_procs": host["store_processes"],
             "load": host["load_cpu_cores"],
             "load_busiest": host["load_busiest_cores"],
+            "disk": host["disk_busy"],
             "other": max(0.0, host["cpu_cores"] - host["store_cpu_cores"]
                          - host["load_cpu_cores"]),
             "kind": bound.get("kind", "unmeasured"),
@@ -116,20 +117,22 @@ def print_figure(number: int, jobs: list[dict], results: Path) -> None:
     print(
         "\nwhat each T used (cores, mean of the repeats' rated windows): host busy; the "
         "store's JVMs' CPU + run-queue wait [processes]; the load process's CPU; other "
-        "processes; the JVMs' CPU ms per action; the bottleneck named (the steady window's figure"
-        " can read low or 0 where a CPU-starved load process's progress reports came late)"
+        "processes; the busiest disk's busy share; the JVMs' CPU ms per action; the "
+        "bottleneck named (the steady window's figure can read low or 0 where a CPU-starved "
+        "load process's progress reports came late)"
     )
     for n in names:
         print(f"  {n}")
         print(f"  {'T':>5} {'run/s':>7} {'host':>5} {'store cpu+wait':>16} {'load':>5} "
-              f"{'other':>5} {'ms/action':>9}  bottleneck")  # fmt: skip
+              f"{'other':>5} {'disk':>5} {'ms/action':>9}  bottleneck")  # fmt: skip
         for t in threads:
             u = used[n].get(t)
             if u is None:
                 continue
             print(f"  {t:>5} {u['run_rate']:>7,.0f} {u['host']:>5.2f} {u['store']:>6.2f}+"
                   f"{u['store_wait']:<5.2f}[{u['store_procs']:.0f}] {u['load']:>5.2f} "
-                  f"{u['other']:>5.2f} {u['store_ms_per_action']:>9.3f}  {u['kinds']}")  # fmt: skip
+                  f"{u['other']:>5.2f} {u['disk']:>5.0%} {u['store_ms_per_action']:>9.3f}  "
+                  f"{u['kinds']}")  # fmt: skip
 
 
 def main() -> None:
