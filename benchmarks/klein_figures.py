@@ -123,14 +123,14 @@ def print_figure(number: int, jobs: list[dict], results: Path) -> None:
     )
     for n in names:
         print(f"  {n}")
-        print(f"  {'T':>5} {'run/s':>7} {'host':>5} {'store cpu+wait':>16} {'load':>5} "
+        print(f"  {'T':>5} {'run/s':>7} {'host':>5} {'store cpu+wait':>17} {'load':>5} "
               f"{'other':>5} {'disk':>5} {'ms/action':>9}  bottleneck")  # fmt: skip
         for t in threads:
             u = used[n].get(t)
             if u is None:
                 continue
             print(f"  {t:>5} {u['run_rate']:>7,.0f} {u['host']:>5.2f} {u['store']:>6.2f}+"
-                  f"{u['store_wait']:<5.2f}[{u['store_procs']:.0f}] {u['load']:>5.2f} "
+                  f"{u['store_wait']:<6.2f}[{u['store_procs']:.0f}] {u['load']:>5.2f} "
                   f"{u['other']:>5.2f} {u['disk']:>5.0%} {u['store_ms_per_action']:>9.3f}  "
                   f"{u['kinds']}")  # fmt: skip
 
