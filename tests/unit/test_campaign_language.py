@@ -198,17 +198,11 @@ def test_the_example_campaigns_unfold_into_valid_jobs():
     for path in examples:
         campaign = load_campaign(path)
         assert campaign.jobs and not campaign.invalid, (path, [j.error for j in campaign.invalid])
-<<<<<<< HEAD
-        if "_fig" in path.name:  # a paper figure's file opens with the command that runs it
-            opening = path.read_text().split("\ncampaign:")[0]
-            assert f"bgbench campaign run examples/campaigns/{path.name}" in opening, path
-=======
         if "_fig" in path.name:  # a paper's figure opens with the one command that runs it
             lines = path.read_text().splitlines()
             opening = lines[: next(i for i, line in enumerate(lines) if not line.startswith("#"))]
             command = f"bgbench campaign run examples/campaigns/{path.name}"
             assert any(command in line for line in opening), (path, "opens without", command)
->>>>>>> i29-klein
 
 
 def test_an_option_the_jobs_server_gives_counts_in_the_check(tmp_path):
