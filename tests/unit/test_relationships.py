@@ -75,6 +75,15 @@ def test_a_zipfian_graph_is_simple_with_mean_degree_phi_also_when_dense():
         assert degree.max() <= n - 1 and degree.max() > 2 * phi
 
 
+def test_pairing_a_dense_fragment_beats_the_load_processs_liveness_each_round():
+    f = fragment(usercount=250, friendcountperuser=120, **SKEWED)
+    beats: list[None] = []
+    f.progress = lambda: beats.append(None)
+    rows = f.friendships
+    assert len(rows) == 250 * 120 // 2
+    assert beats  # pairing rounds, before any row is handed to a binding
+
+
 def test_pairing_keeps_every_degree_of_a_sparse_graph():
     rng = np.random.default_rng(5)
     degrees = zipf_degrees(2000, 2000 * 6, 0.27, rng)

@@ -116,7 +116,9 @@ class Fragment:
             return np.empty((0, 3), dtype=np.int64)
         if self.db.friendship_distribution == "zipfian":
             rng = np.random.default_rng([self.db.seed, self.index, 0xF2])
-            pairs = zipf_pairs(n, self.db.friendcountperuser, self.db.relationship_theta, rng)
+            pairs = zipf_pairs(
+                n, self.db.friendcountperuser, self.db.relationship_theta, rng, self.progress
+            )
             first, second = pairs[:, 0], pairs[:, 1]
         else:
             local = np.arange(n)

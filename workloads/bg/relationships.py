@@ -23,6 +23,8 @@ is posted on is drawn with the weights, so the resources on members' walls (what
 count and View Top-K Resources lists) follow them with mean rho.
 """
 
+from collections.abc import Callable
+
 import numpy as np
 
 from bgbench.workloads.zipf import zipf_weights
@@ -81,14 +83,21 @@ def _with(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
     return merged
 
 
-def pair_ends(degrees: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, int]:
+def _no_beat() -> None:
+    pass
+
+
+def pair_ends(
+    degrees: np.ndarray, rng: np.random.Generator, beat: Callable[[], None] = _no_beat
+) -> tuple[np.ndarray, int]:
     """Pairs of local indexes with these degrees, and how many pairs could not be made
     without a self-loop or a repeat (they are left out).
 
     The ends are shuffled and paired; then each unsound pair (u, v) is swapped with a
     random sound pair (x, y) into (u, x) and (v, y) when both are new, which keeps every
     degree and never undoes a sound pair. The sound pairs are kept as sorted keys, so a
-    round only looks at the pairs it tries."""
+    round only looks at the pairs it tries. `beat` is called each round (a dense fragment
+    pairs for a minute: the load process's liveness beat)."""
     n = len(degrees)
     ends = np.repeat(np.arange(n, dtype=np.int64), degrees)
     rng.shuffle(ends)
@@ -100,6 +109,7 @@ def pair_ends(degrees: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray
     for _ in range(min(PAIRING_ROUNDS, max(20, PAIRING_WORK // max(len(pairs), 1)))):
         if len(pending) == 0 or len(sound) == 0 or idle >= PAIRING_PATIENCE:
             break
+        beat()
         chosen = np.unique(rng.integers(0, len(sound), len(pending)))
         tried = pending[: len(chosen)]
         partners = sound[chosen]
@@ -132,7 +142,12 @@ def _repeated(keys: np.ndarray, half: int) -> np.ndarray:
 
 
 def add_weighted_pairs(
-    pairs: np.ndarray, count: int, theta: float, n: int, rng: np.random.Generator
+    pairs: np.ndarray,
+    count: int,
+    theta: float,
+    n: int,
+    rng: np.random.Generator,
+    beat: Callable[[], None] = _no_beat,
 ) -> np.ndarray:
     """`pairs` and `count` new distinct pairs not among them, both ends drawn with the
     weights."""
@@ -145,6 +160,7 @@ def add_weighted_pairs(
         wanted = count - len(added)
         if wanted == 0:
             break
+        beat()
         batch = max(4 * wanted, 1024)
         drawn = np.column_stack([rng.choice(n, batch, p=weights), rng.choice(n, batch, p=weights)])
         keys = pair_keys(drawn[drawn[:, 0] != drawn[:, 1]], n)
@@ -158,12 +174,14 @@ def add_weighted_pairs(
     return np.concatenate([pairs, np.column_stack([added // n, added % n])])
 
 
-def zipf_pairs(n: int, phi: int, theta: float, rng: np.random.Generator) -> np.ndarray:
+def zipf_pairs(
+    n: int, phi: int, theta: float, rng: np.random.Generator, beat: Callable[[], None] = _no_beat
+) -> np.ndarray:
     """n*phi/2 distinct pairs (inviter, invitee) of local indexes, no self-loops; each pair's
     order is a coin toss."""
     degrees = zipf_degrees(n, n * phi, theta, rng)
-    pairs, dropped = pair_ends(degrees, rng)
-    pairs = add_weighted_pairs(pairs, dropped, theta, n, rng)
+    pairs, dropped = pair_ends(degrees, rng, beat)
+    pairs = add_weighted_pairs(pairs, dropped, theta, n, rng, beat)
     flip = rng.random(len(pairs)) < 0.5
     pairs[flip] = pairs[flip][:, ::-1]
     return pairs
