@@ -42,10 +42,10 @@ def is_timeout(error_type: str) -> bool:
     return "timeout" in name or "timedout" in name
 
 
-def histogram_of(latencies_ns: np.ndarray) -> HdrHistogram:
+def histogram_of(latencies_ns: np.ndarray, lowest_us: int = HIST_LOWEST_US) -> HdrHistogram:
     h = new_histogram()
     if len(latencies_ns):
-        us = np.clip(latencies_ns // 1000, HIST_LOWEST_US, HIST_HIGHEST_US)
+        us = np.clip(latencies_ns // 1000, lowest_us, HIST_HIGHEST_US)
         values, counts = np.unique(us, return_counts=True)
         for v, c in zip(values.tolist(), counts.tolist(), strict=True):
             h.record_value(v, c)
@@ -54,13 +54,7 @@ def histogram_of(latencies_ns: np.ndarray) -> HdrHistogram:
 
 def visibility_histogram(times_ns: np.ndarray) -> HdrHistogram:
     """Like histogram_of, but 0 stays 0: a write visible at its end is the common case."""
-    h = new_histogram()
-    if len(times_ns):
-        us = np.clip(times_ns // 1000, 0, HIST_HIGHEST_US)
-        values, counts = np.unique(us, return_counts=True)
-        for v, c in zip(values.tolist(), counts.tolist(), strict=True):
-            h.record_value(v, c)
-    return h
+    return histogram_of(times_ns, lowest_us=0)
 
 
 def batch_for(recorders: int) -> int:
