@@ -98,13 +98,14 @@ def pooled_interval(
     pooled = np.concatenate([batch_means(p) for p in parts])
     m = float(np.mean([p.mean() for p in parts]))
     level = np.array([p.mean() for p in parts])
-    between = _t_half(level, confidence)
-    inside = _t_half(pooled, confidence)
+    between = t_half_width(level, confidence)
+    inside = t_half_width(pooled, confidence)
     half = max(between, inside)
     return within(Interval(m, m - half, m + half, len(parts)), floor, ceiling)
 
 
-def _t_half(x: np.ndarray, confidence: float) -> float:
+def t_half_width(x: np.ndarray, confidence: float) -> float:
+    """Half the t interval of the mean of x (infinite below two values)."""
     if len(x) < 2:
         return math.inf
     sd = float(x.std(ddof=1))

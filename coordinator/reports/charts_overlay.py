@@ -25,7 +25,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-from bgbench.coordinator.records.stats import t_quantile
+from bgbench.coordinator.records.stats import Interval, t_half_width, within
 from bgbench.coordinator.reports.charts import RATE, THREADS, rated
 
 DEFAULT_CONFIDENCE = 0.95
@@ -77,10 +77,9 @@ def axis_of(over: Any) -> str:
 def _interval(values: np.ndarray, confidence: float, ceiling: float) -> tuple[float, float]:
     if len(values) < 2:
         return math.nan, math.nan
-    mean = float(values.mean())
-    half = t_quantile(0.5 + confidence / 2, len(values) - 1) * float(values.std(ddof=1))
-    half /= math.sqrt(len(values))
-    return max(mean - half, 0.0), min(mean + half, ceiling)
+    mean, half = float(values.mean()), t_half_width(values, confidence)
+    cut = within(Interval(mean, mean - half, mean + half, len(values)), 0.0, ceiling)
+    return cut.low, cut.high
 
 
 def _curve_points(
