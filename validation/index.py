@@ -28,7 +28,7 @@ _SAFE_ID = 1 << 54
 class Items:
     dense: np.ndarray  # per record: its item, numbered 0..count-1 in (id, kind) order
     count: int
-    kind: np.ndarray | None  # per item: its kind and id (None when numbered by sorting)
+    kind: np.ndarray | None  # per item: its kind and id
     item_id: np.ndarray | None
 
 
@@ -55,7 +55,8 @@ def dense_items(item: np.ndarray, item_id: np.ndarray) -> Items:
     first = np.concatenate([[True], sorted_keys[1:] != sorted_keys[:-1]])
     dense = np.empty(n, dtype=np.int64)
     dense[order] = np.cumsum(first) - 1
-    return Items(dense, int(first.sum()), None, None)
+    held = sorted_keys[first]  # per item, its key: floor division and modulo undo it
+    return Items(dense, len(held), held % 256, held // 256)
 
 
 @dataclass

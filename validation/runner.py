@@ -1,11 +1,11 @@
-"""Validation of whole log sets: in memory across cores, or out of core through DuckDB.
+"""Validation of whole log sets: in memory across cores, or out of core in spill files.
 
 Logs of different items are independent, so records are split by item: in memory
-into one part per core (validated in forked processes), out of core into chunks
-of items that fit the memory budget, fetched one at a time from an on-disk DuckDB
-table (the paper's "persistent store" variant). Both paths run the same checker
-on each part and merge the counts; sessions are merged as sets, since one session
-reads several items. Results are identical by construction.
+into one part per core (validated in forked processes), out of core into spill files
+of items that fit the memory budget, read back one at a time (bgbench.validation.spill:
+the paper's "persistent store" variant). Both paths run the same checker on each part
+and merge the counts; sessions are merged as sets, since one session reads several
+items. Results are identical by construction.
 
 The paths given are ONE history against one set of initial values (one fragment of one
 experiment: item and session ids are only unique within it). Logs of different
@@ -15,8 +15,6 @@ experiments or fragments are validated apart and their counts added
 
 import multiprocessing as mp
 import os
-import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,14 +23,16 @@ import numpy as np
 
 from bgbench.validation.checker import ValidationResult, validate
 from bgbench.validation.initial import InitialValues
-from bgbench.validation.logformat import RECORD_DTYPE, iter_blocks, read_logs
+from bgbench.validation.logformat import RECORD_DTYPE, read_logs
 from bgbench.validation.phases import PhaseClock
+from bgbench.validation.spill import MIN_PART_RECORDS, validate_spilled
 
 # In-memory validation holds the records plus the index arrays built over them:
 # measured peak is about 6x the raw log size (benchmarks/README.md); 8x leaves room.
 MEMORY_PER_LOG_BYTE = 8
 DEFAULT_BUDGET = 2 << 30
 _MIX = np.uint64(0x9E3779B97F4A7C15)
+OUT_OF_CORE = "out-of-core"  # the engine's name in reports (RunInfo.engine)
 PARALLEL_FROM = 200_000  # records; below this, forking costs more than it saves
 
 
@@ -53,7 +53,7 @@ def usable_workers(requested: int | None, budget_bytes: int) -> tuple[int, str]:
 
 @dataclass
 class RunInfo:
-    engine: str  # "memory" or "duckdb"
+    engine: str  # "memory" or OUT_OF_CORE
     parts: int
     workers: int
     records: int
@@ -177,21 +177,6 @@ def _merge(parts: list[ValidationResult]) -> ValidationResult:
 # -- out of core ----------------------------------------------------------------------------
 
 
-def _chunks_of(paths: list[Path], size: int) -> Iterator[np.ndarray]:
-    """The logs' records in chunks of about `size`, streamed block by block."""
-    pending: list[np.ndarray] = []
-    held = 0
-    for path in paths:
-        for block in iter_blocks(path):
-            pending.append(block)
-            held += len(block)
-            if held >= size:
-                yield np.concatenate(pending)
-                pending, held = [], 0
-    if pending:
-        yield np.concatenate(pending)
-
-
 def validate_out_of_core(
     paths: list[Path],
     initial: InitialValues,
@@ -199,87 +184,11 @@ def validate_out_of_core(
     work_dir: Path | None = None,
     keep_reads: bool = False,
     clock: PhaseClock | None = None,
+    workers: int = 1,
 ) -> tuple[ValidationResult, int]:
-    """Validate logs larger than memory: load them into DuckDB, then check item chunks."""
-    import duckdb
-    import pyarrow as pa
-
-    chunk_records = max(10_000, budget_bytes // (RECORD_DTYPE.itemsize * MEMORY_PER_LOG_BYTE))
-    with tempfile.TemporaryDirectory(dir=work_dir) as tmp:
-        db = duckdb.connect(str(Path(tmp) / "logs.duckdb"))
-        db.execute(f"SET memory_limit = '{max(budget_bytes // 2, 64 << 20)}B'")
-        db.execute(f"SET temp_directory = '{tmp}'")
-        db.execute("SET preserve_insertion_order = false")
-        fields = RECORD_DTYPE.names
-        assert fields is not None  # a structured dtype
-        names = list(fields)
-        columns = ", ".join(f'"{n}" {_sql_type(RECORD_DTYPE[n])}' for n in names)
-        db.execute(f"CREATE TABLE logs ({columns}, key BIGINT)")
-        for chunk in _chunks_of(paths, chunk_records):
-            batch = pa.table(
-                {
-                    **{n: chunk[n] for n in names},
-                    "key": chunk["item_id"].astype(np.int64) * 256 + chunk["item"],
-                }
-            )
-            db.register("batch", batch)
-            db.execute("INSERT INTO logs SELECT * FROM batch")
-            db.unregister("batch")
-        # Cut the item keys into chunks of about chunk_records records each.
-        db.execute(
-            f"""CREATE TABLE key_chunk AS
-                SELECT key, (sum(n) OVER (ORDER BY key) - 1) // {chunk_records} AS chunk
-                FROM (SELECT key, count(*) AS n FROM logs GROUP BY key)"""
-        )
-        db.execute(
-            "CREATE TABLE chunked AS SELECT l.*, c.chunk FROM logs l JOIN key_chunk c USING (key)"
-            " ORDER BY c.chunk"
-        )
-        db.execute("DROP TABLE logs")
-        counted = db.execute("SELECT coalesce(max(chunk), -1) + 1 FROM key_chunk").fetchone()
-        assert counted is not None  # an aggregate: always one row
-        n_chunks = counted[0]
-        db.execute("CREATE TABLE sessions (session BIGINT, bad BOOLEAN)")
-        result = ValidationResult()
-        select = ", ".join(f'"{n}"' for n in names)
-        for c in range(n_chunks):
-            cols = db.execute(f"SELECT {select} FROM chunked WHERE chunk = ?", [c]).fetchnumpy()
-            records = np.empty(len(cols[names[0]]), dtype=RECORD_DTYPE)
-            for n in names:
-                records[n] = cols[n]
-            del cols
-            part = validate(
-                records, initial, keep_sessions=True, keep_reads=keep_reads, clock=clock
-            )
-            assert part.session_ids is not None and part.bad_session_ids is not None
-            seen = pa.table(
-                {
-                    "session": np.concatenate([part.session_ids, part.bad_session_ids]),
-                    "bad": np.concatenate(
-                        [
-                            np.zeros(len(part.session_ids), bool),
-                            np.ones(len(part.bad_session_ids), bool),
-                        ]
-                    ),
-                }
-            )
-            db.register("seen", seen)
-            db.execute("INSERT INTO sessions SELECT * FROM seen")
-            db.unregister("seen")
-            result.merge(part)
-        counts = db.execute(
-            "SELECT count(DISTINCT session) FILTER (WHERE NOT bad), "
-            "count(DISTINCT session) FILTER (WHERE bad) FROM sessions"
-        ).fetchone()
-        assert counts is not None  # an aggregate: always one row
-        total, bad = counts
-        result.sessions, result.unpredictable_sessions = int(total), int(bad)
-        db.close()
-    return result, n_chunks
-
-
-def _sql_type(dtype: np.dtype) -> str:
-    return {1: "UTINYINT", 2: "USMALLINT", 8: "BIGINT"}[dtype.itemsize]
+    """Validate logs larger than memory: spilled by item into parts that fit the budget,
+    each checked in memory (bgbench.validation.spill); (result, parts validated)."""
+    return validate_spilled(paths, initial, budget_bytes, workers, work_dir, keep_reads, clock)
 
 
 # -- choosing -------------------------------------------------------------------------------
@@ -296,13 +205,24 @@ def validate_logs(
 ) -> tuple[ValidationResult, RunInfo]:
     """Validate the logs in memory when they fit the budget, else out of core; with
     `clock`, also per phase and time bin of the run."""
-    workers, _ = usable_workers(workers, budget_bytes)
     log_bytes = sum(p.stat().st_size for p in paths)
     if log_bytes * MEMORY_PER_LOG_BYTE <= budget_bytes:
+        workers, _ = usable_workers(workers, budget_bytes)
         records = read_logs(paths)
         used = workers if len(records) >= PARALLEL_FROM else 1
         result = validate_in_memory(records, initial, used, keep_reads, clock)
         parts = max(used, -(-len(records) // PART_RECORDS))
         return result, RunInfo("memory", parts, used, len(records), log_bytes)
-    result, chunks = validate_out_of_core(paths, initial, budget_bytes, work_dir, keep_reads, clock)
-    return result, RunInfo("duckdb", chunks, 1, result.reads + result.writes, log_bytes)
+    used = spill_workers(workers, budget_bytes)
+    result, parts = validate_out_of_core(
+        paths, initial, budget_bytes, work_dir, keep_reads, clock, used
+    )
+    return result, RunInfo(OUT_OF_CORE, parts, used, result.reads + result.writes, log_bytes)
+
+
+def spill_workers(requested: int | None, budget_bytes: int) -> int:
+    """Processes to validate spill files with: as asked (default: every core), each with a
+    part of at least MIN_PART_RECORDS records within its share of the budget."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    smallest = MIN_PART_RECORDS * RECORD_DTYPE.itemsize * MEMORY_PER_LOG_BYTE
+    return max(1, min(requested or cores or 1, cores or 1, budget_bytes // smallest))

@@ -42,7 +42,7 @@ def test_validate_rereads_stored_logs_and_lists_every_bad_read(tmp_path):
     # the same logs out of core give the same answer
     proc = bgbench("validate", str(tmp_path / "exp"), "--json", "--memory-budget", "64KiB")
     ooc = json.loads(proc.stdout)
-    assert ooc["engine"] == "duckdb"
+    assert ooc["engine"] == "out-of-core"
     for key in ("reads", "unpredictable_reads", "sessions", "unpredictable_sessions", "lag"):
         assert ooc[key] == d[key], key
 

@@ -1,4 +1,4 @@
-"""The in-memory (parallel) and out-of-core (DuckDB) paths give the same counts."""
+"""The in-memory (parallel) and out-of-core (spill files) paths give the same counts."""
 
 from dataclasses import asdict
 
@@ -74,7 +74,7 @@ def test_out_of_core_matches_in_memory(logs):
 def test_the_runner_picks_the_engine_by_budget(logs):
     records, initial, paths, tmp = logs
     small, info = validate_logs(paths, initial, budget_bytes=4 << 20, work_dir=tmp)
-    assert info.engine == "duckdb"
+    assert info.engine == "out-of-core"
     big, info = validate_logs(paths, initial, budget_bytes=8 << 30, workers=2)
     assert info.engine == "memory" and info.records == len(records)
     assert counts(small) == counts(big)
