@@ -275,7 +275,7 @@ class ErrorCount(_message.Message):
     def __init__(self, action: _Optional[str] = ..., type: _Optional[str] = ..., count: _Optional[int] = ..., sample: _Optional[str] = ...) -> None: ...
 
 class RunResult(_message.Message):
-    __slots__ = ("elapsed_seconds", "actions", "sessions", "errors", "per_action", "error_counts", "cpu_seconds", "load_processes", "engine_saturated", "embedded_store", "log_records", "log_dir", "state_uncertain", "aborted", "threads", "session_hist", "start_state", "store_counters", "client_delay_hist", "loop_lag_max_ms", "concurrency", "per_unit", "workload_payload", "timeouts", "note")
+    __slots__ = ("elapsed_seconds", "actions", "sessions", "errors", "per_action", "error_counts", "cpu_seconds", "load_processes", "engine_saturated", "embedded_store", "log_records", "log_dir", "state_uncertain", "aborted", "threads", "session_hist", "start_state", "store_counters", "client_delay_hist", "loop_lag_max_ms", "concurrency", "per_unit", "workload_payload", "timeouts", "note", "ended_per_interval", "ended_interval_seconds")
     class StoreCountersEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -315,6 +315,8 @@ class RunResult(_message.Message):
     WORKLOAD_PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     TIMEOUTS_FIELD_NUMBER: _ClassVar[int]
     NOTE_FIELD_NUMBER: _ClassVar[int]
+    ENDED_PER_INTERVAL_FIELD_NUMBER: _ClassVar[int]
+    ENDED_INTERVAL_SECONDS_FIELD_NUMBER: _ClassVar[int]
     elapsed_seconds: float
     actions: int
     sessions: int
@@ -340,7 +342,9 @@ class RunResult(_message.Message):
     workload_payload: str
     timeouts: int
     note: str
-    def __init__(self, elapsed_seconds: _Optional[float] = ..., actions: _Optional[int] = ..., sessions: _Optional[int] = ..., errors: _Optional[int] = ..., per_action: _Optional[_Iterable[_Union[ActionStats, _Mapping]]] = ..., error_counts: _Optional[_Iterable[_Union[ErrorCount, _Mapping]]] = ..., cpu_seconds: _Optional[float] = ..., load_processes: _Optional[int] = ..., engine_saturated: _Optional[bool] = ..., embedded_store: _Optional[bool] = ..., log_records: _Optional[int] = ..., log_dir: _Optional[str] = ..., state_uncertain: _Optional[bool] = ..., aborted: _Optional[str] = ..., threads: _Optional[int] = ..., session_hist: _Optional[bytes] = ..., start_state: _Optional[str] = ..., store_counters: _Optional[_Mapping[str, int]] = ..., client_delay_hist: _Optional[bytes] = ..., loop_lag_max_ms: _Optional[float] = ..., concurrency: _Optional[str] = ..., per_unit: _Optional[_Mapping[str, int]] = ..., workload_payload: _Optional[str] = ..., timeouts: _Optional[int] = ..., note: _Optional[str] = ...) -> None: ...
+    ended_per_interval: _containers.RepeatedScalarFieldContainer[int]
+    ended_interval_seconds: float
+    def __init__(self, elapsed_seconds: _Optional[float] = ..., actions: _Optional[int] = ..., sessions: _Optional[int] = ..., errors: _Optional[int] = ..., per_action: _Optional[_Iterable[_Union[ActionStats, _Mapping]]] = ..., error_counts: _Optional[_Iterable[_Union[ErrorCount, _Mapping]]] = ..., cpu_seconds: _Optional[float] = ..., load_processes: _Optional[int] = ..., engine_saturated: _Optional[bool] = ..., embedded_store: _Optional[bool] = ..., log_records: _Optional[int] = ..., log_dir: _Optional[str] = ..., state_uncertain: _Optional[bool] = ..., aborted: _Optional[str] = ..., threads: _Optional[int] = ..., session_hist: _Optional[bytes] = ..., start_state: _Optional[str] = ..., store_counters: _Optional[_Mapping[str, int]] = ..., client_delay_hist: _Optional[bytes] = ..., loop_lag_max_ms: _Optional[float] = ..., concurrency: _Optional[str] = ..., per_unit: _Optional[_Mapping[str, int]] = ..., workload_payload: _Optional[str] = ..., timeouts: _Optional[int] = ..., note: _Optional[str] = ..., ended_per_interval: _Optional[_Iterable[int]] = ..., ended_interval_seconds: _Optional[float] = ...) -> None: ...
 
 class RunEvent(_message.Message):
     __slots__ = ("progress", "result", "error")

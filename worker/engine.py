@@ -46,7 +46,7 @@ from bgbench.worker.contracts import (
 from bgbench.worker.measurement import histogram_of, is_timeout, visibility_histogram
 from bgbench.worker.plan import Plan, Publish, RunOutcome, cpu_seconds
 from bgbench.worker.plan import RunSpec as RunSpec
-from bgbench.worker.tally import ActionFile, ActionTally
+from bgbench.worker.tally import ENDED_INTERVAL_S, ActionFile, ActionTally
 from bgbench.workloads import registry
 
 SATURATED_CPU_SHARE = 0.9
@@ -270,6 +270,8 @@ class FragmentEngine:
             note=outcome.note,
             start_state=started,
             workload_payload=self.fragment.summary_payload(),
+            ended_per_interval=tally.ended.tolist(),
+            ended_interval_s=ENDED_INTERVAL_S,
         )
 
     def validate(self, log_dir: Path, clock: PhaseClock | None = None) -> ValidateSummary:

@@ -190,6 +190,7 @@ async def _watch_tasks(
     tolerates errors), publish progress and live cuts on time. The loop's largest lag (ms)."""
     lag_max_ms = 0.0
     t0 = time.monotonic()
+    plan.tally.origin_ns = round(t0 * 1e9)  # the run's start: interval 0 of its ended series
     deadline = t0 + plan.spec.duration_s
     next_cut = t0 + LIVE_EVERY_S
     stopped_at = 0
@@ -353,6 +354,7 @@ def run_threads(plan: Plan, log: LogWriter, stop: threading.Event, publish: Publ
         go.set()
     cpu0 = cpu_seconds()
     t0 = time.monotonic()
+    plan.tally.origin_ns = round(t0 * 1e9)  # the run's start: interval 0 of its ended series
     next_cut = t0 + LIVE_EVERY_S
     deadline = t0 + spec.duration_s
     stuck_deadline = deadline + STOP_GRACE_S

@@ -10,6 +10,7 @@ same buckets as protos.new_histogram, so `histogram()` is what recording every v
 would have given, at numpy's speed instead of one Python call per value.
 """
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +31,10 @@ ACTION_DTYPE = np.dtype(
     ]
 )
 _RUNNERS = 1 << 16  # the thread field's range
+# Actions ended per interval of the run, by their own end times: the steady window's
+# throughput (a progress report's count comes whenever the load process gets its core).
+ENDED_INTERVAL_S = 0.5
+_ENDED_INTERVAL_NS = int(ENDED_INTERVAL_S * 1e9)
 
 
 class Buckets:
@@ -124,8 +129,13 @@ class ActionTally:
     radix sort of the 16-bit runner) its actions are in the order they ran and each
     session's actions are together."""
 
-    def __init__(self, open_loop: bool = False, spill: ActionFile | None = None) -> None:
+    def __init__(
+        self, open_loop: bool = False, spill: ActionFile | None = None, origin_ns: int | None = None
+    ) -> None:
         self.open_loop = open_loop
+        # the run's start (monotonic ns): interval 0 of `ended` begins there
+        self.origin_ns = time.monotonic_ns() if origin_ns is None else origin_ns
+        self.ended = np.zeros(0, dtype=np.int64)  # actions ended per ENDED_INTERVAL_S
         self.spill = spill
         self.count = 0
         self.errors = 0
@@ -165,6 +175,16 @@ class ActionTally:
         else:
             self.delay.add_ns(start - intended)
         self._fold_sessions(runner, actions["session"].astype(np.int64), response)
+        self._count_ended(end)
+
+    def _count_ended(self, end: np.ndarray) -> None:
+        interval = np.maximum(end - self.origin_ns, 0) // _ENDED_INTERVAL_NS
+        found = np.bincount(interval)
+        if len(found) > len(self.ended):
+            self.ended = np.concatenate(
+                [self.ended, np.zeros(len(found) - len(self.ended), np.int64)]
+            )
+        self.ended[: len(found)] += found
 
     def _rows(self, codes: np.ndarray) -> np.ndarray:
         rows = self._row_of[codes]

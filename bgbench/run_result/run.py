@@ -76,6 +76,15 @@ def _json_or_text(payload: str) -> Any:
         return payload
 
 
+def elementwise_sum(parts: Sequence[list[int]]) -> list[int]:
+    """Series (one count per interval from the run's start) added interval by interval."""
+    total = [0] * max((len(p) for p in parts), default=0)
+    for part in parts:
+        for i, n in enumerate(part):
+            total[i] += n
+    return total
+
+
 def _per_action(parts: Sequence[dict[str, ActionStats]]) -> dict[str, ActionStats]:
     names = list(dict.fromkeys(name for part in parts for name in part))
     return {n: ActionStats.merge([p[n] for p in parts if n in p]) for n in names}
@@ -96,6 +105,7 @@ MERGES: dict[str, Rule] = {
     "distinct": lambda v, _: "; ".join(sorted(set(v))),
     "concat": lambda v, _: [x for part in v for x in part],
     "counts": lambda v, _: sum_counts(v),
+    "series": lambda v, _: elementwise_sum(v),
     "hist": lambda v, _: merged_or_empty(v),
     "hist_or_none": lambda v, _: merged(v),
     "payloads": lambda v, _: payloads(v),
@@ -158,6 +168,12 @@ class RunResult:
     workload_payload: str = field(default="", metadata=figure("payloads", "workload_payload"))
     load_processes: int = field(default=1, metadata=figure("sum", "load_processes"))
     log_dir: str = field(default="", metadata=figure("first", "log_dir"))
+    # actions ended in each interval of ended_interval_s from the run's start, by their own
+    # end times (the steady window's throughput; progress reports can come late)
+    ended_per_interval: list[int] = field(
+        default_factory=list, metadata=figure("series", "ended_per_interval")
+    )
+    ended_interval_s: float = field(default=0.0, metadata=figure("max", "ended_interval_seconds"))
     # Only in the load process: its fragment (-1 once merged), and its CPU over the whole
     # run, connecting and summaries included.
     fragment: int = field(default=-1, metadata=figure("none", None))
@@ -221,6 +237,8 @@ def _from_wire(name: str, value: Any) -> Any:
                 for a, parts in rows.items()}  # fmt: skip
     if name == "error_counts":
         return [ErrorCount(e.action, e.type, e.count, e.sample) for e in value]
+    if name == "ended_per_interval":
+        return list(value)
     if isinstance(value, (str, bytes, bool, int, float)):
         return value
     return dict(value)  # a proto map

@@ -21,7 +21,13 @@ from bgbench.coordinator.execution.resource_watch import (
     store_watch,
 )
 from bgbench.coordinator.execution.run_watch import watch_run
-from bgbench.coordinator.execution.steady import Tick, analyse, tick_of, window_within_counts
+from bgbench.coordinator.execution.steady import (
+    Ended,
+    Tick,
+    analyse,
+    tick_of,
+    window_within_counts,
+)
 from bgbench.coordinator.records.faults import fault_time
 from bgbench.coordinator.records.metrics import Verdict, client_bound_reason, judge
 from bgbench.coordinator.scenario.run import ScenarioRun
@@ -251,7 +257,9 @@ def run_experiment(
     result.coordinator_cpu_s, result.progress_events = coordinator_cpu, events[0]
     result.target_rate = rate
     if scenario is None:
-        result = rate_steady(result, ticks, settings.sla, settings.rating)
+        ended = [Ended(list(r.ended_per_interval), r.ended_interval_seconds, r.elapsed_seconds)
+                 for r in ran]  # fmt: skip
+        result = rate_steady(result, ticks, settings.sla, settings.rating, ended)
     else:  # rated whole: its phases, not a steady window, say what happened when
         result.scenario = scenario.figures(validations)
     result.resources = resources.finish(result, settings)
@@ -279,11 +287,18 @@ def judge_resources(result: ExperimentResult, sla: SLAConfig) -> ExperimentResul
 
 
 def rate_steady(
-    result: ExperimentResult, ticks: list[list[Tick]], sla: SLAConfig, rating: RatingConfig
+    result: ExperimentResult,
+    ticks: list[list[Tick]],
+    sla: SLAConfig,
+    rating: RatingConfig,
+    ended_by_agent: list[Ended] | None = None,
 ) -> ExperimentResult:
-    """The experiment's figures from its steady window: throughput, the share within beta
-    (each agent's and in all) and the verdicts; an unstable run fails, not rated."""
-    steady = analyse(ticks, result.duration_s, rating.steady_state, rating.confidence)
+    """The experiment's figures from its steady window: throughput (from the actions' own
+    end times, `ended_by_agent`, when every agent sent them), the share within beta (each
+    agent's and in all) and the verdicts; an unstable run fails, not rated."""
+    steady = analyse(
+        ticks, result.duration_s, rating.steady_state, rating.confidence, ended_by_agent
+    )
     result.steady = steady
     if not steady.tested or result.fault:
         return result

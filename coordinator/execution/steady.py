@@ -4,7 +4,11 @@ Every agent reports, a few times a second, its cumulative actions and a histogra
 the response times that ended since its last report. Per report interval that gives a
 throughput and a share within beta; summed over agents (intervals aligned by their
 index: agents tick at the same period from the same start) they are the experiment's
-series. The warm-up is cut by MSER-5 (White's marginal standard error rule on batches
+series. A report comes when its agent gets the CPU and says what its load processes had
+published by then: a CPU-starved load process publishes late, so the throughput comes
+from the actions' own end times when the agents send them (RunResult.ended_per_interval,
+counted per interval from the run's start), and from the reports only when they do not.
+The warm-up is cut by MSER-5 (White's marginal standard error rule on batches
 of five): the cut that minimises the standard error of the mean of what remains. A
 cut beyond half the run means the series never settled: the experiment is unstable,
 and is not rated. Intervals that end after the experiment's duration (the socialites
@@ -24,6 +28,15 @@ MIN_SAMPLES = 4  # below this the series is too short to test: rated whole
 TAIL_SLACK_S = 0.05  # an interval ending this little past the duration is still in it
 NEAR_BEST = 1.5  # the earliest cut whose MSER is this close to the least is taken
 DRIFT = 0.2  # a steady window's halves differ by less than this share of its mean
+
+
+@dataclass
+class Ended:
+    """One agent's actions ended per interval of its run, by their own end times."""
+
+    counts: list[int]
+    interval_s: float
+    elapsed_s: float  # how long its run went on (the counts stop there)
 
 
 @dataclass
@@ -78,6 +91,24 @@ def _agent_series(
     return rate, within, ended, spans
 
 
+def _ended_rate(ended: Ended, duration_s: float) -> np.ndarray:
+    """Actions/s per interval of one agent's run, the intervals that end within the run
+    (and within the time its load processes ran): zeros where no action ended."""
+    span = min(duration_s, ended.elapsed_s) + TAIL_SLACK_S
+    n = int(span / ended.interval_s + 1e-9)
+    counts = np.zeros(n, dtype=np.float64)
+    kept = ended.counts[:n]
+    counts[: len(kept)] = kept
+    rate: np.ndarray = counts / ended.interval_s
+    return rate
+
+
+def _padded(series: np.ndarray, n: int) -> np.ndarray:
+    out = np.zeros(n, dtype=np.float64)
+    out[: min(n, len(series))] = series[:n]
+    return out
+
+
 def _summed(series: list[np.ndarray], n: int) -> np.ndarray:
     """The agents' series added up over their first n intervals."""
     return np.sum([s[:n] for s in series], axis=0) if n else np.zeros(0)
@@ -100,19 +131,32 @@ def _cut(out: "Steadiness", throughput: np.ndarray, within: np.ndarray, confiden
 
 
 def analyse(
-    agents: list[list[Tick]], duration_s: float, cut: bool, confidence: float = 0.95
+    agents: list[list[Tick]],
+    duration_s: float,
+    cut: bool,
+    confidence: float = 0.95,
+    ended_by_agent: list[Ended] | None = None,
 ) -> Steadiness:
     """The series of an experiment from its agents' ticks, and its steady window (the whole
-    run when `cut` is off)."""
+    run when `cut` is off). With every agent's `Ended` counts, the throughput comes from
+    them (the share within beta from the ticks, interval by interval alongside)."""
     series = [_agent_series(ticks, duration_s) for ticks in agents]
-    spacings = [float(v) for s in series for v in s[3]]
     run_actions, run_within, run_ended = _run_totals(agents)
-    n = min((len(s[0]) for s in series), default=0)
-    throughput = _summed([s[0] for s in series], n)
-    within_hits = _summed([s[1] for s in series], n)
-    ended = _summed([s[2] for s in series], n)
+    if ended_by_agent and all(e.interval_s > 0 for e in ended_by_agent):
+        rates = [_ended_rate(e, duration_s) for e in ended_by_agent]
+        n = min(len(r) for r in rates)
+        throughput = _summed(rates, n)
+        within_hits = _summed([_padded(s[1], n) for s in series], n)
+        ended = _summed([_padded(s[2], n) for s in series], n)
+        interval = float(np.median([e.interval_s for e in ended_by_agent]))
+    else:
+        spacings = [float(v) for s in series for v in s[3]]
+        n = min((len(s[0]) for s in series), default=0)
+        throughput = _summed([s[0] for s in series], n)
+        within_hits = _summed([s[1] for s in series], n)
+        ended = _summed([s[2] for s in series], n)
+        interval = float(np.median(spacings)) if spacings else 0.0
     within = np.where(ended > 0, 100.0 * within_hits / np.maximum(ended, 1), np.nan)
-    interval = float(np.median(spacings)) if spacings else 0.0
     out = Steadiness(
         interval_s=interval,
         throughput=[float(v) for v in throughput],
