@@ -28,7 +28,7 @@ _SAFE_ID = 1 << 54
 class Items:
     dense: np.ndarray  # per record: its item, numbered 0..count-1 in (id, kind) order
     count: int
-    kind: np.ndarray | None  # per item: its kind and id
+    kind: np.ndarray | None  # per item: its kind and id (None for ids beyond _SAFE_ID)
     item_id: np.ndarray | None
 
 
@@ -55,8 +55,10 @@ def dense_items(item: np.ndarray, item_id: np.ndarray) -> Items:
     first = np.concatenate([[True], sorted_keys[1:] != sorted_keys[:-1]])
     dense = np.empty(n, dtype=np.int64)
     dense[order] = np.cumsum(first) - 1
-    held = sorted_keys[first]  # per item, its key: floor division and modulo undo it
-    return Items(dense, len(held), held % 256, held // 256)
+    if not (lo_id > -_SAFE_ID and hi_id < _SAFE_ID):  # keys may wrap: readers look up ids
+        return Items(dense, int(first.sum()), None, None)
+    held = order[first]  # per item, one of its records
+    return Items(dense, len(held), item[held].astype(np.int64), item_id[held].astype(np.int64))
 
 
 @dataclass

@@ -35,6 +35,8 @@ _RUNNERS = 1 << 16  # the thread field's range
 # throughput (a progress report's count comes whenever the load process gets its core).
 ENDED_INTERVAL_S = 0.5
 _ENDED_INTERVAL_NS = int(ENDED_INTERVAL_S * 1e9)
+_ENDED_CHUNK = 7_200  # intervals (an hour) the counts grow by: a run's state stays flat
+_ENDED_AT_MOST = 24 * _ENDED_CHUNK  # a day; an action ending later counts in the last one
 
 
 class Buckets:
@@ -135,7 +137,8 @@ class ActionTally:
         self.open_loop = open_loop
         # the run's start (monotonic ns): interval 0 of `ended` begins there
         self.origin_ns = time.monotonic_ns() if origin_ns is None else origin_ns
-        self.ended = np.zeros(0, dtype=np.int64)  # actions ended per ENDED_INTERVAL_S
+        self._ended = np.zeros(_ENDED_CHUNK, dtype=np.int64)  # per ENDED_INTERVAL_S
+        self._ended_len = 0  # intervals up to the latest one an action ended in
         self.spill = spill
         self.count = 0
         self.errors = 0
@@ -178,13 +181,18 @@ class ActionTally:
         self._count_ended(end)
 
     def _count_ended(self, end: np.ndarray) -> None:
-        interval = np.maximum(end - self.origin_ns, 0) // _ENDED_INTERVAL_NS
+        interval = np.clip((end - self.origin_ns) // _ENDED_INTERVAL_NS, 0, _ENDED_AT_MOST - 1)
         found = np.bincount(interval)
-        if len(found) > len(self.ended):
-            self.ended = np.concatenate(
-                [self.ended, np.zeros(len(found) - len(self.ended), np.int64)]
-            )
-        self.ended[: len(found)] += found
+        if len(found) > len(self._ended):
+            more = -(-(len(found) - len(self._ended)) // _ENDED_CHUNK) * _ENDED_CHUNK
+            self._ended = np.concatenate([self._ended, np.zeros(more, np.int64)])
+        self._ended[: len(found)] += found
+        self._ended_len = max(self._ended_len, len(found))
+
+    @property
+    def ended(self) -> np.ndarray:
+        """Actions ended per ENDED_INTERVAL_S from origin_ns, by their end times."""
+        return self._ended[: self._ended_len]
 
     def _rows(self, codes: np.ndarray) -> np.ndarray:
         rows = self._row_of[codes]
