@@ -19,6 +19,7 @@ absolute times on a shared machine move with it: the ratio in one run is what co
 """
 
 import argparse
+import math
 import os
 import signal
 import statistics
@@ -56,8 +57,10 @@ def timed(args: list[str], cwd: Path | None = None) -> float:
     t0 = time.perf_counter()
     proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=600)
     took = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(args)}: exit {proc.returncode}\n{proc.stderr[-2000:]}")
+    if proc.returncode != 0:  # shown, and counted as no figure (nan), not as a time
+        last = proc.stderr.strip().splitlines()[-1:] or ["no output"]
+        print(f"{' '.join(args[:4])}...: exit {proc.returncode}: {last[0][:300]}", flush=True)
+        return math.nan
     return took
 
 
@@ -146,6 +149,8 @@ def main() -> None:
     for name in names:
         cells = "".join(
             f"{statistics.median(times[name, label]):17.3f} {min(times[name, label]):7.3f}"
+            if not any(map(math.isnan, times[name, label]))
+            else f"{'failed ' + str(sum(map(math.isnan, times[name, label]))):>17} {'':7}"
             for label in trees
         )
         print(f"{name:<28}{cells}", flush=True)
