@@ -48,6 +48,13 @@ def _watch_parent(parent: int, stopper: threading.Event) -> None:
             stopper.set()
 
 
+def _warm_up(service: AgentService) -> None:
+    try:
+        service.warm_up()
+    except Exception:  # the call that needs it meets the same error and answers with it
+        log.exception("warming up failed")
+
+
 def _exit_now() -> None:
     log.error("shutdown took over %.0f s: exiting with calls still running", EXIT_DEADLINE_S)
     logging.shutdown()
@@ -111,6 +118,7 @@ def serve(
     server.start()
     host = listen.rsplit(":", 1)[0]
     print(f"{READY_LINE}{host}:{port}", flush=True)
+    threading.Thread(target=_warm_up, args=(service,), name="warm-up", daemon=True).start()
     try:
         while not signalled and not stopper.wait(0.2):
             pass
@@ -119,6 +127,17 @@ def serve(
     finally:
         log.info("stopping (%s)", "SIGTERM" if signalled else "asked to")
         _shutdown(service, server)
+    _exit_stopped()
+
+
+def _exit_stopped() -> None:
+    """Everything this agent started has stopped: end the process without the interpreter's
+    teardown (gRPC's and its thread pool's, a second or more on a busy host), which a
+    coordinator closing its local agents would wait for."""
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def main(
@@ -263,4 +282,9 @@ def _refuse(message: str) -> None:
 
 
 if __name__ == "__main__":
-    cli(sys.argv[1:])
+    # Run as bgbench.worker.agent rather than __main__, so that every reference to this
+    # module (the warm-up thread's, a traceback's, a test's look into sys.modules) names
+    # the one that serves.
+    from bgbench.worker.agent import cli as agent_cli
+
+    agent_cli(sys.argv[1:])

@@ -8,11 +8,14 @@ typed fields; what only one workload knows travels as its `workload_payload` (JS
 workload writes and reads back).
 """
 
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from __future__ import annotations
 
-from bgbench.run_result import RunResult
-from bgbench.validation.phases import PhaseClock
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:  # types only: the agent starts without numpy (imported by both)
+    from bgbench.run_result import RunResult
+    from bgbench.validation.phases import PhaseClock
 
 PreparePhase = Literal["schema", "load", "all"]
 
@@ -150,7 +153,17 @@ class ValidateSummary:
     visibility: list[WriteVisibilityCounts] = field(default_factory=list)
 
 
-Result = PrepareResult | ReadyResult | RunResult | ValidateSummary | None
+if TYPE_CHECKING:
+    Result = PrepareResult | ReadyResult | RunResult | ValidateSummary | None
+else:
+
+    def __getattr__(name: str) -> Any:
+        """Result, made when a load process asks for it (it imports RunResult anyway)."""
+        if name == "Result":
+            from bgbench.run_result import RunResult
+
+            return PrepareResult | ReadyResult | RunResult | ValidateSummary | None
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)

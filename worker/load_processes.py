@@ -15,7 +15,6 @@ from multiprocessing.context import SpawnContext
 import psutil
 
 from bgbench.protos import worker_pb2 as pb
-from bgbench.worker import loadproc
 from bgbench.worker.contracts import (
     BEATS,
     COUNTERS,
@@ -51,6 +50,10 @@ class LoadProcess:
     grew, are kept here for the Status call."""
 
     def __init__(self, ctx: SpawnContext) -> None:
+        # Here, not at the top: the agent serves before the load engine is imported (the
+        # child imports it anyway; the agent only names its entry point).
+        from bgbench.worker import loadproc
+
         self.conn, child_conn = ctx.Pipe()
         self.counters = ctx.Array("q", COUNTERS, lock=False)
         self.stop = StopFlag(self.counters)

@@ -8,6 +8,7 @@ refuses the load's calls.
 """
 
 import dataclasses
+import importlib
 import json
 import multiprocessing as mp
 import os
@@ -27,8 +28,6 @@ from bgbench.errors import UserError
 from bgbench.protos import PROTOCOL_VERSION
 from bgbench.protos import worker_pb2 as pb
 from bgbench.protos import worker_pb2_grpc as pb_grpc
-from bgbench.worker import host_watch, run_coordination
-from bgbench.worker.calibration import measure_capacity
 from bgbench.worker.contracts import (
     Answer,
     Command,
@@ -54,7 +53,16 @@ from bgbench.worker.replies import first_error as _first_error
 from bgbench.worker.replies import result_of as _result
 from bgbench.worker.security import confine_paths, experiment_dir
 from bgbench.worker.validation_reply import RunOrigins, merge_validations
-from bgbench.workloads import registry
+
+# A run's, a watch's and the bindings' modules (the load engine, the SDK, numpy, pydantic)
+# are imported by the calls that use them, or by warm_up once the agent serves: the agent
+# answers its handshake within a second of being spawned.
+WARM_UP = (
+    "bgbench.worker.run_coordination",
+    "bgbench.worker.host_watch",
+    "bgbench.worker.calibration",
+    "bgbench.workloads.registry",
+)
 
 PREPARE_TIMEOUT_S = VALIDATE_TIMEOUT_S = 3600.0
 # A request waits this long for the previous one to wind down (a cancelled run stopping).
@@ -89,6 +97,22 @@ class AgentService(pb_grpc.WorkerServicer):  # type: ignore[misc]
         self._stopper = stopper
         self._origins = RunOrigins()  # each run's start, for Validate's phases
 
+    def warm_up(self) -> None:
+        """Once the agent serves (called on a thread of its own): import what the load's
+        calls need and start the load processes (each imports the load engine in its own
+        interpreter), so the coordinator's handshake and sizing overlap that start-up
+        rather than wait for it. A Prepare that comes first waits for the processes here
+        (its lock), as it would have for those it starts itself."""
+        for name in WARM_UP:
+            importlib.import_module(name)
+        if not self.load_processes or not self._busy.acquire(timeout=BUSY_WAIT_S):
+            return
+        try:
+            if not self.processes and not self._stopper.is_set():
+                self._ensure_processes(self.load_processes)
+        finally:
+            self._busy.release()
+
     # -- helpers -----------------------------------------------------------------
     def _ensure_processes(self, n: int) -> None:
         while len(self.processes) > n:
@@ -120,6 +144,8 @@ class AgentService(pb_grpc.WorkerServicer):  # type: ignore[misc]
         unless the agent was started with the allowance (local agents are)."""
         if not isinstance(command, PrepareCommand) or self.allow_store_paths:
             return command
+        from bgbench.workloads import registry
+
         try:
             cls: Any = registry.binding_class(command.workload, command.store)
         except UserError:
@@ -155,6 +181,8 @@ class AgentService(pb_grpc.WorkerServicer):  # type: ignore[misc]
             monitor_only=self.monitor_only,
         )
         if request.measure_capacity and not self.monitor_only:
+            from bgbench.worker.calibration import measure_capacity
+
             reply.capacity = measure_capacity(self.load_processes)
         if request.protocol_version != PROTOCOL_VERSION:
             reply.error.CopyFrom(
@@ -284,6 +312,8 @@ class AgentService(pb_grpc.WorkerServicer):  # type: ignore[misc]
         except UserError as exc:
             yield pb.RunEvent(error=_error("user", str(exc), "experiment_id"))
             return
+        from bgbench.worker import run_coordination
+
         bad_request = run_coordination.check_request(request)
         if bad_request is not None:
             yield pb.RunEvent(error=bad_request)
@@ -301,6 +331,8 @@ class AgentService(pb_grpc.WorkerServicer):  # type: ignore[misc]
             self._busy.release()
 
     def _run(self, request: pb.RunRequest, context: grpc.ServicerContext) -> Iterator[pb.RunEvent]:
+        from bgbench.worker import run_coordination
+
         log_dir = self._log_dir(request.experiment_id) if self.processes else Path()
         yield from run_coordination.run_events(
             self.processes,
@@ -344,6 +376,8 @@ class AgentService(pb_grpc.WorkerServicer):  # type: ignore[misc]
         """A sample of the host every progress interval until the duration (and a grace)
         ends or the caller leaves. A bad request ends the call as INVALID_ARGUMENT, one
         line; too many watches at once, as RESOURCE_EXHAUSTED."""
+        from bgbench.worker import host_watch
+
         bad = host_watch.check_watch_request(request)
         if bad is not None:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, bad.message)

@@ -3,13 +3,14 @@ logs' clock, and the load processes' summaries merged into its reply."""
 
 import json
 from collections import OrderedDict
+from typing import TYPE_CHECKING
 
 from bgbench.protos import worker_pb2 as pb
-from bgbench.run_result.histograms import merged_or_empty
-from bgbench.run_result.run import payloads
-from bgbench.validation.phases import PhaseClock, PhaseRequestError
 from bgbench.worker.contracts import ReadCounts, ValidateSummary, WriteVisibilityCounts
 from bgbench.worker.replies import error
+
+if TYPE_CHECKING:  # the agent imports these with its first Validate, not at start-up
+    from bgbench.validation.phases import PhaseClock
 
 RUN_ORIGINS_KEPT = 64  # the latest runs whose start a Validate may still map phases onto
 
@@ -27,11 +28,13 @@ class RunOrigins:
         while len(self._origins) > RUN_ORIGINS_KEPT:
             self._origins.popitem(last=False)
 
-    def clock(self, request: pb.ValidateRequest) -> PhaseClock | pb.Error | None:
+    def clock(self, request: pb.ValidateRequest) -> "PhaseClock | pb.Error | None":
         """The phases and bins the request asks for on the logs' clock; None when it asks
         for neither; an Error naming the field when they cannot be had."""
         if not request.phase_starts_s and not request.series_bin_s:
             return None
+        from bgbench.validation.phases import PhaseClock, PhaseRequestError
+
         origin = self._origins.get(request.experiment_id)
         if origin is None:
             return error(
@@ -65,6 +68,8 @@ def _sum_series(parts: list[list[int]]) -> list[int]:
 
 
 def _phases(results: list[ValidateSummary]) -> list[pb.PhaseReads]:
+    from bgbench.run_result.histograms import merged_or_empty
+
     count = max((len(r.phases) for r in results), default=0)
     rows = []
     for k in range(count):
@@ -80,6 +85,8 @@ def _phases(results: list[ValidateSummary]) -> list[pb.PhaseReads]:
 
 
 def _visibility(results: list[ValidateSummary]) -> list[pb.WriteVisibility]:
+    from bgbench.run_result.histograms import merged_or_empty
+
     rows: dict[tuple[str, str], list[WriteVisibilityCounts]] = {}
     for r in results:
         for v in r.visibility:
@@ -98,6 +105,9 @@ def _visibility(results: list[ValidateSummary]) -> list[pb.WriteVisibility]:
 
 
 def merge_validations(results: list[ValidateSummary]) -> pb.ValidateReply:
+    from bgbench.run_result.histograms import merged_or_empty
+    from bgbench.run_result.run import payloads
+
     """The load processes' validations as the agent's one reply."""
     examples = [e for r in results for e in r.examples]
     series_reads = _sum_series([r.series_reads for r in results])

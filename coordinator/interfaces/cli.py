@@ -5,56 +5,24 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from pydantic import ValidationError
-from rich.console import Console
 
-from bgbench.coordinator.configuration.config import (
-    SCALE_OVERRIDE,
-    Settings,
-    describe_validation_error,
-    load_settings,
-    parse_override,
-)
-from bgbench.coordinator.execution import preflight
-from bgbench.coordinator.execution.checkconfig import check_settings_file
-from bgbench.coordinator.execution.offline import (
-    check_per_read,
-    parse_size,
-    validate_directory,
-    write_per_read,
-)
-from bgbench.coordinator.execution.target_kinds import simulated_store_names, target_kind
 from bgbench.coordinator.interfaces.cli_campaign import campaign_app
 from bgbench.coordinator.interfaces.cli_deck import deck
 from bgbench.coordinator.interfaces.cli_live import EventsOption, MetricsPortOption, live_sink
 from bgbench.coordinator.interfaces.cli_report import report_app
-from bgbench.coordinator.interfaces.console import ConsoleView, with_bottleneck
-from bgbench.coordinator.rating import api
-from bgbench.coordinator.rating.api import new_rating_id, results_path
-from bgbench.coordinator.rating.resume import resumed_settings
-from bgbench.coordinator.rating.study import run_study
-from bgbench.coordinator.records.faults import EXIT_INTERRUPTED as INTERRUPTED
-from bgbench.coordinator.records.faults import ending
-from bgbench.coordinator.records.sweep import write_csv
-from bgbench.coordinator.reports.report import (
-    render,
-    render_rating,
-    render_ratings,
-    render_record,
-    render_sweep,
-    render_validation,
-    study_tables,
-)
-from bgbench.coordinator.storage.results import ResultsStore
+from bgbench.coordinator.interfaces.cli_results import JsonFlag, ResultsFlag, results_app
+from bgbench.coordinator.interfaces.consoles import err, out
 from bgbench.errors import BGBenchError, SystemFault, UserError
-from bgbench.inputs import check_output
-from bgbench.workloads import registry
 
-# Importable from here as before the API existed.
-__all__ = ["app", "main", "new_rating_id", "results_path", "resumed_settings"]
+if TYPE_CHECKING:
+    from bgbench.coordinator.configuration.config import Settings
+
+# Each command imports what it runs: `bgbench --help`, a bad flag and every other command
+# pay nothing for the rest (statistics, the agents' gRPC client, pydantic models, rich).
+__all__ = ["app", "main"]  # and, as before the API existed, those of __getattr__ below
 
 app = typer.Typer(
     add_completion=False,
@@ -62,9 +30,21 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="Rate data stores against an SLA under a workload (BG's social network by default).",
 )
-# Wide enough for the tables when output goes to a file or a CI log.
-out = Console(width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+
+
+def __getattr__(name: str) -> Any:
+    """new_rating_id, results_path and resumed_settings, importable from here as before the
+    API existed, imported when asked for."""
+    if name in ("new_rating_id", "results_path"):
+        from bgbench.coordinator.rating import api
+
+        return getattr(api, name)
+    if name == "resumed_settings":
+        from bgbench.coordinator.rating.resume import resumed_settings
+
+        return resumed_settings
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 ConfigOption = Annotated[
     Path | None, typer.Option("--config", "-c", help="TOML or YAML settings file")
@@ -81,12 +61,16 @@ ParamOption = Annotated[
 
 
 def _overrides(params: list[str] | None, **flags: Any) -> list[tuple[str, Any]]:
+    from bgbench.coordinator.configuration.config import parse_override
+
     pairs = [parse_override(p) for p in params or []]
     pairs += [(path, value) for path, value in flags.items() if value is not None]
     return pairs
 
 
-def _settings(config: Path | None, param: list[str] | None, flags: dict[str, Any]) -> Settings:
+def _settings(config: Path | None, param: list[str] | None, flags: dict[str, Any]) -> "Settings":
+    from bgbench.coordinator.configuration.config import load_settings
+
     return load_settings(config, _overrides(param, **flags))
 
 
@@ -101,6 +85,8 @@ def _common_flags(
     users: int | None,
     results: Path | None,
 ) -> dict[str, Any]:
+    from bgbench.coordinator.configuration.config import SCALE_OVERRIDE
+
     return {
         "workload.name": workload,
         "store.name": store,
@@ -122,8 +108,6 @@ AgentsFlag = Annotated[int | None, typer.Option(help="local agents to spawn")]
 ProcessesFlag = Annotated[int | None, typer.Option(help="load processes per agent")]
 MixFlag = Annotated[str | None, typer.Option(help="verylow, low, high or sessions")]
 UsersFlag = Annotated[int | None, typer.Option(help="members in the database")]
-ResultsFlag = Annotated[Path | None, typer.Option(help="results directory")]
-JsonFlag = Annotated[bool, typer.Option("--json", help="print the result as JSON")]
 TargetRateFlag = Annotated[
     float | None,
     typer.Option(
@@ -153,19 +137,23 @@ def run(
     metrics_port: MetricsPortOption = None,
 ) -> None:
     """Run one experiment at T threads and print every figure."""
+    from bgbench.coordinator.interfaces.console import ConsoleView, with_bottleneck
+    from bgbench.coordinator.rating import api
+    from bgbench.coordinator.reports.report import render
+
     flags = _common_flags(
         workload, store, threads, duration, agents, processes, mix, users, results
     )
     flags["run.target_rate"] = target_rate
     settings = _settings(config, param, flags)
-    view = ConsoleView(err)
+    view = ConsoleView(err())
     record = api.run(settings, say=view.say, events=live_sink(ctx, events, metrics_port, view))
     if as_json:
         print(record.result.to_json())
     else:
-        out.print(with_bottleneck(render(record.result, settings), record.result.bottleneck))
+        out().print(with_bottleneck(render(record.result, settings), record.result.bottleneck))
         if not record.unrecorded:
-            out.print(f"recorded in {record.path}")
+            out().print(f"recorded in {record.path}")
     if record.unrecorded:
         raise SystemFault(record.unrecorded)
     if record.result.fault:
@@ -215,7 +203,13 @@ def rate(
 ) -> None:
     """Rate a store: SoAR and Socialites against the SLA (search, then a final experiment),
     or sweep a list of thread counts (--objective sweep)."""
-    view = ConsoleView(err)
+    from bgbench.coordinator.interfaces.console import ConsoleView, with_bottleneck
+    from bgbench.coordinator.rating import api
+    from bgbench.coordinator.rating.api import results_path
+    from bgbench.coordinator.reports.report import render_rating
+    from bgbench.coordinator.storage.results import ResultsStore
+
+    view = ConsoleView(err())
     sink = live_sink(ctx, events, metrics_port, view)  # closed with the command
     if resume:
         if workload is not None:
@@ -247,7 +241,7 @@ def rate(
     else:
         experiments = ResultsStore.existing(record.results.parent).experiments(record.rating_id)
         shown = render_rating(record.summary, experiments, settings)
-        out.print(with_bottleneck(shown, record.summary.bottleneck))
+        out().print(with_bottleneck(shown, record.summary.bottleneck))
 
 
 @app.command()
@@ -269,21 +263,26 @@ def study(
 ) -> None:
     """Run one of a workload's own studies (the sensor-log paper's `load` and `queries`),
     record every measurement, print its tables."""
+    from bgbench.coordinator.execution.target_kinds import target_kind
+    from bgbench.coordinator.rating.api import new_rating_id, results_path
+    from bgbench.coordinator.rating.study import run_study
+    from bgbench.coordinator.reports.report import study_tables
+
     flags = _common_flags(workload, store, None, None, None, None, None, users, results)
     settings = _settings(config, param, flags)
     if not target_kind(settings).measures_a_store:
         raise UserError("a study measures a real store: choose one with --store (bgbench stores)")
     results_dir = results_path(settings.results_dir)
-    record = run_study(settings, name, new_rating_id(), results_dir, err.print)
+    record = run_study(settings, name, new_rating_id(), results_dir, err().print)
     if as_json:
         print(json.dumps(record.to_dict(), indent=2, default=str))
         return
-    out.print(
+    out().print(
         f"Study {record.study} {record.rating_id} of {record.workload} on {record.store}, "
         f"{record.seconds:,.1f} s"
     )
     for table in study_tables(record.tables):
-        out.print(table)
+        out().print(table)
 
 
 @app.command("check-config")
@@ -292,86 +291,18 @@ def check_config(
     param: ParamOption = None,
 ) -> None:
     """Validate a settings file (and overrides) without generating any load."""
+    from bgbench.coordinator.execution.checkconfig import check_settings_file
+
     settings = check_settings_file(file, _overrides(param))
-    out.print(f"{file}: valid")
-    out.print_json(settings.model_dump_json())
+    out().print(f"{file}: valid")
+    out().print_json(settings.model_dump_json())
 
 
 app.command()(deck)
 
-results_app = typer.Typer(help="Ratings recorded in the results store.", no_args_is_help=False)
 app.add_typer(results_app, name="results")
 app.add_typer(campaign_app, name="campaign")
 app.add_typer(report_app)  # report and compare
-
-
-@results_app.callback(invoke_without_command=True)
-def results_list(
-    ctx: typer.Context,
-    results: ResultsFlag = None,
-) -> None:
-    """List the recorded ratings."""
-    if ctx.invoked_subcommand is not None:
-        return
-    rows = ResultsStore.existing(results_path(results or Path("results"))).ratings()
-    out.print(render_ratings(rows))
-
-
-@results_app.command("show")
-def results_show(
-    rating_id: Annotated[str, typer.Argument(help="rating id")],
-    results: ResultsFlag = None,
-) -> None:
-    """One rating and every experiment it ran."""
-    db = ResultsStore.existing(results_path(results or Path("results")))
-    record = db.rating(rating_id)
-    settings = recorded_settings(record)
-    out.print(render_record(record, db.experiments(rating_id), settings))
-
-
-@results_app.command("export")
-def results_export(
-    rating_id: Annotated[str, typer.Argument(help="rating id")],
-    fmt: Annotated[str, typer.Option("--format", help="csv, json or parquet")] = "csv",
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="file to write")] = None,
-    results: ResultsFlag = None,
-) -> None:
-    """Export a rating's experiments to CSV, JSON or Parquet."""
-    db = ResultsStore.existing(results_path(results or Path("results")))
-    target = check_output(output or Path(f"{rating_id}.{fmt}"), "--output")
-    try:
-        n = db.export(rating_id, fmt, target)
-    except OSError as exc:
-        raise UserError(f"cannot write {target}: {exc.strerror}; choose another --output") from None
-    out.print(f"wrote {n} experiments to {target}")
-
-
-@results_app.command("sweep")
-def results_sweep(
-    rating_id: Annotated[str, typer.Argument(help="rating id of a sweep")],
-    csv_file: Annotated[
-        Path | None, typer.Option("--csv", help="also write the table to this CSV file")
-    ] = None,
-    results: ResultsFlag = None,
-    as_json: JsonFlag = False,
-) -> None:
-    """A thread sweep's table (rate --objective sweep): per T and action."""
-    db = ResultsStore.existing(results_path(results or Path("results")))
-    table = api.sweep_table(db, rating_id)
-    if as_json:
-        print(json.dumps(table.to_dict(), indent=2))
-    else:
-        record = db.rating(rating_id)
-        title = f"Thread sweep {rating_id} of {record['store']}"
-        out.print(render_sweep(table, recorded_settings(record), title))
-    if csv_file is not None:
-        try:
-            n = write_csv(table, csv_file)
-        except OSError as exc:
-            raise UserError(
-                f"--csv: cannot write {csv_file}: {exc.strerror}; choose another file"
-            ) from None
-        err.print(f"wrote {n} rows to {csv_file}")
 
 
 @app.command()
@@ -400,6 +331,14 @@ def validate(
     as_json: JsonFlag = False,
 ) -> None:
     """Re-run validation on stored logs (bgbench's, or the original BG's)."""
+    from bgbench.coordinator.execution.offline import (
+        check_per_read,
+        parse_size,
+        validate_directory,
+        write_per_read,
+    )
+    from bgbench.coordinator.reports.report import render_validation
+
     if per_read is not None:
         check_per_read(per_read)  # before the work, not after it
     report = validate_directory(
@@ -413,28 +352,32 @@ def validate(
         allow_unfinished=allow_unfinished,
     )
     if report.workers_note:
-        err.print(report.workers_note)
+        err().print(report.workers_note)
     if per_read is not None:
         n = write_per_read(report, per_read)
-        err.print(f"wrote {n} unpredictable reads to {per_read}")
+        err().print(f"wrote {n} unpredictable reads to {per_read}")
     if as_json:
         print(json.dumps(report.to_dict(), indent=2))
     else:
-        out.print(render_validation(report.to_dict()))
+        out().print(render_validation(report.to_dict()))
 
 
 @app.command()
 def stores(workload: WorkloadFlag = None) -> None:
     """List the store bindings installed: one line per workload, or one line per store of
     --workload (and the model store, which simulates any)."""
+    from bgbench.coordinator.execution import preflight
+    from bgbench.coordinator.execution.target_kinds import simulated_store_names
+    from bgbench.workloads import registry
+
     if workload is not None:
         for name in [*preflight.store_names(workload), *simulated_store_names()]:
-            out.print(name)
+            out().print(name)
         return
     for name in registry.workload_names():
-        out.print(f"{name}: {' '.join(preflight.store_names(name))}")
+        out().print(f"{name}: {' '.join(preflight.store_names(name))}")
     for name in simulated_store_names():
-        out.print(f"{name} (simulated, any workload)")
+        out().print(f"{name} (simulated, any workload)")
 
 
 @app.command(
@@ -446,17 +389,6 @@ def agent(ctx: typer.Context) -> None:
     # Listed here for --help: bgbench/__main__.py sends `bgbench agent` to the worker before
     # this module is imported; called here, the process becomes that command.
     os.execv(sys.executable, [sys.executable, "-m", "bgbench", "agent", *ctx.args])
-
-
-def recorded_settings(record: dict[str, Any]) -> Settings:
-    """A recorded rating's settings for showing (its secrets stay redacted)."""
-    data = json.loads(record["config_json"])
-    if data.get("agents", {}).get("token"):
-        data["agents"]["token"] = None
-    try:
-        return Settings.model_validate(data)
-    except ValidationError as exc:
-        raise UserError(f"rating {record['id']}: {describe_validation_error(exc)}") from None
 
 
 def main() -> None:
@@ -476,8 +408,10 @@ def _run_app() -> int:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         code = app(standalone_mode=False)
     except typer.Abort:
+        from bgbench.coordinator.records.faults import EXIT_INTERRUPTED
+
         print("bgbench: aborted", file=sys.stderr)
-        return INTERRUPTED
+        return EXIT_INTERRUPTED
     except typer.Exit as exc:
         return exc.exit_code
     except typer.TyperException as exc:  # bad flag or argument
@@ -487,14 +421,20 @@ def _run_app() -> int:
         return 2
     except (BGBenchError, KeyboardInterrupt) as exc:
         return _ended(exc)
+    if not isinstance(code, int) or not code:
+        return 0
+    from bgbench.coordinator.records.faults import EXIT_INTERRUPTED
+
     # Without standalone mode, click returns a command's typer.Exit code instead of exiting;
     # typer turns an interrupt into exit 130 without a word.
-    if code == INTERRUPTED:
+    if code == EXIT_INTERRUPTED:
         return _ended(KeyboardInterrupt())
-    return code if isinstance(code, int) else 0
+    return code
 
 
 def _ended(exc: BaseException) -> int:
+    from bgbench.coordinator.records.faults import ending
+
     status, line = ending(exc)
     print(line, file=sys.stderr)
     return status

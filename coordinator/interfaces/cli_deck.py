@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 
-from bgbench.coordinator.rating.api import results_path
 from bgbench.errors import UserError
 
 
@@ -86,6 +85,7 @@ def deck(
 
     from bgbench.coordinator.interfaces.deck_app import DeckConfig, create_app
     from bgbench.coordinator.interfaces.deck_guard import HostRule, check_allow_host
+    from bgbench.coordinator.rating.api import results_path
 
     check_binding(host, token)
     for name in allow_host or []:

@@ -2,12 +2,13 @@
 the command."""
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from bgbench.coordinator.interfaces.console import ConsoleView
-from bgbench.coordinator.records.events import EventSink, Fanout, JsonLinesSink
+if TYPE_CHECKING:  # imported by the command that runs, not for every command's --help
+    from bgbench.coordinator.interfaces.console import ConsoleView
+    from bgbench.coordinator.records.events import EventSink
 
 EventsOption = Annotated[
     Path | None,
@@ -29,10 +30,12 @@ MetricsPortOption = Annotated[
 
 
 def live_sink(
-    ctx: typer.Context, events: Path | None, metrics_port: int | None, view: ConsoleView
-) -> EventSink:
+    ctx: typer.Context, events: Path | None, metrics_port: int | None, view: "ConsoleView"
+) -> "EventSink":
     """The console view and the sinks asked for, opened now, before anything starts (a busy
     port or an unwritable file is a UserError), and closed when the running command ends."""
+    from bgbench.coordinator.records.events import EventSink, Fanout, JsonLinesSink
+
     sinks: list[EventSink] = [view]
     if metrics_port is not None:
         from bgbench.coordinator.interfaces.prometheus import MetricsServer  # only when asked for

@@ -1,15 +1,12 @@
 """`bgbench report` and `bgbench compare` (coordinator/interfaces/cli.py adds report_app's commands
 to its own)."""
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.text import Text
 
-from bgbench.coordinator.rating.api import results_path
+from bgbench.coordinator.interfaces.consoles import err, out
 from bgbench.inputs import check_output
 
 if TYPE_CHECKING:
@@ -19,12 +16,11 @@ if TYPE_CHECKING:
 # other command (run, rate, agent) starts without pandas or matplotlib.
 
 report_app = typer.Typer()
-out = Console(width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 ResultsFlag = Annotated[Path | None, typer.Option(help="results directory (default results)")]
 
 
 def _frames(results: Path | None) -> "ResultFrames":
+    from bgbench.coordinator.rating.api import results_path
     from bgbench.coordinator.storage.frames import load
 
     return load(results_path(results or Path("results")))
@@ -43,6 +39,8 @@ def report(
     ] = None,
 ) -> None:
     """Write one self-contained HTML report (figures inline) of a rating, run or campaign."""
+    from rich.text import Text
+
     from bgbench.coordinator.reports import html_report
     from bgbench.coordinator.reports.html_scenario import scenarios_of
     from bgbench.coordinator.reports.report_scenario import phase_table
@@ -51,11 +49,11 @@ def report(
     frames = _frames(results)
     written = html_report.report(frames, ident, target, fmt)
     for what, figures in scenarios_of(frames, ident):
-        out.print(Text(f"Scenario of {what}", style="bold"))
-        out.print(phase_table(figures))
-    out.print(f"wrote {written.html} ({len(written.figures)} figures)")
+        out().print(Text(f"Scenario of {what}", style="bold"))
+        out().print(phase_table(figures))
+    out().print(f"wrote {written.html} ({len(written.figures)} figures)")
     for path in written.files:
-        err.print(f"wrote {path}")
+        err().print(f"wrote {path}")
 
 
 @report_app.command("compare")
@@ -75,7 +73,7 @@ def compare_ratings(
         check_output(output, "--output")  # before the work, not after it
     frames = _frames(results)
     comparison = comparing.compare(frames, ids)
-    out.print(comparing.render(comparison))
+    out().print(comparing.render(comparison))
     if output is not None:
         html_report.comparison_page(comparison, output, frames)
-        err.print(f"wrote {output}")
+        err().print(f"wrote {output}")

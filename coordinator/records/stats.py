@@ -13,9 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# The distributions' functions themselves (ufuncs): scipy.stats' wrappers around them cost
-# about 2 ms a call, and a rating's steady-state tests make thousands of calls.
-from scipy.special import ndtri, stdtr, stdtrit  # type: ignore[import-untyped]
+# The distributions' functions themselves (scipy.special's ufuncs): scipy.stats' wrappers
+# around them cost about 2 ms a call, and a rating's steady-state tests make thousands of
+# calls. Imported by the functions that call them (after the first, a dictionary lookup):
+# scipy takes most of a second to import, which every command importing this module paid.
 
 MAX_BATCHES = 10
 
@@ -116,6 +117,8 @@ def proportion_interval(hits: int, total: int, confidence: float) -> Interval:
     """Wilson's score interval of hits/total, in percent."""
     if total <= 0:
         return Interval(0.0, 0.0, 100.0, 0)
+    from scipy.special import ndtri  # type: ignore[import-untyped]
+
     z = float(ndtri(0.5 + confidence / 2))
     p = hits / total
     denom = 1 + z * z / total
@@ -144,6 +147,8 @@ def compare(a: Samples, b: Samples, confidence: float) -> int:
 
 def t_quantile(p: float, df: int) -> float:
     """Student's t distribution's p-quantile with df degrees of freedom."""
+    from scipy.special import stdtrit
+
     return float(stdtrit(df, p))
 
 
@@ -157,4 +162,6 @@ def welch_p_value(x: np.ndarray, y: np.ndarray) -> float:
     t = (float(x.mean()) - float(y.mean())) / math.sqrt(se2)
     spread = vx * vx / (len(x) - 1) + vy * vy / (len(y) - 1)
     df = se2 * se2 / spread if spread > 0 else float(len(x) + len(y) - 2)  # underflowed
+    from scipy.special import stdtr
+
     return float(2 * stdtr(df, -abs(t)))

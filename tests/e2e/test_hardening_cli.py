@@ -183,7 +183,8 @@ def loaded_while_starting() -> list[str]:
     import _json
 
     first = ["lib-dynload/_json"] if getattr(_json, "__file__", None) else []
-    return [*first, "_pydantic_core", "cygrpc", "scipy/special"]  # no pandas, no scipy.stats
+    # No pandas, no scipy (a run that needs it loads it after its start).
+    return [*first, "_pydantic_core", "_multiarray_umath", "cygrpc"]
 
 
 def started(events: Path) -> Callable[[int], bool]:
