@@ -9,7 +9,7 @@ it is a fault of the store.
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, TypeVar
 
@@ -337,14 +337,21 @@ class Held:
     """A socialite's connection of a LoopPools, held for its run, and taken again when its
     server closed it (killed, restarted): the next action after the loss asks the pool for
     one fresh connection, within the pool's timeout; none is that action's error (the
-    server is still down) and the action after asks again. No retries inside an action."""
+    server is still down) and the action after asks again. No retries inside an action.
 
-    __slots__ = ("con", "pool", "pools")
+    `fetchrow`, `fetch` and `execute` run a statement prepared once on the held connection
+    (kept for the connection's life): a call goes straight to asyncpg's prepared statement,
+    without the connection's statement-cache lookup and pool-proxy wrappers on every call.
+    A prepared statement refuses a call (InterfaceError, before anything is sent) once its
+    connection is closed or handed back to the pool: that is when a fresh one is taken."""
+
+    __slots__ = ("con", "pool", "pools", "prepared")
 
     def __init__(self, pools: LoopPools, con: Any, pool: Any) -> None:
         self.pools = pools
         self.con: Any = con
         self.pool: Any = pool
+        self.prepared: dict[str, Any] = {}  # SQL -> its statement prepared on `con`
 
     @classmethod
     async def acquire(cls, pools: LoopPools) -> "Held":
@@ -359,9 +366,58 @@ class Held:
         self.con, self.pool = await self.pools.acquire()
         return self.con
 
+    async def statement(self, sql: str) -> Any:
+        """`sql` prepared on the live connection (prepared now if it is not yet, or if the
+        held connection was lost and a fresh one taken)."""
+        con = await self.live()
+        stmt = self.prepared.get(sql)
+        if stmt is None:
+            stmt = self.prepared[sql] = await con.prepare(sql)
+        return stmt
+
+    def fetchrow(self, sql: str, *args: object) -> Awaitable[Any]:
+        """The first row of prepared `sql` with `args` (None: no row)."""
+        stmt = self.prepared.get(sql)
+        if stmt is not None:
+            try:
+                return stmt.fetchrow(*args)  # type: ignore[no-any-return]
+            except asyncpg.InterfaceError:  # its connection is gone: a fresh one below
+                del self.prepared[sql]
+        return self._renewed(sql, args, 1)
+
+    def fetch(self, sql: str, *args: object) -> Awaitable[list[Any]]:
+        """Every row of prepared `sql` with `args`."""
+        stmt = self.prepared.get(sql)
+        if stmt is not None:
+            try:
+                return stmt.fetch(*args)  # type: ignore[no-any-return]
+            except asyncpg.InterfaceError:
+                del self.prepared[sql]
+        return self._renewed(sql, args, 0)
+
+    async def execute(self, sql: str, *args: object) -> str:
+        """Prepared `sql` with `args`; its status (e.g. 'UPDATE 1')."""
+        stmt = self.prepared.get(sql)
+        if stmt is not None:
+            try:
+                call = stmt.fetch(*args)
+            except asyncpg.InterfaceError:
+                del self.prepared[sql]
+                stmt = None
+        if stmt is None:
+            stmt = await self.statement(sql)
+            call = stmt.fetch(*args)
+        await call
+        return str(stmt.get_statusmsg())
+
+    async def _renewed(self, sql: str, args: tuple[object, ...], limit: int) -> Any:
+        stmt = await self.statement(sql)
+        return await (stmt.fetchrow(*args) if limit == 1 else stmt.fetch(*args))
+
     async def release(self) -> None:
         """Back to its pool (nothing when its pool took it back already)."""
         con, self.con = self.con, None
+        self.prepared.clear()  # a statement lives and dies with its connection
         if con is not None:
             await self.pool.release(con, timeout=self.pools.timeout_s)
 
