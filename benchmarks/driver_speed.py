@@ -8,18 +8,21 @@ driver, at the same concurrency, in one run.
 - postgres: `bgbench run --store postgres` with only View Profile, one agent, one load
   process (asyncpg on uvloop, one connection per socialite task), against N tasks on one
   uvloop loop, one asyncpg connection each, running the same statement (prepared) with a
-  member drawn at random.
+  member drawn at random ("bare asyncpg"), and the same tasks calling bgbench's binding
+  (its PostgresAsyncConnection.view_profile) without the engine ("binding alone"): bare to
+  binding is the binding's cost, binding to bgbench the engine's.
 - sqlite: `bgbench run --store sqlite` with only View Profile, one agent, one load process
   (one thread per socialite), against N threads, one sqlite3 connection each (opened as
   the binding opens its own: busy timeout, cache size, synchronous=NORMAL), running View
   Profile's statements (the profile row, the friend count, the resource count) on the same
-  database file.
+  database file, and the same threads through bgbench's SQLiteConnection ("binding alone").
 
 Each row: throughput (every action of the run over its elapsed time, as the bare loop
 counts), client CPU per action (the load process's CPU over the run divided by its actions;
 the bare loop's process CPU over its loop), and the ratio to the bare loop of
-the same round. `--baseline DIR` adds bgbench from another checkout (its own .venv) to
-every round: before and after side by side. Rounds alternate the clients; the medians
+the same round. Every client runs in a process of its own. `--baseline DIR` adds bgbench
+and its binding from another checkout (its own .venv) to every round: before and after
+side by side. Rounds alternate the clients; the medians
 are printed at the end. PostgreSQL is started on loopback by deploy/local/servers.py in a
 temporary directory and stopped at the end.
 """
@@ -40,8 +43,11 @@ from pathlib import Path
 
 from harness import new_database, servers
 
+from bgbench.drivers.postgres_options import PostgresOptions
 from bgbench.drivers.sqlite import open_database
+from bgbench.workloads.bg.config import BGDatabaseConfig
 from bgbench.workloads.bg.stores.options import SQLiteOptions
+from bgbench.workloads.bg.stores.sqlite import SQLiteBinding
 
 ATTRS = 10  # BG's default attrcount: the statements are built for it
 PG_T = (16, 256)
@@ -76,26 +82,37 @@ def asyncpg_dsn(dsn: str) -> str:
     )
 
 
-async def asyncpg_loop(dsn: str, tasks: int, duration: float, users: int) -> dict:
+async def asyncpg_loop(dsn: str, tasks: int, duration: float, users: int, kind: str) -> dict:
+    """N tasks on this uvloop loop, one connection each: `bare` calls the statement prepared
+    on an asyncpg connection, `binding` calls bgbench's PostgreSQL connection (no engine)."""
     import asyncpg
 
-    from bgbench.workloads.bg.stores.postgres import view_profile_sql
+    from bgbench.workloads.bg.stores.postgres import PostgresBinding, view_profile_sql
 
-    sql = view_profile_sql(ATTRS)
-    conns = [await asyncpg.connect(asyncpg_dsn(dsn)) for _ in range(tasks)]
-    stmts = [await c.prepare(sql) for c in conns]
+    conns, calls = [], []
+    if kind == "bare":
+        for _ in range(tasks):
+            conns.append(await asyncpg.connect(asyncpg_dsn(dsn)))
+            stmt = await conns[-1].prepare(view_profile_sql(ATTRS))
+            calls.append(lambda m, stmt=stmt: stmt.fetchrow(m))
+    else:
+        binding = PostgresBinding(PostgresOptions(dsn=dsn))
+        binding.use_schema(BGDatabaseConfig(attrcount=ATTRS))
+        for _ in range(tasks):
+            conns.append(await binding.connect_async())
+            calls.append(lambda m, c=conns[-1]: c.view_profile(m + 1, m))
     done = 0
     stop = time.monotonic() + duration
 
-    async def one(stmt) -> None:  # type: ignore[no-untyped-def]
+    async def one(call, seed: int) -> None:  # type: ignore[no-untyped-def]
         nonlocal done
-        rng = random.Random(id(stmt))
+        rng = random.Random(seed)
         while time.monotonic() < stop:
-            await stmt.fetchrow(rng.randrange(users))
+            await call(rng.randrange(users))
             done += 1
 
     c0, t0 = cpu_s(), time.monotonic()
-    await asyncio.gather(*(one(s) for s in stmts))
+    await asyncio.gather(*(one(c, i) for i, c in enumerate(calls)))
     cpu, elapsed = cpu_s() - c0, time.monotonic() - t0
     for c in conns:
         await c.close()
@@ -110,14 +127,19 @@ SQLITE_PROFILE = [
 ]
 
 
-def sqlite_loop(path: str, threads: int, duration: float, users: int) -> dict:
+def sqlite_loop(path: str, threads: int, duration: float, users: int, kind: str) -> dict:
+    """N threads, one connection each: `bare` runs the statements on a sqlite3 connection,
+    `binding` calls bgbench's SQLite connection (no engine)."""
     attrs = ", ".join(f"u.attr{i}" for i in range(ATTRS))
     profile, friends, resources = (s.replace("{attrs}", attrs) for s in SQLITE_PROFILE)
     counts = [0] * threads
     go = threading.Event()
     stop = [0.0]
 
-    def one(t: int) -> None:
+    binding = SQLiteBinding(SQLiteOptions(path=path))
+    binding.use_schema(BGDatabaseConfig(attrcount=ATTRS))
+
+    def bare(t: int) -> None:
         conn = open_database(SQLiteOptions(path=path), "synchronous=NORMAL")  # as the binding
         rng = random.Random(t)
         go.wait()
@@ -130,6 +152,20 @@ def sqlite_loop(path: str, threads: int, duration: float, users: int) -> dict:
             done += 1
         counts[t] = done
         conn.close()
+
+    def through_binding(t: int) -> None:
+        conn = binding.connect()
+        rng = random.Random(t)
+        go.wait()
+        done = 0
+        while time.monotonic() < stop[0]:
+            m = rng.randrange(users)
+            conn.view_profile(m + 1, m)
+            done += 1
+        counts[t] = done
+        conn.close()
+
+    one = bare if kind == "bare" else through_binding
 
     workers = [threading.Thread(target=one, args=(t,)) for t in range(threads)]
     for w in workers:
@@ -144,11 +180,25 @@ def sqlite_loop(path: str, threads: int, duration: float, users: int) -> dict:
     return {"rate": done / elapsed, "us": cpu / done * 1e6}
 
 
-def clients(baseline: str | None) -> list[tuple[str, str]]:
-    out = [("bgbench", sys.executable)]
+def pythons(baseline: str | None) -> list[tuple[str, str]]:
+    """("", this checkout's interpreter) and (" before", the baseline's)."""
+    out = [("", sys.executable)]
     if baseline:
-        out.append(("bgbench before", str(Path(baseline).resolve() / ".venv/bin/python")))
+        out.append((" before", str(Path(baseline).resolve() / ".venv/bin/python")))
     return out
+
+
+def loop_run(python: str, driver: str, kind: str, target: str, t: int, args) -> dict:  # type: ignore[no-untyped-def]
+    """One loop in a process of its own (as bgbench's load process is): `python` is a
+    checkout's interpreter, whose bgbench the binding loop uses."""
+    proc = subprocess.run(
+        [python, __file__, "loop", driver, kind, target, str(t), str(args.duration),
+         str(args.users)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    if proc.returncode != 0:
+        raise SystemExit(proc.stderr)
+    return json.loads(proc.stdout.splitlines()[-1])  # type: ignore[no-any-return]
 
 
 def rounds_of(name: str, ts: tuple[int, ...], rounds: int, one_round) -> None:  # type: ignore[no-untyped-def]
@@ -177,18 +227,17 @@ def rounds_of(name: str, ts: tuple[int, ...], rounds: int, one_round) -> None:  
 
 
 def postgres(server: dict, args: argparse.Namespace) -> None:
-    import uvloop
-
     dsn = new_database(server)
     print(f"PostgreSQL View Profile, {args.users:,} members, {args.duration:g} s per row")
 
     def one_round(t: int) -> dict:
         got = {}
-        for name, python in clients(args.baseline):
-            got[name] = bgbench_run(
-                python, "postgres", f"store.options.dsn={dsn}", t, args.duration, args.users
-            )
-        got["bare asyncpg"] = uvloop.run(asyncpg_loop(dsn, t, args.duration, args.users))
+        for tag, python in pythons(args.baseline):
+            option = f"store.options.dsn={dsn}"
+            got["bgbench" + tag] = bgbench_run(python, "postgres", option, t, args.duration,
+                                               args.users)  # fmt: skip
+            got["binding alone" + tag] = loop_run(python, "asyncpg", "binding", dsn, t, args)
+        got["bare asyncpg"] = loop_run(sys.executable, "asyncpg", "bare", dsn, t, args)
         return got
 
     rounds_of("asyncpg", PG_T, args.rounds, one_round)
@@ -201,17 +250,33 @@ def sqlite(args: argparse.Namespace) -> None:
 
         def one_round(t: int) -> dict:
             got = {}
-            for name, python in clients(args.baseline):
-                got[name] = bgbench_run(
-                    python, "sqlite", f"store.options.path={path}", t, args.duration, args.users
-                )
-            got["bare sqlite3"] = sqlite_loop(path, t, args.duration, args.users)
+            for tag, python in pythons(args.baseline):
+                option = f"store.options.path={path}"
+                got["bgbench" + tag] = bgbench_run(python, "sqlite", option, t, args.duration,
+                                                   args.users)  # fmt: skip
+                got["binding alone" + tag] = loop_run(python, "sqlite3", "binding", path, t, args)
+            got["bare sqlite3"] = loop_run(sys.executable, "sqlite3", "bare", path, t, args)
             return got
 
         rounds_of("sqlite3", SQLITE_T, args.rounds, one_round)
 
 
+def loop_main(argv: list[str]) -> None:
+    """`loop DRIVER KIND TARGET T DURATION USERS`: one loop, its figures as JSON."""
+    driver, kind, target, t, duration, users = argv
+    if driver == "asyncpg":
+        import uvloop
+
+        got = uvloop.run(asyncpg_loop(target, int(t), float(duration), int(users), kind))
+    else:
+        got = sqlite_loop(target, int(t), float(duration), int(users), kind)
+    print(json.dumps(got))
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["loop"]:
+        loop_main(sys.argv[2:])
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("what", choices=["postgres", "sqlite", "all"])
     parser.add_argument("--duration", type=float, default=8.0)
