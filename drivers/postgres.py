@@ -7,7 +7,6 @@ A server that cannot be reached at first contact (preparing) is the user's to fi
 it is a fault of the store.
 """
 
-import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -18,6 +17,7 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from bgbench.drivers import first_line
+from bgbench.drivers.postgres_held import Held, HeldPair, LoopPools, acquire_pair, lost
 from bgbench.drivers.postgres_options import (
     PostgresOptions,
     asyncpg_dsn,
@@ -31,9 +31,11 @@ __all__ = [
     "ISOLATION",
     "Held",
     "HeldBlocking",
+    "HeldPair",
     "LoopPools",
     "PostgresOptions",
     "abort_cause",
+    "acquire_pair",
     "asyncpg_dsn",
     "await_replica",
     "blocking_pool",
@@ -238,174 +240,6 @@ def describe(options: PostgresOptions) -> str:
         version = server_version(conn)
     note = reads_note(options)
     return f"PostgreSQL {version} ({options.isolation}{'; ' + note if note else ''})"
-
-
-class LoopPools:
-    """One asyncpg pool per event loop, for every workload's PostgreSQL binding.
-
-    An asyncpg connection belongs to the loop that made it, and a load process runs one loop
-    (tests run several): a binding keeps a pool per loop, made by the first socialite that
-    asks on that loop while the others wait for it. Statements stay prepared for the
-    connection's life (max_cached_statement_lifetime=0): the hot ones are few.
-    """
-
-    def __init__(
-        self,
-        dsn: str,
-        where: str,
-        max_size: int,
-        timeout_s: float,
-        server_settings: dict[str, str],
-    ) -> None:
-        self.dsn = dsn
-        self.where = where  # host:port/db, for errors
-        self.max_size = max_size
-        self.timeout_s = timeout_s
-        self.server_settings = server_settings
-        self._pools: dict[asyncio.AbstractEventLoop, asyncio.Future[Any]] = {}
-
-    async def acquire(self) -> tuple[Any, Any]:
-        """A connection of the running loop's pool, and the pool it goes back to."""
-        pool = await self.pool()
-        try:
-            con = await pool.acquire(timeout=self.timeout_s)
-        except TimeoutError:
-            raise StoreError(
-                f"no PostgreSQL connection within {self.timeout_s:g} s: the pool's "
-                f"{self.max_size} (pool_max) are all taken, or {self.where} does not answer"
-            ) from None
-        except Exception as exc:
-            raise StoreError(
-                f"no PostgreSQL connection to {self.where}: {first_line(exc)}"
-            ) from None
-        return con, pool
-
-    async def pool(self) -> Any:
-        loop = asyncio.get_running_loop()
-        made = self._pools.get(loop)
-        if made is not None:
-            return await made
-        made = self._pools[loop] = loop.create_future()
-        try:
-            pool = await asyncpg.create_pool(
-                self.dsn,
-                min_size=0,
-                max_size=self.max_size,
-                timeout=self.timeout_s,
-                max_cached_statement_lifetime=0,
-                server_settings=self.server_settings,
-            )
-        except Exception as exc:
-            del self._pools[loop]
-            error = StoreError(f"no PostgreSQL pool at {self.where}: {first_line(exc)}")
-            made.set_exception(error)  # for the tasks that wait on it, if any
-            made.exception()  # retrieved: asyncio logs nothing when none waits
-            raise error from None
-        except BaseException:
-            del self._pools[loop]
-            made.cancel()
-            raise
-        made.set_result(pool)
-        return pool
-
-    async def aclose(self) -> None:
-        """Close the running loop's pool; if its server stopped answering, drop it."""
-        made = self._pools.pop(asyncio.get_running_loop(), None)
-        if made is None or not made.done() or made.cancelled() or made.exception():
-            return
-        pool = made.result()
-        try:
-            await asyncio.wait_for(pool.close(), self.timeout_s)
-        except Exception:
-            pool.terminate()
-
-    def clear(self) -> None:
-        """Forget every loop's pool (each is closed by aclose() on its own loop)."""
-        self._pools.clear()
-
-
-def lost(con: Any) -> bool:
-    """Whether an asyncpg connection of a pool is gone: closed, or (its server closed it)
-    handed back to its pool already, which then refuses every call on it."""
-    try:
-        return bool(con.is_closed())
-    except asyncpg.InterfaceError:
-        return True
-
-
-class Held:
-    """A socialite's connection of a LoopPools, held for its run, and taken again when its
-    server closed it (killed, restarted): the next action after the loss asks the pool for
-    one fresh connection, within the pool's timeout; none is that action's error (the
-    server is still down) and the action after asks again. No retries inside an action."""
-
-    __slots__ = ("con", "pool", "pools")
-
-    def __init__(self, pools: LoopPools, con: Any, pool: Any) -> None:
-        self.pools = pools
-        self.con: Any = con
-        self.pool: Any = pool
-
-    @classmethod
-    async def acquire(cls, pools: LoopPools) -> "Held":
-        con, pool = await pools.acquire()
-        return cls(pools, con, pool)
-
-    async def live(self) -> Any:
-        """The connection, a fresh one if the held one is gone (StoreError: none)."""
-        if self.con is not None and not lost(self.con):
-            return self.con
-        await self.release()
-        self.con, self.pool = await self.pools.acquire()
-        return self.con
-
-    async def release(self) -> None:
-        """Back to its pool (nothing when its pool took it back already)."""
-        con, self.con = self.con, None
-        if con is not None:
-            await self.pool.release(con, timeout=self.pools.timeout_s)
-
-
-class HeldPair:
-    """A socialite task's connections, held for its run: `writes` on the primary, and
-    `reads` on the standby its reads go to (the same Held when there is none). The
-    PostgreSQL bindings' async connections extend it with their statements."""
-
-    __slots__ = ("reads", "writes")
-
-    def __init__(self, writes: Held, reads: Held | None = None) -> None:
-        self.writes = writes
-        self.reads = reads or writes
-
-    @property
-    def con(self) -> Any:
-        """The primary's connection held now (None once closed)."""
-        return self.writes.con
-
-    @property
-    def reader(self) -> Any:
-        """The connection reads use now: the standby's, or the primary's."""
-        return self.reads.con
-
-    async def close(self) -> None:
-        try:
-            if self.reads is not self.writes:
-                await self.reads.release()
-        finally:
-            await self.writes.release()
-
-
-async def acquire_pair(pools: LoopPools, read_pools: LoopPools | None) -> tuple[Held, Held | None]:
-    """One connection from `pools` and, with a standby to read from, one from `read_pools`
-    (the first given back when the second cannot be had)."""
-    writes = await Held.acquire(pools)
-    if read_pools is None:
-        return writes, None
-    try:
-        return writes, await Held.acquire(read_pools)
-    except BaseException:
-        await writes.release()
-        raise
 
 
 class HeldBlocking:

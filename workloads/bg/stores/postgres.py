@@ -2,8 +2,8 @@
 
 Socialites are tasks on the load process's event loop (asyncpg, `concurrency = "asyncio"`):
 each holds one connection of its loop's asyncpg pool (at most `pool_max`) for a run. Every
-statement has $n parameters, so asyncpg prepares it once per connection and keeps it in
-the connection's statement cache for the rating (no lifetime limit). The isolation level
+statement has $n parameters and is prepared once per connection (`pg.Held`), then called
+as the prepared statement itself: the driver's path per action is a bare loop's. The isolation level
 is the connection's default_transaction_isolation, sent when it starts: it holds for
 every statement (each its own transaction) and survives the RESET ALL of a release. A
 write that finds nothing to change raises, as SQLite's does.
@@ -335,17 +335,17 @@ class PostgresAsyncConnection(pg.HeldPair):
         self.profile, self.friends, self.requests = sql.profile, sql.friends, sql.requests
 
     async def view_profile(self, requester: int, member: int) -> Profile:
-        row = await (await self.reads.live()).fetchrow(self.profile, member)
+        row = await self.reads.fetchrow(self.profile, member)
         return _profile(row, requester, member, self.n)
 
     async def list_friends(self, requester: int, member: int) -> list[MemberRow]:
-        return _members(await (await self.reads.live()).fetch(self.friends, member), self.n)
+        return _members(await self.reads.fetch(self.friends, member), self.n)
 
     async def view_friend_requests(self, member: int) -> list[MemberRow]:
-        return _members(await (await self.reads.live()).fetch(self.requests, member), self.n)
+        return _members(await self.reads.fetch(self.requests, member), self.n)
 
     async def _write(self, sql: str, *args: object) -> str:
-        return str(await (await self.writes.live()).execute(sql, *args))
+        return await self.writes.execute(sql, *args)
 
     async def invite_friend(self, inviter: int, invitee: int) -> None:
         await self._write(INVITE, inviter, invitee)
@@ -363,11 +363,11 @@ class PostgresAsyncConnection(pg.HeldPair):
             raise StoreError(f"thaw friendship {member}-{friend}: no matching row")
 
     async def view_top_k_resources(self, requester: int, member: int, k: int) -> list[ResourceRow]:
-        rows = await (await self.reads.live()).fetch(TOP_K, member, k)
+        rows = await self.reads.fetch(TOP_K, member, k)
         return [ResourceRow(*r) for r in rows]
 
     async def view_comments(self, requester: int, rid: int) -> list[CommentRow]:
-        return [CommentRow(*r) for r in await (await self.reads.live()).fetch(COMMENTS, rid)]
+        return [CommentRow(*r) for r in await self.reads.fetch(COMMENTS, rid)]
 
     async def post_comment(self, commenter: int, rid: int, mid: int, text: str) -> None:
         await self._write(POST, rid, mid, commenter, text)

@@ -172,10 +172,10 @@ class PostgresEHRConnection(pg.HeldPair):
     __slots__ = ()
 
     async def recent_results(self, patient: int, k: int) -> tuple[list[LabResult], int]:
-        rows = await (await self.reads.live()).fetch(RECENT, patient, k)
+        rows = await self.reads.fetch(RECENT, patient, k)
         if not rows:
             return [], 0
         return [LabResult(r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows], int(rows[0][6])
 
     async def insert_result(self, row: LabResult) -> None:
-        await (await self.writes.live()).execute(INSERT, *row)
+        await self.writes.execute(INSERT, *row)

@@ -310,7 +310,7 @@ class PostgresSensorConnection(pg.HeldPair):
 
     async def insert(self, row: Reading) -> None:
         # asyncpg encodes by exact Python type: no numpy scalars
-        await (await self.writes.live()).execute(
+        await self.writes.execute(
             INSERT, int(row.m), int(row.s), int(row.bt), int(row.et), float(row.mv)
         )
 
