@@ -7,7 +7,8 @@ bgbench, side by side in one run; and CASQL's value codec.
     .venv/bin/python benchmarks/nosql_drivers.py codec
 
 - cassandra: View Profile only, one agent, one load process, T = 16 and 256: bgbench
-  against bare loops of the same prepared statement at the same concurrency (N tasks on
+  (its socialites on cassandra-driver, then on acsylla: store.options.driver) against
+  bare loops of the same prepared statement at the same concurrency (N tasks on
   one uvloop loop, every row read): cassandra-driver through the same asyncio bridge the
   binding uses (execute_async, callbacks handed to the loop), acsylla (asyncio over the
   C++ driver) when installed, and with `--scylla PYTHON` scylla-driver (a drop-in fork of
@@ -200,8 +201,9 @@ def row(client: str, t: int, per_s: float, us: float, ratio: str = "") -> None:
 
 
 def cassandra(args: argparse.Namespace, where: dict[str, Any]) -> None:
-    """bgbench first (loading, warm-up, one run per T), then each bare loop per T, then
-    the bare cassandra-driver loop again: bgbench's ratio is to the mean of the two."""
+    """bgbench first, its socialites on cassandra-driver then on acsylla (each: loading,
+    warm-up, one run per T), then each bare loop per T, then the bare cassandra-driver
+    loop again: every ratio is to the mean of the bare cassandra-driver loop's two runs."""
     import importlib.util
 
     where = {**where, "keyspace": "bg_drivers"}
@@ -214,8 +216,10 @@ def cassandra(args: argparse.Namespace, where: dict[str, Any]) -> None:
           f"load average {os.getloadavg()[0]:.1f}")  # fmt: skip
     options = {"hosts": ",".join(where["hosts"]), "port": where["port"],
                "keyspace": where["keyspace"]}  # fmt: skip
-    with tempfile.TemporaryDirectory() as tmp:
-        runs = bgbench_sweep(options, args, tmp)
+    runs = {}
+    for driver in ("cassandra-driver", "acsylla"):
+        with tempfile.TemporaryDirectory() as tmp:
+            runs[driver] = bgbench_sweep({**options, "driver": driver}, args, tmp)
     bare: dict[tuple[str, int], dict[str, float]] = {}
     for t in args.threads:
         for name, driver, python in drivers:
@@ -229,9 +233,10 @@ def cassandra(args: argparse.Namespace, where: dict[str, Any]) -> None:
         base = (
             bare["cassandra-driver", t]["per_s"] + bare["cassandra-driver, again", t]["per_s"]
         ) / 2
-        r = runs[t]
-        row("bgbench (cassandra-driver)", t, r["actions_per_s"], r["client_cpu_us_per_action"],
-            f"{r['actions_per_s'] / base:.2f}x")  # fmt: skip
+        for driver, by_t in runs.items():
+            r = by_t[t]
+            row(f"bgbench ({driver})", t, r["actions_per_s"], r["client_cpu_us_per_action"],
+                f"{r['actions_per_s'] / base:.2f}x")  # fmt: skip
         for (name, bt), f in bare.items():
             if bt == t:
                 row(f"bare {name} loop", t, f["per_s"], f["us_cpu"], f"{f['per_s'] / base:.2f}x")

@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 
 from cassandra.cluster import Session
 from cassandra.concurrent import execute_concurrent
-from cassandra.query import BatchStatement, BatchType, PreparedStatement, Statement
+from cassandra.query import BatchStatement, BatchType, PreparedStatement
 from pydantic import BaseModel
 
 from bgbench.drivers.cassandra import DRIVER_ERRORS, Cassandra, SessionConnection, level
@@ -65,6 +65,7 @@ class CassandraBinding:
         self.cassandra = Cassandra(options, options.read_consistency)
         self.cluster = self.cassandra.cluster
         self.statements: Statements | None = None
+        self.acsylla: Any = None  # its LoopSessions when the socialites use acsylla
 
     @property
     def session(self) -> Session:
@@ -191,10 +192,19 @@ class CassandraBinding:
         # The session is thread-safe and shared by every loop; only the asyncio futures a
         # connection makes belong to its loop.
         statements = self._ready()  # the session exists by now: connecting never blocks here
+        if self.options.driver == "acsylla":
+            from bgbench.workloads.bg.stores import cassandra_acsylla
+
+            if self.acsylla is None:
+                self.acsylla = cassandra_acsylla.sessions(self.options)
+            session, prepared = await self.acsylla.get()
+            return cassandra_acsylla.CassandraAcsyllaConnection(session, prepared)
         return CassandraAsyncConnection(self.session, statements, asyncio.get_running_loop())
 
     async def aclose(self) -> None:
-        pass  # nothing is bound to a loop but the futures of calls, done by now
+        # cassandra-driver: nothing is bound to a loop but the futures of calls, done by now
+        if self.acsylla is not None:
+            await self.acsylla.close()
 
     def describe(self) -> str:
         o, c = self.options, self.cassandra
@@ -222,58 +232,61 @@ TABLES = [
 ]
 
 
+# Every statement: its CQL and whether it writes (it runs at the write consistency level).
+CQL = {
+    "profile": ("SELECT kind, count(other), attrs, pic, resources FROM {ks}.member "
+                "WHERE mid = ? GROUP BY kind", False),
+    "members": ("SELECT other, oattrs, otpic FROM {ks}.member WHERE mid = ? AND kind = ?", False),
+    "relation": ("SELECT oattrs, otpic, attrs, tpic FROM {ks}.member WHERE mid = ? "
+                 "AND kind = ? AND other = ?", False),
+    "statics": ("SELECT attrs, tpic FROM {ks}.member WHERE mid = ? LIMIT 1", False),
+    "relations": ("SELECT kind, other FROM {ks}.member WHERE mid = ?", False),
+    "top_k": ("SELECT rid, creator FROM {ks}.wall WHERE wall = ? LIMIT ?", False),
+    "comments": ("SELECT mid, commenter, content FROM {ks}.comment WHERE rid = ?", False),
+    "comment": ("SELECT mid FROM {ks}.comment WHERE rid = ? AND mid = ?", False),
+    "put_relation": ("INSERT INTO {ks}.member (mid, kind, other, oattrs, otpic) "
+                     "VALUES (?, ?, ?, ?, ?)", True),
+    "drop_relation": ("DELETE FROM {ks}.member WHERE mid = ? AND kind = ? AND other = ?", True),
+    "put_comment": ("INSERT INTO {ks}.comment (rid, mid, commenter, content) "
+                    "VALUES (?, ?, ?, ?)", True),
+    "drop_comment": ("DELETE FROM {ks}.comment WHERE rid = ? AND mid = ?", True),
+    "put_member": ("INSERT INTO {ks}.member (mid, attrs, pic, tpic, resources) "
+                   "VALUES (?, ?, ?, ?, ?)", True),
+    "put_resource": ("INSERT INTO {ks}.wall (wall, rid, creator) VALUES (?, ?, ?)", True),
+    "wipe_member": ("DELETE FROM {ks}.member USING TIMESTAMP ? WHERE mid = ?", True),
+    "wipe_wall": ("DELETE FROM {ks}.wall USING TIMESTAMP ? WHERE wall = ?", True),
+    "wipe_comments": ("DELETE FROM {ks}.comment USING TIMESTAMP ? WHERE rid = ?", True),
+}  # fmt: skip
+
+
 class Statements:
-    """Every statement, prepared once per load process, with its consistency level."""
+    """Every statement of CQL, prepared once per load process, with its consistency level."""
+
+    profile: PreparedStatement
+    members: PreparedStatement
+    relation: PreparedStatement
+    statics: PreparedStatement
+    relations: PreparedStatement
+    top_k: PreparedStatement
+    comments: PreparedStatement
+    comment: PreparedStatement
+    put_relation: PreparedStatement
+    drop_relation: PreparedStatement
+    put_comment: PreparedStatement
+    drop_comment: PreparedStatement
+    put_member: PreparedStatement
+    put_resource: PreparedStatement
+    wipe_member: PreparedStatement
+    wipe_wall: PreparedStatement
+    wipe_comments: PreparedStatement
 
     def __init__(self, session: Session, options: CassandraOptions) -> None:
-        ks = options.keyspace
         read, write = level(options.read_consistency), level(options.write_consistency)
         self.write_level = write
-
-        def prep(cql: str, level: int) -> PreparedStatement:
-            statement = session.prepare(cql.format(ks=ks))
-            statement.consistency_level = level
-            return statement
-
-        self.profile = prep(
-            "SELECT kind, count(other), attrs, pic, resources FROM {ks}.member WHERE mid = ? "
-            "GROUP BY kind",
-            read,
-        )
-        self.members = prep(
-            "SELECT other, oattrs, otpic FROM {ks}.member WHERE mid = ? AND kind = ?", read
-        )
-        self.relation = prep(
-            "SELECT oattrs, otpic, attrs, tpic FROM {ks}.member WHERE mid = ? AND kind = ? "
-            "AND other = ?",
-            read,
-        )
-        self.statics = prep("SELECT attrs, tpic FROM {ks}.member WHERE mid = ? LIMIT 1", read)
-        self.relations = prep("SELECT kind, other FROM {ks}.member WHERE mid = ?", read)
-        self.top_k = prep("SELECT rid, creator FROM {ks}.wall WHERE wall = ? LIMIT ?", read)
-        self.comments = prep("SELECT mid, commenter, content FROM {ks}.comment WHERE rid = ?", read)
-        self.comment = prep("SELECT mid FROM {ks}.comment WHERE rid = ? AND mid = ?", read)
-        self.put_relation = prep(
-            "INSERT INTO {ks}.member (mid, kind, other, oattrs, otpic) VALUES (?, ?, ?, ?, ?)",
-            write,
-        )
-        self.drop_relation = prep(
-            "DELETE FROM {ks}.member WHERE mid = ? AND kind = ? AND other = ?", write
-        )
-        self.put_comment = prep(
-            "INSERT INTO {ks}.comment (rid, mid, commenter, content) VALUES (?, ?, ?, ?)", write
-        )
-        self.drop_comment = prep("DELETE FROM {ks}.comment WHERE rid = ? AND mid = ?", write)
-        self.put_member = prep(
-            "INSERT INTO {ks}.member (mid, attrs, pic, tpic, resources) VALUES (?, ?, ?, ?, ?)",
-            write,
-        )
-        self.put_resource = prep(
-            "INSERT INTO {ks}.wall (wall, rid, creator) VALUES (?, ?, ?)", write
-        )
-        self.wipe_member = prep("DELETE FROM {ks}.member USING TIMESTAMP ? WHERE mid = ?", write)
-        self.wipe_wall = prep("DELETE FROM {ks}.wall USING TIMESTAMP ? WHERE wall = ?", write)
-        self.wipe_comments = prep("DELETE FROM {ks}.comment USING TIMESTAMP ? WHERE rid = ?", write)
+        for name, (cql, writes) in CQL.items():
+            statement = session.prepare(cql.format(ks=options.keyspace))
+            statement.consistency_level = write if writes else read
+            setattr(self, name, statement)
 
 
 # Rows are plain tuples in the order of the statements' columns (see Statements).
@@ -300,22 +313,23 @@ def _comments(rid: int, rows: list[Any]) -> list[CommentRow]:
     return [CommentRow(rid, mid, commenter, text) for mid, commenter, text in rows]
 
 
-def _befriend(st: Statements, inviter: int, invitee: int, row: tuple[Any, ...]) -> BatchStatement:
+Changes = list[tuple[Any, tuple[Any, ...]]]  # (statement, arguments) for one logged batch
+
+
+def _befriend(st: Any, inviter: int, invitee: int, row: tuple[Any, ...]) -> Changes:
     oattrs, otpic, attrs, tpic = row  # the inviter's copy in the invitee's row, the invitee's own
-    return _logged(
-        st,
+    return [
         (st.drop_relation, (invitee, INVITER, inviter)),
         (st.put_relation, (invitee, FRIEND, inviter, oattrs, otpic)),
         (st.put_relation, (inviter, FRIEND, invitee, attrs, tpic)),
-    )
+    ]
 
 
-def _unfriend(st: Statements, member: int, friend: int) -> BatchStatement:
-    return _logged(
-        st,
+def _unfriend(st: Any, member: int, friend: int) -> Changes:
+    return [
         (st.drop_relation, (member, FRIEND, friend)),
         (st.drop_relation, (friend, FRIEND, member)),
-    )
+    ]
 
 
 def _logged(st: Statements, *changes: tuple[PreparedStatement, tuple[Any, ...]]) -> BatchStatement:
@@ -357,7 +371,7 @@ class CassandraConnection:
         row = self._one(
             self.st.relation, (invitee, INVITER, inviter), f"accept invitation {inviter}->{invitee}"
         )
-        self.s.execute(_befriend(self.st, inviter, invitee, row))
+        self.s.execute(_logged(self.st, *_befriend(self.st, inviter, invitee, row)))
 
     def reject_friend_request(self, inviter: int, invitee: int) -> None:
         self._one(
@@ -367,7 +381,7 @@ class CassandraConnection:
 
     def thaw_friendship(self, member: int, friend: int) -> None:
         self._one(self.st.relation, (member, FRIEND, friend), f"thaw friendship {member}-{friend}")
-        self.s.execute(_unfriend(self.st, member, friend))
+        self.s.execute(_logged(self.st, *_unfriend(self.st, member, friend)))
 
     def view_top_k_resources(self, requester: int, member: int, k: int) -> list[ResourceRow]:
         return _resources(member, self.s.execute(self.st.top_k, (member, k)))
@@ -391,7 +405,7 @@ class CassandraAsyncConnection(SessionConnection[Statements]):
 
     __slots__ = ()
 
-    async def _rows(self, statement: Statement, args: tuple[Any, ...]) -> list[Any]:
+    async def _rows(self, statement: Any, args: tuple[Any, ...]) -> list[Any]:
         """Every row, as the blocking ResultSet would page through them."""
         rf = self.execute(statement, args)
         rows = await self._answer(rf)
@@ -406,16 +420,17 @@ class CassandraAsyncConnection(SessionConnection[Statements]):
                 rows += await self._answer(rf)
         return rows if rows is not None else []  # None: a retry policy ignored an error
 
-    async def _one(
-        self, statement: PreparedStatement, args: tuple[Any, ...], what: str
-    ) -> tuple[Any, ...]:
+    async def _one(self, statement: Any, args: tuple[Any, ...], what: str) -> tuple[Any, ...]:
         rows = await self._answer(self.execute(statement, args))
         if not rows:
             raise StoreError(f"{what}: no matching row")
         return rows[0]  # type: ignore[no-any-return]
 
-    async def _run(self, statement: Statement, args: tuple[Any, ...] | None = None) -> None:
+    async def _run(self, statement: Any, args: tuple[Any, ...]) -> None:
         await self._answer(self.execute(statement, args))
+
+    async def _batch(self, changes: Changes) -> None:
+        await self._answer(self.execute(_logged(self.st, *changes)))
 
     async def view_profile(self, requester: int, member: int) -> Profile:
         return _profile(requester, member, await self._rows(self.st.profile, (member,)))
@@ -434,7 +449,7 @@ class CassandraAsyncConnection(SessionConnection[Statements]):
         row = await self._one(
             self.st.relation, (invitee, INVITER, inviter), f"accept invitation {inviter}->{invitee}"
         )
-        await self._run(_befriend(self.st, inviter, invitee, row))
+        await self._batch(_befriend(self.st, inviter, invitee, row))
 
     async def reject_friend_request(self, inviter: int, invitee: int) -> None:
         await self._one(
@@ -446,7 +461,7 @@ class CassandraAsyncConnection(SessionConnection[Statements]):
         await self._one(
             self.st.relation, (member, FRIEND, friend), f"thaw friendship {member}-{friend}"
         )
-        await self._run(_unfriend(self.st, member, friend))
+        await self._batch(_unfriend(self.st, member, friend))
 
     async def view_top_k_resources(self, requester: int, member: int, k: int) -> list[ResourceRow]:
         return _resources(member, await self._rows(self.st.top_k, (member, k)))
