@@ -7,7 +7,7 @@ from typing import Any
 
 from bgbench.drivers.cassandra_acsylla import LoopSessions, consistency, logged_batch
 from bgbench.errors import StoreError
-from bgbench.workloads.bg.stores.cassandra import CQL, CassandraAsyncConnection, Changes
+from bgbench.workloads.bg.stores.cassandra_actions import CQL, CassandraAsyncConnection, Changes
 from bgbench.workloads.bg.stores.options import CassandraOptions
 
 
