@@ -2,7 +2,7 @@
 session per event loop for a binding's socialites, whose answers come back on that loop
 without a Python I/O thread in between. Measured on View Profile against
 cassandra-driver's execute_async bridged to asyncio (benchmarks/nosql_drivers.py), it
-costs a third to a seventh of the client CPU per call. Schema, loading and read-back
+costs a quarter to a tenth of the client CPU per call. Schema, loading and read-back
 stay on cassandra-driver (drivers/cassandra.py).
 """
 

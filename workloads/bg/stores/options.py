@@ -67,8 +67,8 @@ class CassandraOptions(DriverCassandraOptions):
     )
     driver: Literal["cassandra-driver", "acsylla"] = Field(
         "cassandra-driver",
-        description="asyncio socialites' driver: acsylla (the C++ driver) costs a third to a "
-        "seventh of the client CPU per call; schema, loading and threads use cassandra-driver",
+        description="asyncio socialites' driver: acsylla (the C++ driver) costs a quarter to "
+        "a tenth of the client CPU per call; schema, loading and threads use cassandra-driver",
     )
 
     @model_validator(mode="after")
