@@ -6,9 +6,10 @@ arguments. Consistency, as a setting:
   lists for it (sections C.1 to C.3), leaving a short-lived marker so a reader that
   computed its value before the commit cannot put it back (Gumball's idea);
 - ttl: keys expire after `ttl_s`; writes invalidate nothing, so reads can be stale.
-Values are the rows as JSON, zlib-compressed as a setting (casql_values.py); memcached has
-no authentication, so a value that is not exactly what a binding cached is rejected: the
-read is served from PostgreSQL, the value replaced as after a miss, and counted. A value
+Values are the rows in MessagePack, large ones zlib-compressed as a setting
+(casql_values.py); memcached has no authentication, so a value that is not exactly what a
+binding cached is rejected: the read is served from PostgreSQL, the value replaced as
+after a miss, and counted. A value
 over memcached's item limit is served from PostgreSQL, never cached, and counted. Replies
 are always awaited (pymemcache defaults to noreply).
 

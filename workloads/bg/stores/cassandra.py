@@ -20,6 +20,8 @@ driver's I/O thread through call_soon_threadsafe; `"threads"` keeps one blocking
 per socialite. Both send the same prepared statements and give the same answers and errors.
 Measured on View Profile (issue 12), the bridge on one uvloop loop costs the same client CPU
 per call as 16 blocking threads and a third less than one thread, so it is the default.
+`driver = "acsylla"` sends the tasks' calls through acsylla instead (cassandra_acsylla.py).
+The statements and the actions on them are in cassandra_actions.py.
 """
 
 import asyncio
@@ -28,24 +30,24 @@ from typing import Any, ClassVar
 
 from cassandra.cluster import Session
 from cassandra.concurrent import execute_concurrent
-from cassandra.query import BatchStatement, BatchType, PreparedStatement, Statement
+from cassandra.query import BatchStatement, BatchType
 from pydantic import BaseModel
 
-from bgbench.drivers.cassandra import DRIVER_ERRORS, Cassandra, SessionConnection, level
+from bgbench.drivers.cassandra import DRIVER_ERRORS, Cassandra
 from bgbench.errors import StoreError
 from bgbench.workloads.bg.config import BGDatabaseConfig
 from bgbench.workloads.bg.generator import CONFIRMED, PENDING, Fragment
-from bgbench.workloads.bg.store import (
-    CommentRow,
-    FragmentContents,
-    MemberRow,
-    Profile,
-    ResourceRow,
+from bgbench.workloads.bg.store import FragmentContents
+from bgbench.workloads.bg.stores.cassandra_actions import (
+    FRIEND,
+    INVITER,
+    CassandraAsyncConnection,
+    CassandraConnection,
+    Statements,
 )
 from bgbench.workloads.bg.stores.options import CassandraOptions
 from bgbench.workloads.loading import beating
 
-FRIEND, INVITER = 0, 1  # clustering kinds in a member's partition
 LOAD_BATCH = 64  # statements per loading batch: below the server's batch size limits
 LOAD_ATTEMPTS = 4
 
@@ -65,6 +67,7 @@ class CassandraBinding:
         self.cassandra = Cassandra(options, options.read_consistency)
         self.cluster = self.cassandra.cluster
         self.statements: Statements | None = None
+        self.acsylla: Any = None  # its LoopSessions when the socialites use acsylla
 
     @property
     def session(self) -> Session:
@@ -191,10 +194,19 @@ class CassandraBinding:
         # The session is thread-safe and shared by every loop; only the asyncio futures a
         # connection makes belong to its loop.
         statements = self._ready()  # the session exists by now: connecting never blocks here
+        if self.options.driver == "acsylla":
+            from bgbench.workloads.bg.stores import cassandra_acsylla
+
+            if self.acsylla is None:
+                self.acsylla = cassandra_acsylla.sessions(self.options)
+            session, prepared = await self.acsylla.get()
+            return cassandra_acsylla.CassandraAcsyllaConnection(session, prepared)
         return CassandraAsyncConnection(self.session, statements, asyncio.get_running_loop())
 
     async def aclose(self) -> None:
-        pass  # nothing is bound to a loop but the futures of calls, done by now
+        # cassandra-driver: nothing is bound to a loop but the futures of calls, done by now
+        if self.acsylla is not None:
+            await self.acsylla.close()
 
     def describe(self) -> str:
         o, c = self.options, self.cassandra
@@ -220,246 +232,3 @@ TABLES = [
     """CREATE TABLE IF NOT EXISTS {ks}.comment (rid int, mid int, commenter int, content text,
         PRIMARY KEY ((rid), mid))""",
 ]
-
-
-class Statements:
-    """Every statement, prepared once per load process, with its consistency level."""
-
-    def __init__(self, session: Session, options: CassandraOptions) -> None:
-        ks = options.keyspace
-        read, write = level(options.read_consistency), level(options.write_consistency)
-        self.write_level = write
-
-        def prep(cql: str, level: int) -> PreparedStatement:
-            statement = session.prepare(cql.format(ks=ks))
-            statement.consistency_level = level
-            return statement
-
-        self.profile = prep(
-            "SELECT kind, count(other), attrs, pic, resources FROM {ks}.member WHERE mid = ? "
-            "GROUP BY kind",
-            read,
-        )
-        self.members = prep(
-            "SELECT other, oattrs, otpic FROM {ks}.member WHERE mid = ? AND kind = ?", read
-        )
-        self.relation = prep(
-            "SELECT oattrs, otpic, attrs, tpic FROM {ks}.member WHERE mid = ? AND kind = ? "
-            "AND other = ?",
-            read,
-        )
-        self.statics = prep("SELECT attrs, tpic FROM {ks}.member WHERE mid = ? LIMIT 1", read)
-        self.relations = prep("SELECT kind, other FROM {ks}.member WHERE mid = ?", read)
-        self.top_k = prep("SELECT rid, creator FROM {ks}.wall WHERE wall = ? LIMIT ?", read)
-        self.comments = prep("SELECT mid, commenter, content FROM {ks}.comment WHERE rid = ?", read)
-        self.comment = prep("SELECT mid FROM {ks}.comment WHERE rid = ? AND mid = ?", read)
-        self.put_relation = prep(
-            "INSERT INTO {ks}.member (mid, kind, other, oattrs, otpic) VALUES (?, ?, ?, ?, ?)",
-            write,
-        )
-        self.drop_relation = prep(
-            "DELETE FROM {ks}.member WHERE mid = ? AND kind = ? AND other = ?", write
-        )
-        self.put_comment = prep(
-            "INSERT INTO {ks}.comment (rid, mid, commenter, content) VALUES (?, ?, ?, ?)", write
-        )
-        self.drop_comment = prep("DELETE FROM {ks}.comment WHERE rid = ? AND mid = ?", write)
-        self.put_member = prep(
-            "INSERT INTO {ks}.member (mid, attrs, pic, tpic, resources) VALUES (?, ?, ?, ?, ?)",
-            write,
-        )
-        self.put_resource = prep(
-            "INSERT INTO {ks}.wall (wall, rid, creator) VALUES (?, ?, ?)", write
-        )
-        self.wipe_member = prep("DELETE FROM {ks}.member USING TIMESTAMP ? WHERE mid = ?", write)
-        self.wipe_wall = prep("DELETE FROM {ks}.wall USING TIMESTAMP ? WHERE wall = ?", write)
-        self.wipe_comments = prep("DELETE FROM {ks}.comment USING TIMESTAMP ? WHERE rid = ?", write)
-
-
-# Rows are plain tuples in the order of the statements' columns (see Statements).
-
-
-def _profile(requester: int, member: int, rows: list[Any]) -> Profile:
-    if not rows:
-        raise StoreError(f"member {member} not found")
-    counts = {kind: count for kind, count, *_ in rows}
-    _, _, attrs, pic, resources = rows[0]
-    pending = counts.get(INVITER, 0) if requester == member else None
-    return Profile(member, attrs or [], counts.get(FRIEND, 0), resources or 0, pending, pic)
-
-
-def _members(rows: list[Any]) -> list[MemberRow]:
-    return [MemberRow(other, oattrs or [], otpic) for other, oattrs, otpic in rows]
-
-
-def _resources(member: int, rows: list[Any]) -> list[ResourceRow]:
-    return [ResourceRow(rid, creator, member) for rid, creator in rows]
-
-
-def _comments(rid: int, rows: list[Any]) -> list[CommentRow]:
-    return [CommentRow(rid, mid, commenter, text) for mid, commenter, text in rows]
-
-
-def _befriend(st: Statements, inviter: int, invitee: int, row: tuple[Any, ...]) -> BatchStatement:
-    oattrs, otpic, attrs, tpic = row  # the inviter's copy in the invitee's row, the invitee's own
-    return _logged(
-        st,
-        (st.drop_relation, (invitee, INVITER, inviter)),
-        (st.put_relation, (invitee, FRIEND, inviter, oattrs, otpic)),
-        (st.put_relation, (inviter, FRIEND, invitee, attrs, tpic)),
-    )
-
-
-def _unfriend(st: Statements, member: int, friend: int) -> BatchStatement:
-    return _logged(
-        st,
-        (st.drop_relation, (member, FRIEND, friend)),
-        (st.drop_relation, (friend, FRIEND, member)),
-    )
-
-
-def _logged(st: Statements, *changes: tuple[PreparedStatement, tuple[Any, ...]]) -> BatchStatement:
-    batch = BatchStatement(BatchType.LOGGED, consistency_level=st.write_level)
-    for statement, args in changes:
-        batch.add(statement, args)
-    return batch
-
-
-class CassandraConnection:
-    """A thread's view of the shared session (the driver's session is thread-safe)."""
-
-    def __init__(self, session: Session, statements: Statements) -> None:
-        self.s = session
-        self.st = statements
-
-    def _one(
-        self, statement: PreparedStatement, args: tuple[Any, ...], what: str
-    ) -> tuple[Any, ...]:
-        row = self.s.execute(statement, args).one()
-        if row is None:
-            raise StoreError(f"{what}: no matching row")
-        return row  # type: ignore[no-any-return]
-
-    def view_profile(self, requester: int, member: int) -> Profile:
-        return _profile(requester, member, self.s.execute(self.st.profile, (member,)).all())
-
-    def list_friends(self, requester: int, member: int) -> list[MemberRow]:
-        return _members(self.s.execute(self.st.members, (member, FRIEND)))
-
-    def view_friend_requests(self, member: int) -> list[MemberRow]:
-        return _members(self.s.execute(self.st.members, (member, INVITER)))
-
-    def invite_friend(self, inviter: int, invitee: int) -> None:
-        attrs, tpic = self._one(self.st.statics, (inviter,), f"invite from {inviter}")
-        self.s.execute(self.st.put_relation, (invitee, INVITER, inviter, attrs, tpic))
-
-    def accept_friend_request(self, inviter: int, invitee: int) -> None:
-        row = self._one(
-            self.st.relation, (invitee, INVITER, inviter), f"accept invitation {inviter}->{invitee}"
-        )
-        self.s.execute(_befriend(self.st, inviter, invitee, row))
-
-    def reject_friend_request(self, inviter: int, invitee: int) -> None:
-        self._one(
-            self.st.relation, (invitee, INVITER, inviter), f"reject invitation {inviter}->{invitee}"
-        )
-        self.s.execute(self.st.drop_relation, (invitee, INVITER, inviter))
-
-    def thaw_friendship(self, member: int, friend: int) -> None:
-        self._one(self.st.relation, (member, FRIEND, friend), f"thaw friendship {member}-{friend}")
-        self.s.execute(_unfriend(self.st, member, friend))
-
-    def view_top_k_resources(self, requester: int, member: int, k: int) -> list[ResourceRow]:
-        return _resources(member, self.s.execute(self.st.top_k, (member, k)))
-
-    def view_comments(self, requester: int, rid: int) -> list[CommentRow]:
-        return _comments(rid, self.s.execute(self.st.comments, (rid,)))
-
-    def post_comment(self, commenter: int, rid: int, mid: int, text: str) -> None:
-        self.s.execute(self.st.put_comment, (rid, mid, commenter, text))
-
-    def delete_comment(self, rid: int, mid: int) -> None:
-        self._one(self.st.comment, (rid, mid), f"comment {rid}/{mid}")
-        self.s.execute(self.st.drop_comment, (rid, mid))
-
-    def close(self) -> None:
-        pass
-
-
-class CassandraAsyncConnection(SessionConnection[Statements]):
-    """A socialite task's view of the shared session."""
-
-    __slots__ = ()
-
-    async def _rows(self, statement: Statement, args: tuple[Any, ...]) -> list[Any]:
-        """Every row, as the blocking ResultSet would page through them."""
-        rf = self.execute(statement, args)
-        rows = await self._answer(rf)
-        if rf.has_more_pages:
-            rows = list(rows)
-            while rf.has_more_pages:
-                rf.start_fetching_next_page()
-                # Callbacks stay registered across pages: replace them. An old one that
-                # fires first finds its future done; a new one added after the page
-                # arrived runs at once.
-                rf.clear_callbacks()
-                rows += await self._answer(rf)
-        return rows if rows is not None else []  # None: a retry policy ignored an error
-
-    async def _one(
-        self, statement: PreparedStatement, args: tuple[Any, ...], what: str
-    ) -> tuple[Any, ...]:
-        rows = await self._answer(self.execute(statement, args))
-        if not rows:
-            raise StoreError(f"{what}: no matching row")
-        return rows[0]  # type: ignore[no-any-return]
-
-    async def _run(self, statement: Statement, args: tuple[Any, ...] | None = None) -> None:
-        await self._answer(self.execute(statement, args))
-
-    async def view_profile(self, requester: int, member: int) -> Profile:
-        return _profile(requester, member, await self._rows(self.st.profile, (member,)))
-
-    async def list_friends(self, requester: int, member: int) -> list[MemberRow]:
-        return _members(await self._rows(self.st.members, (member, FRIEND)))
-
-    async def view_friend_requests(self, member: int) -> list[MemberRow]:
-        return _members(await self._rows(self.st.members, (member, INVITER)))
-
-    async def invite_friend(self, inviter: int, invitee: int) -> None:
-        attrs, tpic = await self._one(self.st.statics, (inviter,), f"invite from {inviter}")
-        await self._run(self.st.put_relation, (invitee, INVITER, inviter, attrs, tpic))
-
-    async def accept_friend_request(self, inviter: int, invitee: int) -> None:
-        row = await self._one(
-            self.st.relation, (invitee, INVITER, inviter), f"accept invitation {inviter}->{invitee}"
-        )
-        await self._run(_befriend(self.st, inviter, invitee, row))
-
-    async def reject_friend_request(self, inviter: int, invitee: int) -> None:
-        await self._one(
-            self.st.relation, (invitee, INVITER, inviter), f"reject invitation {inviter}->{invitee}"
-        )
-        await self._run(self.st.drop_relation, (invitee, INVITER, inviter))
-
-    async def thaw_friendship(self, member: int, friend: int) -> None:
-        await self._one(
-            self.st.relation, (member, FRIEND, friend), f"thaw friendship {member}-{friend}"
-        )
-        await self._run(_unfriend(self.st, member, friend))
-
-    async def view_top_k_resources(self, requester: int, member: int, k: int) -> list[ResourceRow]:
-        return _resources(member, await self._rows(self.st.top_k, (member, k)))
-
-    async def view_comments(self, requester: int, rid: int) -> list[CommentRow]:
-        return _comments(rid, await self._rows(self.st.comments, (rid,)))
-
-    async def post_comment(self, commenter: int, rid: int, mid: int, text: str) -> None:
-        await self._run(self.st.put_comment, (rid, mid, commenter, text))
-
-    async def delete_comment(self, rid: int, mid: int) -> None:
-        await self._one(self.st.comment, (rid, mid), f"comment {rid}/{mid}")
-        await self._run(self.st.drop_comment, (rid, mid))
-
-    async def close(self) -> None:
-        pass
