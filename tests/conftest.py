@@ -8,7 +8,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -78,20 +78,29 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(root, ignore_errors=True)
 
 
+def _shared_root(config: pytest.Config) -> Path:
+    workerinput = getattr(config, "workerinput", None)
+    return Path(workerinput[SHARED_OPTION]) if workerinput else config.stash[SHARED_ROOT]
+
+
 def _shared(kind: str, config: pytest.Config) -> Iterator[dict[str, Any]]:
     """The run's one server of `kind`: started by the first worker that asks, behind a lock
     the others wait on; stopped by the controller (pytest_unconfigure)."""
-    workerinput = getattr(config, "workerinput", None)
-    root = Path(workerinput[SHARED_OPTION]) if workerinput else config.stash[SHARED_ROOT]
-    directory = root / kind
-    with open(root / f"{kind}.lock", "w") as lock:
+    yield made_once(config, kind, lambda directory: servers.start(kind, directory))[1]
+
+
+def made_once(config: pytest.Config, name: str, make: Callable[[Path], Any]) -> tuple[Path, Any]:
+    """A directory of this run's, and what `make(directory)` returned (JSON) when the first
+    worker that asked for `name` made it there while the others waited on a lock."""
+    root = _shared_root(config)
+    directory, made = root / name, root / f"{name}.json"
+    with open(root / f"{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if (directory / servers.STATE).exists():
-            info = json.loads((directory / servers.STATE).read_text())
-        else:
-            shutil.rmtree(directory, ignore_errors=True)  # a failed start's leftovers
-            info = servers.start(kind, directory)
-    yield info
+        if not made.exists():
+            shutil.rmtree(directory, ignore_errors=True)  # a failed attempt's leftovers
+            directory.mkdir()
+            made.write_text(json.dumps(make(directory)))
+        return directory, json.loads(made.read_text())
 
 
 @pytest.fixture(scope="session")
