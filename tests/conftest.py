@@ -1,10 +1,16 @@
 """Real servers for the tests, started once per session on loopback through deploy/local/."""
 
+import fcntl
 import importlib.util
+import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,6 +47,60 @@ def _running(kind: str, tmp_path_factory, **options):
         yield servers.start(kind, directory, **options)
     finally:
         servers.stop(directory)
+
+
+# The JVM servers (each ~40 s and 1-1.6 GB to start) are started once per run and shared by
+# every pytest-xdist worker: each test takes a namespace of its own on them (a keyspace or a
+# table prefix), as on any shared server. The controlling process makes the directory they
+# live in, hands it to its workers, and stops them when the whole run ends.
+SHARED_ROOT = pytest.StashKey[Path]()
+SHARED_OPTION = "bgbench_shared_servers"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):  # the controller (or a run without xdist)
+        config.stash[SHARED_ROOT] = Path(tempfile.mkdtemp(prefix="bgbench-shared-servers-"))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist's controller, before a worker starts: where the run's shared servers are."""
+    node.workerinput[SHARED_OPTION] = str(node.config.stash[SHARED_ROOT])
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The controller, once every worker has finished: stop the shared servers."""
+    root = config.stash.get(SHARED_ROOT, None)
+    if root is None:
+        return
+    for record in root.glob(f"*/{servers.STATE}"):
+        servers.stop(record.parent)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def _shared_root(config: pytest.Config) -> Path:
+    workerinput = getattr(config, "workerinput", None)
+    return Path(workerinput[SHARED_OPTION]) if workerinput else config.stash[SHARED_ROOT]
+
+
+def _shared(kind: str, config: pytest.Config) -> Iterator[dict[str, Any]]:
+    """The run's one server of `kind`: started by the first worker that asks, behind a lock
+    the others wait on; stopped by the controller (pytest_unconfigure)."""
+    yield made_once(config, kind, lambda directory: servers.start(kind, directory))[1]
+
+
+def made_once(config: pytest.Config, name: str, make: Callable[[Path], Any]) -> tuple[Path, Any]:
+    """A directory of this run's, and what `make(directory)` returned (JSON) when the first
+    worker that asked for `name` made it there while the others waited on a lock."""
+    root = _shared_root(config)
+    directory, made = root / name, root / f"{name}.json"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not made.exists():
+            shutil.rmtree(directory, ignore_errors=True)  # a failed attempt's leftovers
+            directory.mkdir()
+            made.write_text(json.dumps(make(directory)))
+        return directory, json.loads(made.read_text())
 
 
 @pytest.fixture(scope="session")
@@ -95,13 +155,13 @@ def mongo_wire_server(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def cassandra_server(tmp_path_factory):
-    yield from _running("cassandra", tmp_path_factory)
+def cassandra_server(pytestconfig):
+    yield from _shared("cassandra", pytestconfig)
 
 
 @pytest.fixture(scope="session")
-def hbase_server(tmp_path_factory):
-    yield from _running("hbase", tmp_path_factory)
+def hbase_server(pytestconfig):
+    yield from _shared("hbase", pytestconfig)
 
 
 @pytest.fixture(scope="session")

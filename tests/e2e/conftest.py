@@ -8,24 +8,33 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import made_once
 from tests.e2e.live_helpers import end
 from tests.e2e.test_deck import Deck
 from tests.helpers import bgbench
 
 
 @pytest.fixture(scope="session")
-def sqlite_rating(tmp_path_factory) -> tuple[Path, str]:
+def sqlite_rating(pytestconfig, tmp_path_factory) -> tuple[Path, str]:
     """(results directory, rating id) of `bgbench rate --store sqlite` through two local
-    agents, T up to 8, one-second search runs and two-second finals."""
+    agents, T up to 8, one-second search runs and two-second finals. The rating runs once
+    per test run; each xdist worker gets a copy of its results directory of its own."""
+
+    def rate(where: Path) -> str:
+        proc = bgbench(
+            "rate", "--store", "sqlite", "--delta-search", "1", "--delta", "2",
+            "--max-threads", "8", "--users", "400", "--results", str(where / "results"),
+            "-p", f"store.options.path={where / 'bg.sqlite'}", "-p", "rating.final_runs=2",
+            "--json",
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        rating_id: str = json.loads(proc.stdout)["rating_id"]
+        return rating_id
+
+    made, rating_id = made_once(pytestconfig, "sqlite-rating", rate)
     where = tmp_path_factory.mktemp("sqlite-rating")
-    proc = bgbench(
-        "rate", "--store", "sqlite", "--delta-search", "1", "--delta", "2",
-        "--max-threads", "8", "--users", "400", "--results", str(where / "results"),
-        "-p", f"store.options.path={where / 'bg.sqlite'}", "-p", "rating.final_runs=2",
-        "--json",
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    return where / "results", json.loads(proc.stdout)["rating_id"]
+    shutil.copytree(made, where, dirs_exist_ok=True)
+    return where / "results", rating_id
 
 
 @pytest.fixture(scope="module")
