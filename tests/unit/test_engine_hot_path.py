@@ -1,12 +1,17 @@
 """The engine's per-action path made cheaper gives the same answers: draws through the
 guide table are the binary search's, the null store's kept profiles follow its counts,
-and a runner's claim on a socialite holds until released."""
+a runner's claim on a socialite holds until released, and histograms counted in numpy
+are the ones recorded value by value."""
 
 import asyncio
 
 import numpy as np
 import pytest
+from hdrh.histogram import HdrHistogram
 
+from bgbench.protos import HIST_HIGHEST_US, HIST_LOWEST_US, new_histogram
+from bgbench.worker.measurement import histogram_of, visibility_histogram
+from bgbench.worker.tally import Buckets
 from bgbench.workloads.bg.bookkeeping import FragmentState
 from bgbench.workloads.bg.config import BGDatabaseConfig
 from bgbench.workloads.bg.generator import Fragment, FragmentPlan
@@ -92,3 +97,38 @@ def test_a_runners_claim_holds_until_released():
     assert state.acquire_socialite(second, attempts=3) is None  # another runner's member
     state.release_socialite(5)
     assert state.acquire_socialite(second) == 5
+
+
+def recorded_one_by_one(latencies_ns: np.ndarray, lowest_us: int) -> HdrHistogram:
+    h = new_histogram()
+    us = np.clip(latencies_ns // 1000, lowest_us, HIST_HIGHEST_US)
+    for value, count in zip(*np.unique(us, return_counts=True), strict=True):
+        h.record_value(int(value), int(count))
+    return h
+
+
+@pytest.mark.parametrize(
+    "latencies_ns",
+    [
+        np.random.default_rng(3).lognormal(10, 3, 50_000).astype(np.int64),
+        np.zeros(5, np.int64),
+        np.array([10**15, 1, 999, 1000, 1001]),
+        np.arange(0, 10**7, 997),
+    ],
+)
+def test_histograms_counted_in_numpy_are_the_recorded_ones(latencies_ns):
+    for made, lowest in ((histogram_of(latencies_ns), HIST_LOWEST_US),
+                         (visibility_histogram(latencies_ns), 0)):  # fmt: skip
+        want = recorded_one_by_one(latencies_ns, lowest)
+        assert made.encode() == want.encode()
+        assert made.get_total_count() == want.get_total_count() == len(latencies_ns)
+        assert (made.get_min_value(), made.get_max_value()) == (
+            want.get_min_value(), want.get_max_value())  # fmt: skip
+        assert made.get_value_at_percentile(99) == want.get_value_at_percentile(99)
+
+
+def test_bucket_indexes_are_hdrhs():
+    h = new_histogram()
+    values = np.concatenate([np.arange(0, 70_000), 2 ** np.arange(17, 40), [HIST_HIGHEST_US]])
+    want = [h._counts_index_for(int(v)) for v in values.tolist()]
+    assert Buckets.index_of(values).tolist() == want
