@@ -38,6 +38,7 @@ from bgbench.worker.plan import (
 from bgbench.worker.plan import (
     ERROR_BACKOFF_S,
     MAX_CONSECUTIVE_ERRORS,
+    NEVER_NS,
     Arrivals,
     Flags,
     Plan,
@@ -50,17 +51,13 @@ from bgbench.worker.plan import (
     finish,
     not_stopping,
     sleep_until,
+    slice_for,
 )
 from bgbench.worker.plan import new_event_loop as new_event_loop
 
 STOP_GRACE_S = 30.0
 PUBLISH_EVERY_S = 0.2
 LIVE_EVERY_S = 0.5  # live latency deltas: the coordinator takes intervals from them
-# A task whose store never suspends yields after this much work: each yield is a turn of
-# the loop (a few µs), and the response times count from after it, so longer slices cost
-# nothing measured; the watcher's timers fire at most this late.
-SLICE_NS = 200_000
-NEVER_NS = 1 << 62  # a time slice that never ends: the task's store suspends on its own
 CONNECT_AT_ONCE = 64  # connections opened concurrently when tasks start
 
 
@@ -139,7 +136,7 @@ async def _run_tasks(
     raw = await _connect_tasks(plan, flags)
     if raw is None:
         return RunOutcome(0.0, 0, [], flags.aborted[0], "tasks")
-    slice_ns = NEVER_NS if getattr(plan.binding, "suspends", True) else SLICE_NS
+    slice_ns = slice_for(threads, getattr(plan.binding, "suspends", True))
     think = _task_think(flags)
     played = [plan.player(raw[t], rec, t, think) for t in range(threads)]
     conns = [player.timer for player, _ in played]

@@ -11,6 +11,7 @@ from hdrh.histogram import HdrHistogram
 
 from bgbench.protos import HIST_HIGHEST_US, HIST_LOWEST_US, new_histogram
 from bgbench.worker.measurement import histogram_of, visibility_histogram
+from bgbench.worker.plan import LONGEST_SLICE_NS, NEVER_NS, SLICE_NS, TURN_NS, slice_for
 from bgbench.worker.tally import Buckets
 from bgbench.workloads.bg.bookkeeping import FragmentState
 from bgbench.workloads.bg.config import BGDatabaseConfig
@@ -132,3 +133,12 @@ def test_bucket_indexes_are_hdrhs():
     values = np.concatenate([np.arange(0, 70_000), 2 ** np.arange(17, 40), [HIST_HIGHEST_US]])
     want = [h._counts_index_for(int(v)) for v in values.tolist()]
     assert Buckets.index_of(values).tolist() == want
+
+
+def test_a_round_of_tasks_stays_short_and_slices_never_shorter_than_before():
+    assert slice_for(1, suspends=False) == LONGEST_SLICE_NS
+    for tasks in (1, 16, 250, 1024, 4096, 65_535):
+        slice_ns = slice_for(tasks, suspends=False)
+        assert SLICE_NS <= slice_ns <= LONGEST_SLICE_NS
+        assert tasks * slice_ns <= max(TURN_NS, tasks * SLICE_NS)
+    assert slice_for(8, suspends=True) == NEVER_NS
