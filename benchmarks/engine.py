@@ -1,6 +1,8 @@
 """The load engine measured against itself and against bare driver loops, side by side.
 
     .venv/bin/python benchmarks/engine.py null          # null store, T = 1 ... 4096
+    .venv/bin/python benchmarks/engine.py null --threads 1 1024 --engines tasks \
+        --locust /path/to/venv/bin/locust --base ../main  # with Locust and main's code
     .venv/bin/python benchmarks/engine.py postgres      # View Profile: bgbench vs bare loops
     .venv/bin/python benchmarks/engine.py sweep         # SQLite, PostgreSQL `low`, T = 2...1024
     .venv/bin/python benchmarks/engine.py all
@@ -24,8 +26,11 @@ and stopped at the end.
 
 import argparse
 import asyncio
+import json
+import os
 import random
 import resource
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -59,29 +64,110 @@ def run(*args: str) -> tuple[dict, float]:
     return result, time.monotonic() - t0
 
 
-def null(duration: float) -> None:
+LOCUSTFILE = """
+import json, os, resource, time
+from locust import User, constant, events, task
+
+window = {}
+
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+@events.test_start.add_listener
+def started(environment, **_kw):
+    window["cpu"], window["t"] = cpu(), time.monotonic()
+
+@events.test_stop.add_listener
+def stopped(environment, **_kw):
+    out = {"requests": environment.stats.total.num_requests, "cpu_s": cpu() - window["cpu"],
+           "elapsed_s": time.monotonic() - window["t"]}
+    with open(os.environ["NOOP_OUT"], "w") as f:
+        json.dump(out, f)
+
+class NoOp(User):
+    wait_time = constant(0)
+
+    @task
+    def noop(self):
+        t0 = time.perf_counter()
+        self.environment.events.request.fire(
+            request_type="noop", name="noop", response_time=(time.perf_counter() - t0) * 1000,
+            response_length=0, exception=None, context={})
+"""
+
+
+def locust_noop(locust: str, duration: float, users: int = 50) -> tuple[float, float]:
+    """Locust's no-op request: (requests/s, µs of CPU per request) over its test window."""
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "noop.py").write_text(LOCUSTFILE, encoding="utf-8")
+        out = Path(tmp) / "out.json"
+        subprocess.run(
+            [locust, "-f", "noop.py", "--headless", "-u", str(users), "-r", str(users),
+             "-t", f"{duration:g}s", "--only-summary", "--skip-log"],
+            cwd=tmp, env={**os.environ, "NOOP_OUT": str(out)}, capture_output=True, check=True,
+        )  # fmt: skip
+        w = json.loads(out.read_text(encoding="utf-8"))
+    return w["requests"] / w["elapsed_s"], 1e6 * w["cpu_s"] / max(1, w["requests"])
+
+
+def run_in(tree: Path | None, *args: str) -> tuple[dict, float]:
+    """`bgbench run ARGS --json` with this checkout, or with `tree`'s own venv."""
+    if tree is None:
+        return run(*args)
+    t0 = time.monotonic()
+    proc = subprocess.run(
+        [str(tree / ".venv/bin/python"), "-m", "bgbench", "run", *args, "--json"],
+        capture_output=True, text=True, cwd=tree,
+    )  # fmt: skip
+    if proc.returncode != 0:
+        raise SystemExit(proc.stderr)
+    return json.loads(proc.stdout), time.monotonic() - t0
+
+
+def null(
+    duration: float,
+    threads: tuple[int, ...] = NULL_T,
+    engines: tuple[str, ...] = ("tasks", "threads"),
+    locust: str | None = None,
+    base: Path | None = None,
+) -> None:
     print(f"null store, 1 agent x 1 load process, logging on, {duration:g} s runs")
+    if locust:
+        rate, us = locust_noop(locust, duration)
+        print(f"Locust no-op request, 50 users: {rate:,.0f} requests/s, {us:.2f} us CPU/request "
+              f"(a third: {us / 3:.2f})", flush=True)  # fmt: skip
+    trees: list[tuple[str, Path | None]] = [("this", None)]
+    if base is not None:
+        trees = [("base", base.resolve()), *trees]
     print(
-        f"{'engine':>8} {'T':>5} {'actions/s':>10} {'us CPU/act':>10} {'read p99 ms':>11} "
-        f"{'write p99 ms':>12} {'elapsed s':>9} {'wall s':>7} {'delay p99 ms':>12}"
+        f"{'tree':>5} {'engine':>8} {'T':>5} {'actions/s':>10} {'us CPU/act':>10} "
+        f"{'read p99 ms':>11} {'write p99 ms':>12} {'elapsed s':>9} {'wall s':>7} "
+        f"{'delay p99 ms':>12}"
     )
-    for t in NULL_T:
-        for engine in ("tasks", "threads"):
-            with tempfile.TemporaryDirectory() as tmp:
-                args = ["--store", "null", "--agents", "1", "--processes", "1",
-                        "--threads", str(t), "--duration", str(duration),
-                        "--users", str(max(10_000, 2 * t)), "--results", tmp]  # fmt: skip
-                if engine == "threads":
-                    args += ["-p", "store.options.concurrency=threads"]
-                r, wall = run(*args)
-            agent = r["agents"][0]
-            print(
-                f"{engine:>8} {t:>5} {r['actions_per_s']:>10,.0f} "
-                f"{r['client_cpu_us_per_action']:>10.2f} {p99(r, True):>11.3f} "
-                f"{p99(r, False):>12.3f} {r['elapsed_s']:>9.2f} {wall:>7.1f} "
-                f"{agent['client_delay_p99_ms']:>12.3f}",
-                flush=True,
-            )
+    for t in threads:
+        for engine in engines:
+            for label, tree in trees:
+                with tempfile.TemporaryDirectory() as tmp:
+                    args = ["--store", "null", "--agents", "1", "--processes", "1",
+                            "--threads", str(t), "--duration", str(duration),
+                            "--users", str(max(10_000, 2 * t)), "--results", tmp]  # fmt: skip
+                    if engine == "threads":
+                        args += ["-p", "store.options.concurrency=threads"]
+                    r, wall = run_in(tree, *args)
+                agent = r["agents"][0]
+                print(
+                    f"{label:>5} {engine:>8} {t:>5} {r['actions_per_s']:>10,.0f} "
+                    f"{r['client_cpu_us_per_action']:>10.2f} {p99(r, True):>11.3f} "
+                    f"{p99(r, False):>12.3f} {r['elapsed_s']:>9.2f} {wall:>7.1f} "
+                    f"{agent['client_delay_p99_ms']:>12.3f}",
+                    flush=True,
+                )
+    if locust:
+        rate, us = locust_noop(locust, duration)
+        print(f"Locust no-op request, 50 users: {rate:,.0f} requests/s, {us:.2f} us CPU/request "
+              f"(a third: {us / 3:.2f})", flush=True)  # fmt: skip
+    print(f"load average {os.getloadavg()[0]:.1f}")
 
 
 def profile_sql(attrcount: int) -> str:
@@ -198,9 +284,14 @@ def main() -> None:
     parser.add_argument("what", choices=["null", "postgres", "sweep", "all"])
     parser.add_argument("--duration", type=float, default=10.0)
     parser.add_argument("--users", type=int, default=10_000)
+    parser.add_argument("--threads", type=int, nargs="+", default=list(NULL_T), help="null: T")
+    parser.add_argument("--engines", nargs="+", choices=["tasks", "threads"],
+                        default=["tasks", "threads"], help="null: the engines")  # fmt: skip
+    parser.add_argument("--locust", help="null: a Locust executable, for its no-op request")
+    parser.add_argument("--base", type=Path, help="null: a checkout to run beside (its .venv)")
     args = parser.parse_args()
     if args.what in ("null", "all"):
-        null(args.duration)
+        null(args.duration, tuple(args.threads), tuple(args.engines), args.locust, args.base)
     if args.what == "null":
         return
     with tempfile.TemporaryDirectory() as tmp:

@@ -24,7 +24,7 @@ from bgbench.sdk import recording
 from bgbench.sdk.recording import ERROR as ERROR
 from bgbench.sdk.recording import OK as OK
 from bgbench.validation.logformat import RECORD_DTYPE, LogWriter
-from bgbench.worker.tally import ACTION_DTYPE, ActionTally
+from bgbench.worker.tally import ACTION_DTYPE, ActionTally, Buckets, histogram_from_counts
 
 ACTION_FIELDS = len(ACTION_DTYPE.names or ())  # ints per action in Recorder.acts
 RECORD_FIELDS = len(RECORD_DTYPE.names or ())  # ints per log record in Recorder.recs
@@ -43,13 +43,12 @@ def is_timeout(error_type: str) -> bool:
 
 
 def histogram_of(latencies_ns: np.ndarray, lowest_us: int = HIST_LOWEST_US) -> HdrHistogram:
-    h = new_histogram()
-    if len(latencies_ns):
-        us = np.clip(latencies_ns // 1000, lowest_us, HIST_HIGHEST_US)
-        values, counts = np.unique(us, return_counts=True)
-        for v, c in zip(values.tolist(), counts.tolist(), strict=True):
-            h.record_value(v, c)
-    return h
+    """An HDR histogram (µs) of latencies in ns, clipped to [lowest_us, the highest]: their
+    buckets counted in numpy (no Python call per distinct value)."""
+    if not len(latencies_ns):
+        return new_histogram()
+    us = np.clip(np.asarray(latencies_ns, dtype=np.int64) // 1000, lowest_us, HIST_HIGHEST_US)
+    return histogram_from_counts(np.bincount(Buckets.index_of(us)))
 
 
 def visibility_histogram(times_ns: np.ndarray) -> HdrHistogram:

@@ -26,6 +26,14 @@ ERROR_BACKOFF_S = 0.01
 ARRIVALS = ("poisson", "constant")
 _ARRIVALS_SEED = 0xA77  # the schedule's own stream beside the socialites' (which use t >= 0)
 _GAPS_AT_ONCE = 1024  # exponential gaps drawn per refill
+# A task whose store never suspends yields after a slice of work: each yield is a turn of
+# the loop (a few µs; response times count from after it). Few tasks take long slices;
+# many take shorter ones, so a round of every task (how late the watcher's timers may
+# fire) stays within TURN_NS, down to SLICE_NS (each slice as long as before: 50 µs).
+SLICE_NS = 50_000
+LONGEST_SLICE_NS = 200_000
+TURN_NS = 50_000_000
+NEVER_NS = 1 << 62  # a time slice that never ends: the task's store suspends on its own
 
 # (actions, errors, sessions, latency histogram delta or None, client lag in ms, timeouts)
 Publish = Callable[[int, int, int, bytes | None, float, int], None]
@@ -222,3 +230,11 @@ def not_stopping(
         f"{grace_s:g} s grace ({waiting} inside store calls): T is beyond what this load "
         "process can run; use more load processes or agents"
     )
+
+
+def slice_for(tasks: int, suspends: bool) -> int:
+    """How long (ns) each of `tasks` runs before yielding: NEVER_NS when the store suspends
+    on its own."""
+    if suspends:
+        return NEVER_NS
+    return max(SLICE_NS, min(LONGEST_SLICE_NS, TURN_NS // max(1, tasks)))

@@ -38,6 +38,7 @@ from bgbench.worker.plan import (
 from bgbench.worker.plan import (
     ERROR_BACKOFF_S,
     MAX_CONSECUTIVE_ERRORS,
+    NEVER_NS,
     Arrivals,
     Flags,
     Plan,
@@ -50,14 +51,13 @@ from bgbench.worker.plan import (
     finish,
     not_stopping,
     sleep_until,
+    slice_for,
 )
 from bgbench.worker.plan import new_event_loop as new_event_loop
 
 STOP_GRACE_S = 30.0
 PUBLISH_EVERY_S = 0.2
 LIVE_EVERY_S = 0.5  # live latency deltas: the coordinator takes intervals from them
-SLICE_NS = 50_000  # a task whose store never suspends yields after this much work
-NEVER_NS = 1 << 62  # a time slice that never ends: the task's store suspends on its own
 CONNECT_AT_ONCE = 64  # connections opened concurrently when tasks start
 
 
@@ -130,19 +130,20 @@ async def _run_tasks(
     threads = plan.spec.threads
     rec = Recorder(log, sink=plan.tally)
     flags = Flags()
-    sessions = [0] * threads
+    # per unit of the mix, those played: one list for every task (one runs at a time), and
+    # a unit counts as a session when it performed an action, so their sum is the sessions
     unit_counts = [0] * len(plan.units)
     raw = await _connect_tasks(plan, flags)
     if raw is None:
         return RunOutcome(0.0, 0, [], flags.aborted[0], "tasks")
-    slice_ns = NEVER_NS if getattr(plan.binding, "suspends", True) else SLICE_NS
+    slice_ns = slice_for(threads, getattr(plan.binding, "suspends", True))
     think = _task_think(flags)
     played = [plan.player(raw[t], rec, t, think) for t in range(threads)]
     conns = [player.timer for player, _ in played]
     arrivals = plan.arrivals()
     tasks = [
         asyncio.ensure_future(
-            _socialite(plan, t, player, ctx, flags, sessions, unit_counts, slice_ns, arrivals)
+            _socialite(plan, t, player, ctx, flags, unit_counts, slice_ns, arrivals)
         )
         for t, (player, ctx) in enumerate(played)
     ]
@@ -151,7 +152,7 @@ async def _run_tasks(
     t0 = time.monotonic()
 
     def counts() -> tuple[int, int, int]:
-        return rec.action_count, sum(rec.errors.values()), sum(sessions)
+        return rec.action_count, sum(rec.errors.values()), sum(unit_counts)
 
     lag_max_ms = await _watch_tasks(plan, tasks, conns, flags, stop, live, counts, publish, rec)
     elapsed = time.monotonic() - t0
@@ -162,7 +163,7 @@ async def _run_tasks(
     finish([rec])
     return RunOutcome(
         elapsed,
-        sum(sessions),
+        sum(unit_counts),
         error_counts([rec], plan.action_names),
         flags.aborted[0] if flags.aborted else "",
         "tasks",
@@ -234,7 +235,6 @@ async def _socialite(
     player: Player,
     ctx: UnitContext[Any],
     flags: Flags,
-    sessions: list[int],
     unit_counts: list[int],
     slice_ns: int,
     arrivals: Arrivals | None,
@@ -286,7 +286,6 @@ async def _socialite(
             due = 0
             sid += 1
             if timed.count > before:
-                sessions[t] += 1
                 unit_counts[u] += 1
             if timed.consecutive_errors:
                 if tolerant:  # a dead store is not spun on

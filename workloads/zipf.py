@@ -77,7 +77,17 @@ def total_variation(p: np.ndarray, q: np.ndarray) -> float:
 
 
 class LocalZipf:
-    """Vectorised draws of members from one fragment's local distribution."""
+    """Vectorised draws of members from one fragment's local distribution.
+
+    A draw is the first member whose cumulative weight exceeds a uniform u (a binary
+    search of the cumulative weights). Random u miss the cache at every step of a binary
+    search (about 120 ns a draw here), so a guide table gives each of `GUIDE_PER_MEMBER`
+    x members equal slices of [0, 1) the first candidate for the u that fall in it, and a
+    few vectorised steps finish the search: the same member the binary search gives,
+    at a fraction of its cost.
+    """
+
+    GUIDE_PER_MEMBER = 2
 
     def __init__(self, members: np.ndarray, theta: float, n_total: int) -> None:
         if len(members) == 0:
@@ -87,10 +97,30 @@ class LocalZipf:
         self.probabilities = weights / weights.sum()
         self._cdf = np.cumsum(self.probabilities)
         self._cdf[-1] = 1.0
+        slices = self.GUIDE_PER_MEMBER * len(self.members)
+        self._slices = float(slices)
+        # the first index whose cumulative weight exceeds the slice's lower bound
+        bounds = np.arange(slices, dtype=np.float64) / slices
+        self._guide = np.searchsorted(self._cdf, bounds, side="right").astype(np.intp)
 
     def draw_indexes(self, rng: np.random.Generator, count: int) -> np.ndarray:
-        """Local indexes (0 = most popular member of the fragment)."""
-        return np.searchsorted(self._cdf, rng.random(count), side="right")
+        """Local indexes (0 = most popular member of the fragment): for each uniform u,
+        the first index whose cumulative weight exceeds it."""
+        u = rng.random(count)
+        cdf = self._cdf
+        index = self._guide[(u * self._slices).astype(np.intp)]
+        # forward to the first cumulative weight above u (cdf[-1] = 1 > u stops it)
+        ahead = np.flatnonzero(cdf[index] <= u)
+        while len(ahead):
+            index[ahead] += 1
+            ahead = ahead[cdf[index[ahead]] <= u[ahead]]
+        # a slice's bound rounded above u: step back while the previous weight exceeds u
+        back = np.flatnonzero(index > 0)
+        back = back[cdf[index[back] - 1] > u[back]]
+        while len(back):
+            index[back] -= 1
+            back = back[(index[back] > 0) & (cdf[np.maximum(index[back] - 1, 0)] > u[back])]
+        return index
 
     def draw(self, rng: np.random.Generator, count: int) -> np.ndarray:
         """Member ids."""

@@ -97,22 +97,26 @@ class FragmentState:
                 rid: max(mids, default=per - 1) + 1 for rid, mids in self.comments.items()
             }
         self._busy_pairs: set[tuple[int, int]] = set()
-        self._active: dict[int, object] = {}  # member -> claim of the thread acting as them
+        self._active: dict[int, object] = {}  # member -> claim of the runner acting as them
         self.uncertain = False  # a write failed: the store's state is no longer known
 
     # -- exclusivity -------------------------------------------------------------
     def acquire_socialite(self, draw: Callable[[], int], attempts: int = 64) -> int | None:
         """A member to act as, drawn by `draw`, that no other thread is acting as.
 
-        dict.setdefault is one atomic step, so claiming a member needs no lock.
+        dict.setdefault is one atomic step, so claiming a member needs no lock. The claim
+        is the caller's `draw` (each runner has its own, and acts as one member at a
+        time): no object made per call.
         """
         if not self.exclusive:
             return draw()
-        claim = object()  # unique to this call
         active = self._active
-        for _ in range(attempts):
+        m = draw()
+        if active.setdefault(m, draw) is draw:
+            return m
+        for _ in range(attempts - 1):
             m = draw()
-            if active.setdefault(m, claim) is claim:
+            if active.setdefault(m, draw) is draw:
                 return m
         return None
 

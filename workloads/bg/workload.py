@@ -28,7 +28,7 @@ from bgbench.workloads.bg.store import (
     FragmentContents,
 )
 from bgbench.workloads.bg.timed import TimedConnection
-from bgbench.workloads.zipf import assign_fragments
+from bgbench.workloads.zipf import LocalZipf, assign_fragments
 
 DRAW_BATCH = 1024
 
@@ -56,8 +56,7 @@ class BGPlayer(Actor):
         self.release = self.state.release_socialite
 
 
-def _drawer(fragment: Fragment, seed: Sequence[int]) -> Callable[[], int]:
-    zipf = fragment.local_zipf()
+def _drawer(zipf: LocalZipf, seed: Sequence[int]) -> Callable[[], int]:
     np_rng = np.random.default_rng(list(seed))
     buf: list[int] = []
 
@@ -86,6 +85,7 @@ class BGFragment:
         self.threaded = binding.concurrency != "asyncio"
         self.state: FragmentState | None = None
         self.table = unit_table(config.workload)
+        self._zipf: LocalZipf | None = None  # made once, shared by every runner's drawer
 
     @property
     def uncertain(self) -> bool:
@@ -151,6 +151,12 @@ class BGFragment:
             return "reload (a write failed in the previous experiment)"
         return "carry"
 
+    @property
+    def local_zipf(self) -> LocalZipf:
+        if self._zipf is None:
+            self._zipf = self.fragment.local_zipf()
+        return self._zipf
+
     def initial_values(self) -> InitialValues:
         assert self.state is not None
         rids, comments = self.state.comment_counts()
@@ -178,7 +184,7 @@ class BGFragment:
         actor_args = (
             TimedConnection(conn, recorder, runner),
             self.state,
-            _drawer(self.fragment, seed),
+            _drawer(self.local_zipf, seed),
             random.Random(str(list(seed))),
             wl.thinktime,
             wl.topk,

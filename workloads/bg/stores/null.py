@@ -46,6 +46,9 @@ class NullBinding:
         self.resources: dict[int, int] = {}
         self.comments: dict[int, int] = {}
         self.rows: list[MemberRow] = []
+        # member -> its profile as others see it (NullAsyncConnection), any friend count
+        self.shared_profiles: dict[int, Profile] = {}
+        self.rows_of_resources: list[list[ResourceRow]] = [[]]  # n -> n placeholder rows
 
     def create_schema(self, db: BGDatabaseConfig) -> None:
         pass
@@ -62,6 +65,9 @@ class NullBinding:
         self.comments.update(dict.fromkeys(fragment.resources[:, 0].tolist(), per))
         longest = max([*self.friends.values(), *self.pending.values(), *self.comments.values(), 0])
         self.rows = [_MEMBER] * (longest + fragment.db.usercount)
+        self.shared_profiles.clear()
+        most = max([*self.resources.values(), 0])
+        self.rows_of_resources = [[_RESOURCE] * n for n in range(most + 1)]
 
     def read_back(self, fragment: Fragment) -> FragmentContents:
         raise UserError("the null store keeps counts only: use rating.state carry or reload")
@@ -138,14 +144,24 @@ class NullConnection:
 
 
 class NullAsyncConnection:
-    """The same answers on the event loop: one task runs at a time, so no lock."""
+    """The same answers on the event loop: one task runs at a time, so no lock. A member's
+    profile as others see it is made once and made again when its friend count changed
+    (the store's own cost stays small beside the framework's it is there to measure)."""
 
     def __init__(self, store: NullBinding) -> None:
         self.s = store
+        self.profiles = store.shared_profiles
 
     async def view_profile(self, requester: int, member: int) -> Profile:
         s = self.s
-        pending = s.pending[member] if requester == member else None
+        if requester != member:
+            p = self.profiles.get(member)
+            friends = s.friends[member]
+            if p is None or p.friend_count != friends:
+                p = Profile(member, [], friends, s.resources[member], None, None)
+                self.profiles[member] = p
+            return p
+        pending = s.pending[member]
         return Profile(member, [], s.friends[member], s.resources[member], pending, None)
 
     async def list_friends(self, requester: int, member: int) -> list[MemberRow]:
@@ -171,7 +187,7 @@ class NullAsyncConnection:
         self.s.friends[friend] -= 1
 
     async def view_top_k_resources(self, requester: int, member: int, k: int) -> list[ResourceRow]:
-        return [_RESOURCE] * min(k, self.s.resources[member])
+        return self.s.rows_of_resources[min(k, self.s.resources[member])]
 
     async def view_comments(self, requester: int, rid: int) -> list[CommentRow]:
         return [_COMMENT] * self.s.comments[rid]
