@@ -121,8 +121,10 @@ def _prepare(
     """Phase "schema": create the schema, load nothing (one process of the cluster does
     this before any load); "load": load the fragment into the existing schema, no DDL;
     "all": both, for a process alone."""
-    workload = registry.get(command.workload)
-    config = workload.config_model.model_validate_json(command.config_json)
+    with _beating(beat):  # imports and parsing only: a busy host's slow imports are no hang
+        workload = registry.get(command.workload)
+        config = workload.config_model.model_validate_json(command.config_json)
+        registry.binding_class(command.workload, command.store)  # its module and driver
     if command.phase == "schema":
         binding = registry.make_binding(command.workload, command.store, command.options)
         try:
