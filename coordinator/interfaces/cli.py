@@ -309,7 +309,7 @@ app.add_typer(report_app)  # report and compare
 def validate(
     directory: Annotated[Path, typer.Argument(help="logs of an experiment, agent or rating")],
     memory_budget: Annotated[
-        str, typer.Option(help="above this, validate out of core (DuckDB on disk)")
+        str, typer.Option(help="above this, validate out of core (spill files on disk)")
     ] = "2GiB",
     workers: Annotated[int | None, typer.Option(help="processes (default: all cores)")] = None,
     initial: Annotated[
