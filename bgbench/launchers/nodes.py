@@ -313,8 +313,9 @@ def _single_stop(directory: Path, info: dict[str, Any], node: str, deadline: flo
     pid = int(info["pid"])
     signal_tree(pid, signal.SIGCONT)  # a paused server cannot act on SIGTERM
     info["paused"] = False
-    if info["server"] == "postgres":
-        servers.stop_postgres(directory)
+    if info["server"] == "postgres":  # pg_ctl's own wait ends with the action's bound
+        servers.stop_postgres(directory, max(1, int(deadline - time.monotonic())))
+        _wait(lambda: not running(pid), f"{node} (pid {pid}) to stop", deadline)
     elif info["server"] == "mysql":  # InnoDB shuts down cleanly on SIGTERM, given time
         stop_pid(pid, max(1.0, min(60.0, deadline - time.monotonic())))
     else:

@@ -350,13 +350,15 @@ def stop(directory: Path) -> None:
     state.unlink()
 
 
-def stop_postgres(directory: Path) -> None:
+def stop_postgres(directory: Path, wait_s: int = 30) -> None:
+    """A fast shutdown, waited for up to `wait_s` (its checkpoint can take that long on a
+    busy host; the caller checks the postmaster's pid after)."""
     as_pg = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
     data = (directory / "pgdata").resolve()  # in postgres's home when linked from there
     subprocess.run(
-        [*as_pg, str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "-t", "30",
-         "stop"],
-        capture_output=True, timeout=60,
+        [*as_pg, str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "-t",
+         str(wait_s), "stop"],
+        capture_output=True, timeout=wait_s + 30,
     )  # fmt: skip
 
 
