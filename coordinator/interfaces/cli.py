@@ -17,6 +17,8 @@ from bgbench.coordinator.interfaces.cli_results import JsonFlag, ResultsFlag, re
 from bgbench.coordinator.interfaces.consoles import err, out
 from bgbench.errors import BGBenchError, SystemFault, UserError
 
+INTERRUPTED_EXIT = 130  # records/faults.EXIT_INTERRUPTED, without importing it here
+
 if TYPE_CHECKING:
     from bgbench.coordinator.configuration.config import Settings
 
@@ -400,6 +402,13 @@ def main() -> None:
         code = _run_app()
     finally:
         signal.signal(signal.SIGINT, on_interrupt)  # nothing left to stop
+    if code == INTERRUPTED_EXIT:
+        # Interrupted, everything stopped and recorded: end now. The interpreter's teardown
+        # gives SIGINT back its default action, and a second interrupt landing there (seen
+        # once in CI, sender unknown) killed the process by the signal instead of exit 130.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     sys.exit(code)
 
 

@@ -62,3 +62,13 @@ def test_the_agent_module_alone_imports_none_of_them() -> None:
     assert "bgbench.worker.agent" in imported or "bgbench.worker.loadproc" in imported
     assert not {m.split(".")[0] for m in imported} & set(HEAVY)
     assert not {m for m in imported if m.startswith("bgbench.coordinator")}
+
+
+def test_the_light_modules_exit_codes_match_the_recorded_ones() -> None:
+    """The entry and the command line name exit 130 without importing the fault records."""
+    from bgbench.__main__ import FAULT, INTERRUPTED, USER_ERROR
+    from bgbench.coordinator.interfaces.cli import INTERRUPTED_EXIT
+    from bgbench.coordinator.records import faults
+
+    assert INTERRUPTED == INTERRUPTED_EXIT == faults.EXIT_INTERRUPTED
+    assert (USER_ERROR, FAULT) == (faults.EXIT_USER, faults.EXIT_FAULT)
