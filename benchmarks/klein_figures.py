@@ -118,8 +118,7 @@ def print_figure(number: int, jobs: list[dict], results: Path) -> None:
         "\nwhat each T used (cores, mean of the repeats' rated windows): host busy; the "
         "store's JVMs' CPU + run-queue wait [processes]; the load process's CPU; other "
         "processes; the busiest disk's busy share; the JVMs' CPU ms per action; the "
-        "bottleneck named (the steady window's figure can read low or 0 where a CPU-starved "
-        "load process's progress reports came late)"
+        "bottleneck named"
     )
     for n in names:
         print(f"  {n}")
