@@ -18,7 +18,7 @@ before it raises Abort.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -28,7 +28,7 @@ import pymysql
 import pymysql.err
 
 from bgbench import sdk
-from bgbench.drivers import first_line
+from bgbench.drivers import first_line, loops
 from bgbench.drivers.mysql_options import MySQLOptions
 from bgbench.errors import StoreError, UserError
 
@@ -189,81 +189,37 @@ def describe(options: MySQLOptions) -> str:
     return f"{product(version)} ({options.level})"
 
 
-class LoopPools:
-    """One asyncmy pool per event loop, for every workload's MySQL binding.
+class LoopPools(loops.LoopPools):
+    """One asyncmy pool per event loop, for every workload's MySQL binding (see
+    drivers/loops.LoopPools)."""
 
-    An asyncmy connection belongs to the loop that made it, and a load process runs one
-    loop (tests run several): a binding keeps a pool per loop, made by the first
-    socialite that asks on that loop while the others wait for it.
-    """
+    store = "MySQL"
 
     def __init__(self, options: MySQLOptions) -> None:
+        super().__init__(options.where, options.pool_max, options.connect_timeout_s)
         self.options = options
-        self.timeout_s = options.connect_timeout_s
-        self._pools: dict[asyncio.AbstractEventLoop, asyncio.Future[Any]] = {}
 
-    async def acquire(self) -> tuple[Any, Any]:
-        """A connection of the running loop's pool, and the pool it goes back to."""
-        pool = await self.pool()
-        try:
-            con = await asyncio.wait_for(pool.acquire(), self.timeout_s)
-        except TimeoutError:
-            raise StoreError(
-                f"no MySQL connection within {self.timeout_s:g} s: the pool's "
-                f"{self.options.pool_max} (pool_max) are all taken, or "
-                f"{self.options.where} does not answer"
-            ) from None
-        except Exception as exc:
-            raise StoreError(
-                f"no MySQL connection to {self.options.where}: {_message(exc)}"
-            ) from None
-        return con, pool
+    async def _create(self) -> Any:
+        return await asyncio.wait_for(
+            asyncmy.create_pool(
+                minsize=self.options.pool_min,
+                maxsize=self.options.pool_max,
+                pool_recycle=-1,
+                db=self.options.database,
+                **_connect_kwargs(self.options),
+            ),
+            self.timeout_s,
+        )
 
-    async def pool(self) -> Any:
-        loop = asyncio.get_running_loop()
-        made = self._pools.get(loop)
-        if made is not None:
-            return await made
-        made = self._pools[loop] = loop.create_future()
-        try:
-            pool = await asyncio.wait_for(
-                asyncmy.create_pool(
-                    minsize=self.options.pool_min,
-                    maxsize=self.options.pool_max,
-                    pool_recycle=-1,
-                    db=self.options.database,
-                    **_connect_kwargs(self.options),
-                ),
-                self.timeout_s,
-            )
-        except Exception as exc:
-            del self._pools[loop]
-            error = StoreError(f"no MySQL pool at {self.options.where}: {_message(exc)}")
-            made.set_exception(error)  # for the tasks that wait on it, if any
-            made.exception()  # retrieved: asyncio logs nothing when none waits
-            raise error from None
-        except BaseException:
-            del self._pools[loop]
-            made.cancel()
-            raise
-        made.set_result(pool)
-        return pool
+    def _acquire_from(self, pool: Any) -> Awaitable[Any]:
+        return asyncio.wait_for(pool.acquire(), self.timeout_s)
 
-    async def aclose(self) -> None:
-        """Close the running loop's pool; if its server stopped answering, drop it."""
-        made = self._pools.pop(asyncio.get_running_loop(), None)
-        if made is None or not made.done() or made.cancelled() or made.exception():
-            return
-        pool = made.result()
+    async def _close(self, pool: Any) -> None:
         pool.close()
-        try:
-            await asyncio.wait_for(pool.wait_closed(), self.timeout_s)
-        except Exception:
-            pool.terminate()
+        await pool.wait_closed()
 
-    def clear(self) -> None:
-        """Forget every loop's pool (each is closed by aclose() on its own loop)."""
-        self._pools.clear()
+    def _message(self, exc: BaseException) -> str:
+        return _message(exc)
 
 
 def loop_pools(options: MySQLOptions) -> LoopPools:
