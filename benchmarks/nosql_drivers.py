@@ -64,7 +64,8 @@ async def timed_tasks(tasks: int, duration: float, one: Callable[[int], Any]) ->
 
 
 def row(client: str, t: int, per_s: float, us: float, ratio: str = "", server: str = "") -> None:
-    print(f"{client:>32} {t:>4} {per_s:>10,.0f} {us:>10.1f} {ratio:>8} {server:>10}", flush=True)
+    line = f"{client:>32} {t:>4} {per_s:>10,.0f} {us:>10.1f} {ratio:>8} {server:>10}"
+    print(line.rstrip(), flush=True)
 
 
 # -- memcached ---------------------------------------------------------------------------
