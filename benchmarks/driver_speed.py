@@ -14,8 +14,12 @@ driver, at the same concurrency, in one run.
 - sqlite: `bgbench run --store sqlite` with only View Profile, one agent, one load process
   (one thread per socialite), against N threads, one sqlite3 connection each (opened as
   the binding opens its own: busy timeout, cache size, synchronous=NORMAL), running View
-  Profile's statements (the profile row, the friend count, the resource count) on the same
-  database file, and the same threads through bgbench's SQLiteConnection ("binding alone").
+  Profile's statements (the profile row, the friend count, the resource count, and the
+  pending count when a member views its own profile) on the same database file, and the
+  same threads through bgbench's SQLiteConnection ("binding alone"). Both draw as bgbench
+  does: the requester claimed exclusively and the member viewed, each from BG's D-Zipfian
+  distribution (zipfianmean 0.27) over the one fragment, in batches from numpy. "bare,
+  uniform draws" is the bare loop drawing members uniformly, as it did before.
 
 Each row: throughput (every action of the run over its elapsed time, as the bare loop
 counts), client CPU per action (the load process's CPU over the run divided by its actions;
@@ -125,6 +129,45 @@ SQLITE_PROFILE = [
     " + (SELECT count(*) FROM friendship WHERE inviteeid = ?1 AND status = 2)",
     "SELECT count(*) FROM resources WHERE walluserid = ?",
 ]
+SQLITE_PENDING = "SELECT count(*) FROM friendship WHERE inviteeid = ? AND status = 1"
+DRAW_BATCH = 1024  # as bgbench's drawer (workloads/bg/workload.py)
+
+
+class Draws:
+    """Members drawn as bgbench's socialites draw them: BG's D-Zipfian over the one
+    fragment (every member, zipfianmean 0.27), in numpy batches; the requester is claimed
+    so that no two threads act as the same member at once (as BGState.acquire_socialite)."""
+
+    def __init__(self, users: int) -> None:
+        import numpy as np
+
+        from bgbench.workloads.bg.config import BGWorkloadConfig
+        from bgbench.workloads.zipf import LocalZipf
+
+        self.np = np
+        self.zipf = LocalZipf(np.arange(users), BGWorkloadConfig().zipfianmean, users)
+        self.active: dict[int, object] = {}
+
+    def drawer(self, seed: int):  # type: ignore[no-untyped-def]
+        rng = self.np.random.default_rng(seed)
+        zipf, buf = self.zipf, []
+
+        def draw() -> int:
+            nonlocal buf
+            if not buf:
+                buf = zipf.draw(rng, DRAW_BATCH).tolist()
+            return buf.pop()  # type: ignore[no-any-return]
+
+        return draw
+
+    def claim(self, draw) -> int:  # type: ignore[no-untyped-def]
+        while True:  # dict.setdefault is atomic: the claim needs no lock
+            m = draw()
+            if self.active.setdefault(m, draw) is draw:
+                return m
+
+    def release(self, m: int) -> None:
+        del self.active[m]
 
 
 def sqlite_loop(path: str, threads: int, duration: float, users: int, kind: str) -> dict:
@@ -132,6 +175,7 @@ def sqlite_loop(path: str, threads: int, duration: float, users: int, kind: str)
     `binding` calls bgbench's SQLite connection (no engine)."""
     attrs = ", ".join(f"u.attr{i}" for i in range(ATTRS))
     profile, friends, resources = (s.replace("{attrs}", attrs) for s in SQLITE_PROFILE)
+    draws = Draws(users)
     counts = [0] * threads
     go = threading.Event()
     stop = [0.0]
@@ -141,6 +185,37 @@ def sqlite_loop(path: str, threads: int, duration: float, users: int, kind: str)
 
     def bare(t: int) -> None:
         conn = open_database(SQLiteOptions(path=path), "synchronous=NORMAL")  # as the binding
+        draw = draws.drawer(t)
+        go.wait()
+        done = 0
+        while time.monotonic() < stop[0]:
+            a = draws.claim(draw)
+            m = draw()
+            conn.execute(profile, (m,)).fetchone()
+            conn.execute(friends, (m,)).fetchone()
+            conn.execute(resources, (m,)).fetchone()
+            if a == m:
+                conn.execute(SQLITE_PENDING, (m,)).fetchone()
+            draws.release(a)
+            done += 1
+        counts[t] = done
+        conn.close()
+
+    def through_binding(t: int) -> None:
+        conn = binding.connect()
+        draw = draws.drawer(t)
+        go.wait()
+        done = 0
+        while time.monotonic() < stop[0]:
+            a = draws.claim(draw)
+            conn.view_profile(a, draw())
+            draws.release(a)
+            done += 1
+        counts[t] = done
+        conn.close()
+
+    def uniform(t: int) -> None:  # the bare loop as it drew before: members uniformly
+        conn = open_database(SQLiteOptions(path=path), "synchronous=NORMAL")
         rng = random.Random(t)
         go.wait()
         done = 0
@@ -153,19 +228,7 @@ def sqlite_loop(path: str, threads: int, duration: float, users: int, kind: str)
         counts[t] = done
         conn.close()
 
-    def through_binding(t: int) -> None:
-        conn = binding.connect()
-        rng = random.Random(t)
-        go.wait()
-        done = 0
-        while time.monotonic() < stop[0]:
-            m = rng.randrange(users)
-            conn.view_profile(m + 1, m)
-            done += 1
-        counts[t] = done
-        conn.close()
-
-    one = bare if kind == "bare" else through_binding
+    one = {"bare": bare, "uniform": uniform, "binding": through_binding}[kind]
 
     workers = [threading.Thread(target=one, args=(t,)) for t in range(threads)]
     for w in workers:
@@ -256,6 +319,9 @@ def sqlite(args: argparse.Namespace) -> None:
                                                    args.users)  # fmt: skip
                 got["binding alone" + tag] = loop_run(python, "sqlite3", "binding", path, t, args)
             got["bare sqlite3"] = loop_run(sys.executable, "sqlite3", "bare", path, t, args)
+            got["bare, uniform draws"] = loop_run(
+                sys.executable, "sqlite3", "uniform", path, t, args
+            )
             return got
 
         rounds_of("sqlite3", SQLITE_T, args.rounds, one_round)

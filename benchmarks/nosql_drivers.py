@@ -5,14 +5,19 @@ bgbench, side by side in one run (CASQL's value codec: benchmarks/casql_codec.py
     .venv/bin/python benchmarks/nosql_drivers.py memcached
     .venv/bin/python benchmarks/nosql_drivers.py mongo
 
-- cassandra: View Profile only, one agent, one load process, T = 16 and 256: bgbench
-  (its socialites on cassandra-driver, then on acsylla: store.options.driver) against
-  bare loops of the same prepared statement at the same concurrency (N tasks on
-  one uvloop loop, every row read): cassandra-driver through the same asyncio bridge the
-  binding uses (execute_async, callbacks handed to the loop), acsylla (asyncio over the
-  C++ driver) when installed, and with `--scylla PYTHON` scylla-driver (a drop-in fork of
-  cassandra-driver with the same module name, so it runs from another environment:
-  `python -m venv V && V/bin/pip install scylla-driver uvloop`).
+- cassandra: View Profile only, T = 16 and 256, in rounds that alternate the clients on
+  one loaded keyspace: bgbench's load process (its engine and BG's binding, as an agent's
+  load process runs them: one process that loads the keyspace once, then runs each
+  experiment when told) with its socialites on acsylla (the default) and on
+  cassandra-driver (store.options.driver), against bare loops of the same prepared
+  statement at the same concurrency (N tasks on one uvloop loop, every row read):
+  cassandra-driver through the same asyncio bridge the binding uses (execute_async,
+  callbacks handed to the loop), acsylla (asyncio over the C++ driver), and with
+  `--scylla PYTHON` scylla-driver (a drop-in fork of cassandra-driver with the same module
+  name, so it runs from another environment: `python -m venv V && V/bin/pip install
+  scylla-driver uvloop`). Each row also shows the server's CPU per action (the Cassandra
+  process's, from /proc). `--rate` adds `bgbench rate --objective sweep` runs (loading,
+  warm-up, one run per T, the whole command) before the rounds.
 - memcached: a get/set loop (9 gets to 1 set of a 1 KB value, 10,000 keys) through
   pymemcache (blocking, one thread), aiomcache and emcache (N tasks on one uvloop loop,
   one connection per task as CASQL's socialites hold).
@@ -28,21 +33,14 @@ stopped at the end (or named with --hosts/--port, --memcached, --mongo to reuse 
 
 import argparse
 import asyncio
-import json
 import os
 import random
 import resource
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-PROFILE_CQL = (
-    "SELECT kind, count(other), attrs, pic, resources FROM {ks}.member WHERE mid = ? GROUP BY kind"
-)
 
 
 def cpu_s() -> float:
@@ -65,178 +63,9 @@ async def timed_tasks(tasks: int, duration: float, one: Callable[[int], Any]) ->
     return figures(sum(counts), cpu_s() - c0, time.monotonic() - t0)
 
 
-# -- Cassandra ---------------------------------------------------------------------------
-async def cassandra_driver_loop(
-    hosts: list[str], port: int, keyspace: str, tasks: int, duration: float, users: int
-) -> dict[str, float]:
-    """cassandra-driver (or scylla-driver: the same module), tuple rows, the prepared
-    View Profile statement, answers handed to the loop as bgbench's binding does."""
-    from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
-    from cassandra.query import tuple_factory
-
-    profile = ExecutionProfile(row_factory=tuple_factory, request_timeout=30)
-    cluster = Cluster(hosts, port=port, protocol_version=5,
-                      execution_profiles={EXEC_PROFILE_DEFAULT: profile})  # fmt: skip
-    session = cluster.connect()
-    statement = session.prepare(PROFILE_CQL.format(ks=keyspace))
-    loop = asyncio.get_running_loop()
-    post = loop.call_soon_threadsafe
-
-    def resolve(fut: asyncio.Future[Any], value: Any) -> None:
-        if not fut.done():
-            fut.set_result(value)
-
-    def reject(fut: asyncio.Future[Any], exc: BaseException) -> None:
-        if not fut.done():
-            fut.set_exception(exc)
-
-    def ok(value: Any, fut: asyncio.Future[Any]) -> None:
-        post(resolve, fut, value)
-
-    def fail(exc: BaseException, fut: asyncio.Future[Any]) -> None:
-        post(reject, fut, exc)
-
-    stop = time.monotonic() + duration
-
-    async def one(i: int) -> int:
-        rng, done = random.Random(i), 0
-        while time.monotonic() < stop:
-            rf = session.execute_async(statement, (rng.randrange(users),))
-            fut = loop.create_future()
-            rf.add_callbacks(ok, fail, callback_args=(fut,), errback_args=(fut,))
-            rows = await fut
-            if not rows:
-                raise SystemExit("View Profile found no member: load the keyspace first")
-            done += 1
-        return done
-
-    try:
-        return await timed_tasks(tasks, duration, one)
-    finally:
-        cluster.shutdown()
-
-
-async def acsylla_loop(
-    hosts: list[str], port: int, keyspace: str, tasks: int, duration: float, users: int
-) -> dict[str, float]:
-    import acsylla
-
-    cluster = acsylla.create_cluster(hosts, port=port, protocol_version=4, request_timeout=30)
-    session = await cluster.create_session(keyspace=keyspace)
-    prepared = await session.create_prepared(PROFILE_CQL.format(ks=keyspace))
-    stop = time.monotonic() + duration
-
-    async def one(i: int) -> int:
-        rng, done = random.Random(i), 0
-        while time.monotonic() < stop:
-            result = await session.execute(prepared.bind([rng.randrange(users)]))
-            rows = [row.as_tuple() for row in result]
-            if not rows:
-                raise SystemExit("View Profile found no member: load the keyspace first")
-            done += 1
-        return done
-
-    try:
-        return await timed_tasks(tasks, duration, one)
-    finally:
-        await session.close()
-
-
-CASSANDRA_LOOPS = {"cassandra-driver": cassandra_driver_loop, "acsylla": acsylla_loop}
-
-
-def cassandra_loop_main(args: argparse.Namespace) -> None:
-    """One bare loop, its figures as JSON on stdout (run in another environment too)."""
-    import uvloop
-
-    loop = CASSANDRA_LOOPS[args.driver]
-    out = uvloop.run(
-        loop(args.hosts.split(","), args.port, args.keyspace, args.tasks, args.duration,
-             args.users)
-    )  # fmt: skip
-    print(json.dumps(out))
-
-
-def bare_cassandra(python: str, driver: str, where: dict[str, Any], tasks: int,
-                   duration: float, users: int) -> dict[str, float]:  # fmt: skip
-    proc = subprocess.run(
-        [python, __file__, "cassandra-loop", "--driver", driver,
-         "--hosts", ",".join(where["hosts"]), "--port", str(where["port"]),
-         "--keyspace", where["keyspace"], "--tasks", str(tasks), "--duration", str(duration),
-         "--users", str(users)],
-        capture_output=True, text=True,
-    )  # fmt: skip
-    if proc.returncode != 0:
-        raise SystemExit(f"{driver} loop failed: {proc.stderr[-2000:]}")
-    return json.loads(proc.stdout.splitlines()[-1])  # type: ignore[no-any-return]
-
-
-def bgbench_sweep(options: dict[str, Any], args: argparse.Namespace, results: str) -> dict:
-    """`bgbench rate --objective sweep` over args.threads: the store loaded once and warmed
-    up (a run right after loading finds Cassandra still flushing what it loaded), then
-    one run per T. Each T's recorded experiment (its client CPU per action included)."""
-    from harness import ResultsStore, bgbench
-
-    sets = [x for k, v in options.items() for x in ("-p", f"store.options.{k}={v}")]
-    threads = ",".join(map(str, args.threads))
-    rated = bgbench(
-        "rate", "--store", "cassandra", *sets, "-p", "agents.heartbeat_timeout=300",
-        "--objective", "sweep", "--warmup", str(args.warmup),
-        "-p", f"rating.sweep_threads=[{threads}]",
-        "-p", "rating.sweep_repeats=1", "--delta", str(args.duration),
-        "--agents", "1", "--processes", "1", "--users", str(args.users),
-        "-p", 'bg.workload.mix={"VP": 1}', "--results", results,
-    )  # fmt: skip
-    store = ResultsStore.existing(Path(results))
-    runs = [json.loads(e["result_json"]) for e in store.experiments(rated["rating_id"])]
-    return {r["threads"]: r for r in runs}
-
-
-def row(client: str, t: int, per_s: float, us: float, ratio: str = "") -> None:
-    print(f"{client:>32} {t:>4} {per_s:>10,.0f} {us:>10.1f} {ratio:>8}", flush=True)
-
-
-def cassandra(args: argparse.Namespace, where: dict[str, Any]) -> None:
-    """bgbench first, its socialites on cassandra-driver then on acsylla (each: loading,
-    warm-up, one run per T), then each bare loop per T, then the bare cassandra-driver
-    loop again: every ratio is to the mean of the bare cassandra-driver loop's two runs."""
-    import importlib.util
-
-    where = {**where, "keyspace": "bg_drivers"}
-    drivers = [("cassandra-driver", "cassandra-driver", sys.executable)]
-    if args.scylla:
-        drivers.append(("scylla-driver", "cassandra-driver", args.scylla))
-    if importlib.util.find_spec("acsylla") is not None:
-        drivers.append(("acsylla", "acsylla", sys.executable))
-    print(f"Cassandra View Profile, {args.users:,} members, {args.duration:g} s per row, "
-          f"load average {os.getloadavg()[0]:.1f}")  # fmt: skip
-    options = {"hosts": ",".join(where["hosts"]), "port": where["port"],
-               "keyspace": where["keyspace"]}  # fmt: skip
-    runs = {}
-    for driver in ("cassandra-driver", "acsylla"):
-        with tempfile.TemporaryDirectory() as tmp:
-            runs[driver] = bgbench_sweep({**options, "driver": driver}, args, tmp)
-    bare: dict[tuple[str, int], dict[str, float]] = {}
-    for t in args.threads:
-        for name, driver, python in drivers:
-            bare[name, t] = bare_cassandra(python, driver, where, t, args.duration, args.users)
-    for t in args.threads:
-        bare["cassandra-driver, again", t] = bare_cassandra(
-            sys.executable, "cassandra-driver", where, t, args.duration, args.users
-        )
-    print(f"{'client':>32} {'T':>4} {'actions/s':>10} {'us CPU/act':>10} {'x bare':>8}")
-    for t in args.threads:
-        base = (
-            bare["cassandra-driver", t]["per_s"] + bare["cassandra-driver, again", t]["per_s"]
-        ) / 2
-        for driver, by_t in runs.items():
-            r = by_t[t]
-            row(f"bgbench ({driver})", t, r["actions_per_s"], r["client_cpu_us_per_action"],
-                f"{r['actions_per_s'] / base:.2f}x")  # fmt: skip
-        for (name, bt), f in bare.items():
-            if bt == t:
-                row(f"bare {name} loop", t, f["per_s"], f["us_cpu"], f"{f['per_s'] / base:.2f}x")
-    print(f"load average at the end {os.getloadavg()[0]:.1f}")
+def row(client: str, t: int, per_s: float, us: float, ratio: str = "", server: str = "") -> None:
+    line = f"{client:>32} {t:>4} {per_s:>10,.0f} {us:>10.1f} {ratio:>8} {server:>10}"
+    print(line.rstrip(), flush=True)
 
 
 # -- memcached ---------------------------------------------------------------------------
@@ -445,34 +274,44 @@ def started(kind: str, tmp: Path) -> tuple[dict[str, Any], Callable[[], None]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("what", choices=["cassandra", "memcached", "mongo", "codec",
-                                         "cassandra-loop"])  # fmt: skip
+                                         "cassandra-loop", "cassandra-engine"])  # fmt: skip
     parser.add_argument("--duration", type=float, default=8.0)
     parser.add_argument("--users", type=int, default=2_000)
     parser.add_argument("--threads", type=lambda s: [int(t) for t in s.split(",")],
                         default=[16, 256])  # fmt: skip
     parser.add_argument("--scylla", help="a Python with scylla-driver (and uvloop) installed")
     parser.add_argument("--warmup", type=float, default=20.0, help="cassandra: warm-up, s")
+    parser.add_argument("--rounds", type=int, default=3, help="cassandra: rounds")
+    parser.add_argument("--rate", action="store_true", help="cassandra: bgbench rate first")
+    parser.add_argument("--server-pid", type=int, default=0, help="--hosts' Cassandra pid")
     parser.add_argument("--hosts", default="", help="a running Cassandra's contact points")
     parser.add_argument("--port", type=int, default=9042)
     parser.add_argument("--memcached", type=int, help="a running memcached's port")
     parser.add_argument("--mongo", help="a running mongo-wire server: PORT:PID")
-    parser.add_argument("--driver", choices=sorted(CASSANDRA_LOOPS))  # cassandra-loop
+    parser.add_argument("--driver", choices=["acsylla", "cassandra-driver"])  # cassandra-loop
     parser.add_argument("--keyspace", default="bg_drivers")  # cassandra-loop
     parser.add_argument("--tasks", type=int, default=16)  # cassandra-loop
     args = parser.parse_args()
+    from nosql_cassandra import cassandra, cassandra_loop_main, engine_main
+
     if args.what == "cassandra-loop":
         cassandra_loop_main(args)
+        return
+    if args.what == "cassandra-engine":
+        engine_main(args)
         return
     with tempfile.TemporaryDirectory() as tmp:
         stop = None
         try:
             if args.what == "cassandra":
+                pid = args.server_pid
                 if args.hosts:
                     where = {"hosts": args.hosts.split(","), "port": args.port}
                 else:
                     info, stop = started("cassandra", Path(tmp))
                     where = {"hosts": info["hosts"], "port": info["port"]}
-                cassandra(args, where)
+                    pid = info["pids"][0]
+                cassandra(args, where, pid)
             elif args.what == "memcached":
                 if args.memcached:
                     port = args.memcached

@@ -49,9 +49,13 @@ class LoopSessions(Generic[Prepared]):
         o = self.options
         # "critical": not its notice, logged as an error on every connection, that Cassandra
         # has no shards (ScyllaDB has); a failed call raises, and is counted, as before.
+        # "fallthrough": the server's refusal reaches the task as itself (Unavailable, a
+        # read or write timeout: drivers/cassandra_errors.py). The default policy tries the
+        # next host on Unavailable and, with none left, raises a bare "no hosts available"
+        # that has lost what the server said (cassandra-driver's NoHostAvailable keeps it).
         cluster = acsylla.create_cluster(
             o.hosts, port=o.port, connect_timeout=o.timeout_s, request_timeout=o.timeout_s,
-            log_level="critical",
+            log_level="critical", retry_policy="fallthrough",
         )  # fmt: skip
         try:
             session = await cluster.create_session(keyspace=o.keyspace)

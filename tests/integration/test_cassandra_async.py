@@ -1,7 +1,8 @@
-"""The Cassandra binding's asynchronous path (execute_async bridged to asyncio futures)
-against a real single-node Cassandra: the engine's tasks, answers equal to the blocking
-connection's, results over several pages, the driver's errors, several loops at once and
-calls whose task is cancelled while they are out."""
+"""The Cassandra binding's asynchronous path against a real single-node Cassandra, on its
+default driver (acsylla) and on cassandra-driver (execute_async bridged to asyncio
+futures): the engine's tasks, answers equal to the blocking connection's, results over
+several pages, the drivers' errors (of the blocking path's kind), several loops at once
+and calls whose task is cancelled while they are out."""
 
 import asyncio
 import threading
@@ -12,6 +13,7 @@ from collections.abc import Callable
 import pytest
 import uvloop
 
+from bgbench.drivers.cassandra_errors import error_kind
 from bgbench.errors import StoreError
 from bgbench.sdk import LoopBridge
 from bgbench.worker.engine import FragmentEngine, RunSpec
@@ -47,6 +49,15 @@ def loaded(cassandra_server):
         binding.close()
 
 
+def on_driver(binding, driver: str):
+    """A binding on the loaded keyspace whose socialites use `driver`."""
+    o = binding.options
+    other = make_binding("bg", "cassandra", {"hosts": o.hosts, "port": o.port,
+                                             "keyspace": o.keyspace, "driver": driver})  # fmt: skip
+    other.use_schema(DB)
+    return other
+
+
 def friend_counts(fragment: Fragment) -> Counter:
     counts: Counter = Counter()
     for inviter, invitee, status in fragment.friendships.tolist():
@@ -56,12 +67,17 @@ def friend_counts(fragment: Fragment) -> Counter:
     return counts
 
 
-@pytest.mark.parametrize("concurrency", ["asyncio", "threads"])
+@pytest.mark.parametrize(
+    ("concurrency", "driver"),
+    [("asyncio", None), ("asyncio", "cassandra-driver"), ("threads", None)],
+)
 def test_the_engine_runs_sessions_either_way_and_they_validate_clean(
-    cassandra_server, tmp_path, concurrency
+    cassandra_server, tmp_path, concurrency, driver
 ):
     config = BGConfig.model_validate({"database": DB.model_dump(), "workload": {"mix": "sessions"}})
-    store = options(cassandra_server, concurrency=concurrency)
+    store = options(
+        cassandra_server, concurrency=concurrency, **({"driver": driver} if driver else {})
+    )
     engine = FragmentEngine(WORKLOAD, config, "cassandra", store, PLAN.capacities, 0)
     try:
         engine.prepare()
@@ -133,20 +149,31 @@ def test_many_tasks_on_one_loop_get_the_blocking_answers(loaded):
     assert [got[m][0].friend_count for m in members] == [counts[m] for m in members]
 
 
-def test_answers_over_several_pages_come_back_whole(loaded):
+@pytest.mark.parametrize("driver", ["acsylla", "cassandra-driver"])
+def test_answers_over_several_pages_come_back_whole(loaded, driver):
     binding, fragment = loaded
     counts = friend_counts(fragment)
     member = max(counts, key=counts.get)
     assert counts[member] >= 5
-    st = binding.statements
-    bridge = LoopBridge(binding)
+    paged = on_driver(binding, driver)
+
+    async def main() -> list:
+        conn = await paged.connect_async()
+        if driver == "acsylla":
+            conn.st.page_size = 2  # every friend list spans pages
+        else:
+            conn.st.members.fetch_size = 2
+        try:
+            return await conn.list_friends(member, member)
+        finally:
+            await conn.close()
+            await paged.aclose()
+
     try:
-        st.members.fetch_size = 2  # every friend list spans pages
-        friends = bridge.list_friends(member, member)
+        friends = uvloop.run(main())
     finally:
-        st.members.fetch_size = None
-        bridge.close()
-    blocking = CassandraConnection(binding.session, st).list_friends(member, member)
+        paged.close()
+    blocking = CassandraConnection(binding.session, binding.statements).list_friends(member, member)
     assert friends == blocking
     assert len(friends) == counts[member]
 
@@ -162,11 +189,13 @@ def raised(call: Callable[[], object]) -> Exception:
 REFUSED = "Cannot achieve consistency level ALL"
 
 
-def test_the_drivers_errors_and_missing_rows_reach_the_task(cassandra_server):
-    """Replication factor 3 on one node: calls at ALL fail in the driver (Unavailable, which
-    its retry policy wraps in NoHostAvailable once no other host is left) exactly as when
-    blocking; writes that match nothing are StoreErrors."""
-    opts = options(cassandra_server, replication_factor=3)
+@pytest.mark.parametrize("driver", ["acsylla", "cassandra-driver"])
+def test_the_drivers_errors_and_missing_rows_reach_the_task(cassandra_server, driver):
+    """Replication factor 3 on one node: calls at ALL are refused by the server as
+    Unavailable (cassandra-driver's retry policy wraps it in NoHostAvailable once no other
+    host is left), of the same kind and message as when blocking; writes that match
+    nothing are StoreErrors."""
+    opts = options(cassandra_server, replication_factor=3, driver=driver)
     reads_all = make_binding("bg", "cassandra", {**opts, "read_consistency": "ALL"})
     writes_all = make_binding("bg", "cassandra", {**opts, "write_consistency": "ALL"})
     fragment = Fragment(DB, PLAN, 0)
@@ -179,6 +208,7 @@ def test_the_drivers_errors_and_missing_rows_reach_the_task(cassandra_server):
         blocking_read = raised(lambda: reads_all.connect().view_profile(m, m))
         blocking_write = raised(lambda: writes_all.connect().post_comment(m, rid, 999, "no"))
         assert REFUSED in str(blocking_read) and REFUSED in str(blocking_write)
+        assert error_kind(blocking_read) == error_kind(blocking_write) == "unavailable"
         bridge = LoopBridge(reads_all)
         try:
             for call in (
@@ -187,13 +217,13 @@ def test_the_drivers_errors_and_missing_rows_reach_the_task(cassandra_server):
                 lambda: bridge.delete_comment(rid, 0),  # its read comes first
             ):
                 error = raised(call)
-                assert type(error) is type(blocking_read) and REFUSED in str(error)
+                assert error_kind(error) == error_kind(blocking_read) and REFUSED in str(error)
         finally:
             bridge.close()
         bridge = LoopBridge(writes_all)
         try:
             error = raised(lambda: bridge.post_comment(m, rid, 999, "refused at ALL"))
-            assert type(error) is type(blocking_write) and REFUSED in str(error)
+            assert error_kind(error) == error_kind(blocking_write) and REFUSED in str(error)
             with pytest.raises(StoreError, match="no matching row"):
                 bridge.delete_comment(rid, 998)
             with pytest.raises(StoreError, match="not found"):
@@ -242,7 +272,9 @@ def test_connections_on_several_loops_at_once(loaded):
 
 
 def test_answers_to_cancelled_tasks_are_dropped_quietly(loaded):
-    binding, fragment = loaded
+    """cassandra-driver's bridge: answers handed to a loop after their task was cancelled."""
+    loaded_binding, fragment = loaded
+    binding = on_driver(loaded_binding, "cassandra-driver")
     members = fragment.members.tolist()
 
     async def main() -> list:
@@ -283,4 +315,7 @@ def test_answers_to_cancelled_tasks_are_dropped_quietly(loaded):
         await conn.close()
         return problems
 
-    assert uvloop.run(main()) == []
+    try:
+        assert uvloop.run(main()) == []
+    finally:
+        binding.close()

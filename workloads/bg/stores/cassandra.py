@@ -14,13 +14,15 @@ row, as SQL's rowcount tells the other bindings); friendship changes spanning tw
 members go in one logged batch. Consistency levels of reads and writes and the
 keyspace's replication factor are settings: they are what a rating of Cassandra is about.
 
-Socialites run as tasks on the load process's event loop by default (`concurrency`): each
-call goes out through the driver's execute_async and its answer comes back from the
-driver's I/O thread through call_soon_threadsafe; `"threads"` keeps one blocking thread
-per socialite. Both send the same prepared statements and give the same answers and errors.
-Measured on View Profile (issue 12), the bridge on one uvloop loop costs the same client CPU
-per call as 16 blocking threads and a third less than one thread, so it is the default.
-`driver = "acsylla"` sends the tasks' calls through acsylla instead (cassandra_acsylla.py).
+Socialites run as tasks on the load process's event loop by default (`concurrency`),
+through acsylla (the C++ driver, one session per loop: cassandra_acsylla.py) unless
+`driver = "cassandra-driver"`, where each call goes out through execute_async and its
+answer comes back from the driver's I/O thread through call_soon_threadsafe; `"threads"`
+keeps one blocking thread per socialite on cassandra-driver. All send the same prepared
+statements and give the same answers and the same kinds of errors
+(drivers/cassandra_errors.py). acsylla is the default because it costs a quarter to a
+tenth of cassandra-driver's client CPU per call and has no Python I/O thread contending
+for the interpreter with the loop (benchmarks/nosql_drivers.py).
 The statements and the actions on them are in cassandra_actions.py.
 """
 

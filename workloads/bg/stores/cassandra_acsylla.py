@@ -18,6 +18,7 @@ class AcsyllaStatements:
         self.options = options
         self.write_level = consistency(options.write_consistency)
         self.read_level = consistency(options.read_consistency)
+        self.page_size: int | None = None  # rows per page of a read: the driver's default
 
     async def prepare(self, session: Any) -> "AcsyllaStatements":
         for name, (cql, writes) in CQL.items():
@@ -33,16 +34,17 @@ def sessions(options: CassandraOptions) -> LoopSessions[AcsyllaStatements]:
 class CassandraAcsyllaConnection(CassandraAsyncConnection):
     """A socialite task's view of its loop's acsylla session."""
 
-    __slots__ = ("execute_batch",)
+    __slots__ = ("execute_batch", "prepared")
 
     def __init__(self, session: Any, statements: AcsyllaStatements) -> None:
         self.execute = session.execute
         self.execute_batch = session.execute_batch
         self.st = statements  # type: ignore[assignment]
+        self.prepared = statements  # the same, as its own type
 
     async def _rows(self, statement: Any, args: tuple[Any, ...]) -> list[Any]:
         prepared, level = statement
-        bound = prepared.bind(args, consistency=level)
+        bound = prepared.bind(args, page_size=self.prepared.page_size, consistency=level)
         result = await self.execute(bound)
         rows = [row.as_tuple() for row in result]
         while result.has_more_pages():

@@ -65,10 +65,11 @@ class CassandraOptions(DriverCassandraOptions):
     concurrency: Literal["asyncio", "threads"] = Field(
         "asyncio", description="socialites as tasks on an event loop, or one thread each"
     )
-    driver: Literal["cassandra-driver", "acsylla"] = Field(
-        "cassandra-driver",
-        description="asyncio socialites' driver: acsylla (the C++ driver) costs a quarter to "
-        "a tenth of the client CPU per call; schema, loading and threads use cassandra-driver",
+    driver: Literal["acsylla", "cassandra-driver"] = Field(
+        "acsylla",
+        description="asyncio socialites' driver: acsylla (the C++ driver; the default) costs a "
+        "quarter to a tenth of cassandra-driver's client CPU per call; schema, loading and "
+        "threads use cassandra-driver",
     )
 
     @model_validator(mode="after")
