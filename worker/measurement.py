@@ -100,8 +100,9 @@ class Recorder:
         self._batch = batch
         self._recs_at = batch * RECORD_FIELDS
         self._acts_at = batch * ACTION_FIELDS
-        # response times (ns) of the batches flushed since the live view's last take
-        self._live: list[np.ndarray] = []
+        # response times (ns) of the batches flushed since the live view's last take; None
+        # while no live view watches this recorder (nothing is kept for nobody)
+        self._live: list[np.ndarray] | None = None
         self._done_actions = 0
         self.errors: Counter[tuple[int, str]] = Counter()
         self.error_samples: dict[tuple[int, str], str] = {}
@@ -142,7 +143,13 @@ class Recorder:
                 self.log.append(rows)
             if actions is not None:
                 self.sink.add(actions)
-                self._live.append(actions["end"] - actions["intended"])
+                if self._live is not None:
+                    self._live.append(actions["end"] - actions["intended"])
+
+    def watch_live(self) -> None:
+        """Keep the response times of every batch flushed from now on, for take_live."""
+        if self._live is None:
+            self._live = []
 
     def take_live(self) -> list[np.ndarray]:
         """The response times (ns) flushed since the last take. A runner's own thread (or
@@ -151,11 +158,11 @@ class Recorder:
         next time."""
         if self._lock is None:
             self.finish()
-            taken, self._live = self._live, []
+            taken, self._live = self._live or [], []
             return taken
         self._acts_at = 0  # one int stored: the runner sees it at its next maybe_flush
         with self._lock:
-            taken, self._live = self._live, []
+            taken, self._live = self._live or [], []
         return taken
 
     @property
@@ -174,6 +181,8 @@ class LiveLatencies:
 
     def __init__(self, recorders: list[Recorder]) -> None:
         self.recorders = recorders
+        for r in recorders:
+            r.watch_live()
 
     def cut(self, final: bool = False) -> bytes:
         if final:  # the runners have ended: every recorder's own thread is done with it
