@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/engine.py null --threads 1 1024 --engines tasks \
         --locust /path/to/venv/bin/locust --base ../main  # with Locust and main's code
     .venv/bin/python benchmarks/engine.py postgres      # View Profile: bgbench vs bare loops
+    .venv/bin/python benchmarks/engine.py suspending --base ../main  # an async store's share
     .venv/bin/python benchmarks/engine.py sweep         # SQLite, PostgreSQL `low`, T = 2...1024
     .venv/bin/python benchmarks/engine.py all
 
@@ -16,6 +17,10 @@
   (asyncpg on uvloop) against a bare loop of the same statement through the same driver
   at the same concurrency (N tasks on one uvloop loop, one asyncpg connection each), and
   a bare psycopg loop (one thread, prepared): throughput and client CPU per statement.
+- suspending: the engine's share of an asynchronous store's action: a null store whose
+  View Profile suspends once (asyncio.sleep(0)), in process, under the engine (this
+  checkout's and `--base`'s) and in a bare loop of the same calls, T = 16 and 256,
+  alternating for `--rounds` (benchmarks/engine_suspending.py runs each row).
 - sweep: the `low` mix at T = 2 ... 1024 on SQLite and PostgreSQL, 2 local agents with
   the layout chosen for each T (coordinator/execution/sizing.py): throughput, client CPU per
   action, p95 response time, load processes.
@@ -170,6 +175,29 @@ def null(
     print(f"load average {os.getloadavg()[0]:.1f}")
 
 
+def suspending(duration: float, rounds: int, base: Path | None) -> None:
+    """Each row in a process of its own, the trees alternating within each round."""
+    script = Path(__file__).resolve().parent / "engine_suspending.py"
+    rows: list[tuple[str, Path]] = [("bare loop", Path(".venv/bin/python"))]
+    if base is not None:
+        rows.append(("engine, base", base.resolve() / ".venv/bin/python"))
+    rows.append(("engine, this", Path(".venv/bin/python")))
+    print(f"null store suspending once per call, View Profile only, {duration:g} s per row")
+    print(f"{'round':>5} {'T':>5} {'client':>13} {'actions/s':>10} {'us CPU/act':>10}")
+    for r in range(rounds):
+        for t in (16, 256):
+            for label, python in rows:
+                what = "bare" if label == "bare loop" else "engine"
+                proc = subprocess.run(
+                    [str(python), str(script), what, str(t), str(duration)],
+                    capture_output=True, text=True, check=True,
+                )  # fmt: skip
+                out = json.loads(proc.stdout.splitlines()[-1])
+                print(f"{r + 1:>5} {t:>5} {label:>13} {out['actions_per_s']:>10,.0f} "
+                      f"{out['us_per_action']:>10.2f}", flush=True)  # fmt: skip
+    print(f"load average {os.getloadavg()[0]:.1f}")
+
+
 def profile_sql(attrcount: int) -> str:
     from bgbench.workloads.bg.stores.postgres import view_profile_sql
 
@@ -281,15 +309,20 @@ def sweep(server: dict, duration: float, users: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=["null", "postgres", "sweep", "all"])
+    parser.add_argument("what", choices=["null", "suspending", "postgres", "sweep", "all"])
     parser.add_argument("--duration", type=float, default=10.0)
     parser.add_argument("--users", type=int, default=10_000)
     parser.add_argument("--threads", type=int, nargs="+", default=list(NULL_T), help="null: T")
     parser.add_argument("--engines", nargs="+", choices=["tasks", "threads"],
                         default=["tasks", "threads"], help="null: the engines")  # fmt: skip
     parser.add_argument("--locust", help="null: a Locust executable, for its no-op request")
-    parser.add_argument("--base", type=Path, help="null: a checkout to run beside (its .venv)")
+    parser.add_argument("--base", type=Path,
+                        help="null, suspending: a checkout to run beside (its .venv)")  # fmt: skip
+    parser.add_argument("--rounds", type=int, default=2, help="suspending: rounds")
     args = parser.parse_args()
+    if args.what == "suspending":
+        suspending(args.duration, args.rounds, args.base)
+        return
     if args.what in ("null", "all"):
         null(args.duration, tuple(args.threads), tuple(args.engines), args.locust, args.base)
     if args.what == "null":

@@ -5,13 +5,13 @@ The timed wrapper extends flat lists of ints (list.extend of the fields: no Pyth
 object per record is kept; measured cheaper here than array.array or numpy row stores,
 benchmarks/README.md) and full batches become numpy records in one vectorised step: log
 records go to the fragment's log file, action timings to a sink that folds them into
-bounded aggregates (worker/tally.py): memory stays flat in a run of any length.
+bounded aggregates (worker/tally.py): memory stays flat in a run of any length. The live
+view's response times are taken from the same batches (nothing more per action).
 Summaries are exact HDR histograms (microseconds), mergeable across load processes and
 agents.
 """
 
 import contextlib
-import itertools
 import threading
 from collections import Counter
 from typing import Protocol
@@ -79,11 +79,11 @@ class ActionSink(Protocol):
 
 class Recorder:
     """Where one runner's timed calls go (the SDK's `Recorder` protocol). The timed wrapper
-    appends to `acts` (ACTION_FIELDS ints per action), `recs` (RECORD_FIELDS ints per log
-    record) and `live` (response time in ns, for the live view), then calls maybe_flush().
-    Full batches go to the log and to `sink` (a bounded ActionTally unless given):
+    appends to `acts` (ACTION_FIELDS ints per action) and `recs` (RECORD_FIELDS ints per
+    log record), then calls maybe_flush(). Full batches go to the log and to `sink` (a
+    bounded ActionTally unless given), and their response times to the live view:
     nothing per action is kept here. Recorders of threads share `lock`, which guards the
-    log and the sink, and batch `batch_for(threads)` each."""
+    log, the sink and the live view's parts, and batch `batch_for(threads)` each."""
 
     def __init__(
         self,
@@ -94,12 +94,15 @@ class Recorder:
     ) -> None:
         self.acts: list[int] = []
         self.recs: list[int] = []
-        self.live: list[int] = []
         self.log = log
         self.sink: ActionSink = sink if sink is not None else ActionTally()
         self._lock = lock
+        self._batch = batch
         self._recs_at = batch * RECORD_FIELDS
         self._acts_at = batch * ACTION_FIELDS
+        # response times (ns) of the batches flushed since the live view's last take; None
+        # while no live view watches this recorder (nothing is kept for nobody)
+        self._live: list[np.ndarray] | None = None
         self._done_actions = 0
         self.errors: Counter[tuple[int, str]] = Counter()
         self.error_samples: dict[tuple[int, str], str] = {}
@@ -128,7 +131,8 @@ class Recorder:
 
     def finish(self) -> None:
         """Hand every pending log record and action to the log and the sink (when a batch is
-        full, and at the runner's end)."""
+        full, when the live view asks, and at the runner's end)."""
+        self._acts_at = self._batch * ACTION_FIELDS  # a flush the live view asked for is done
         recs, self.recs = self.recs, []
         acts, self.acts = self.acts, []
         self._done_actions += len(acts) // ACTION_FIELDS
@@ -139,6 +143,27 @@ class Recorder:
                 self.log.append(rows)
             if actions is not None:
                 self.sink.add(actions)
+                if self._live is not None:
+                    self._live.append(actions["end"] - actions["intended"])
+
+    def watch_live(self) -> None:
+        """Keep the response times of every batch flushed from now on, for take_live."""
+        if self._live is None:
+            self._live = []
+
+    def take_live(self) -> list[np.ndarray]:
+        """The response times (ns) flushed since the last take. A runner's own thread (or
+        its event loop) flushes what it holds first; another thread only asks the runner to
+        flush at its next action (its first full check then passes), and takes those the
+        next time."""
+        if self._lock is None:
+            self.finish()
+            taken, self._live = self._live or [], []
+            return taken
+        self._acts_at = 0  # one int stored: the runner sees it at its next maybe_flush
+        with self._lock:
+            taken, self._live = self._live or [], []
+        return taken
 
     @property
     def action_count(self) -> int:
@@ -148,22 +173,21 @@ class Recorder:
 class LiveLatencies:
     """Histograms of response times per interval, shipped while a run goes on.
 
-    Each cut swaps every recorder's live array for a fresh one, but ships the arrays
-    swapped out at the previous cut: a thread that took its array just before the swap
-    has long finished appending to it by then. The last cut, after the runners ended,
-    ships all. (With one event loop the runner and the cut never interleave.)
+    Each cut takes the response times every recorder flushed since the last one
+    (Recorder.take_live): on an event loop all of them up to now; a thread's recorder
+    flushes what it holds at its next action after the cut, so those come with the next
+    cut. The last cut, after the runners ended, flushes and ships all.
     """
 
     def __init__(self, recorders: list[Recorder]) -> None:
         self.recorders = recorders
-        self.waiting: list[list[int]] = []
+        for r in recorders:
+            r.watch_live()
 
     def cut(self, final: bool = False) -> bytes:
-        fresh = []
-        for r in self.recorders:
-            batch, r.live = r.live, []
-            fresh.append(batch)
-        ready = self.waiting + fresh if final else self.waiting
-        self.waiting = [] if final else fresh
-        values = np.fromiter(itertools.chain.from_iterable(ready), dtype=np.int64)
+        if final:  # the runners have ended: every recorder's own thread is done with it
+            for r in self.recorders:
+                r.finish()
+        parts = [part for r in self.recorders for part in r.take_live()]
+        values = np.concatenate(parts) if parts else np.empty(0, np.int64)
         return histogram_of(values).encode()  # type: ignore[no-any-return]

@@ -243,6 +243,7 @@ async def _socialite(
     (NEVER_NS when its store suspends on its own)."""
     timed, cumulative, units = player.timer, plan.cumulative, player.units
     acquire, release, rand = player.acquire, player.release, player.rng.random
+    bisect_left = bisect.bisect_left
     take = arrivals.take if arrivals is not None else None
     gap_ns = 0 if take is not None else int(plan.interarrival_ms * 1_000_000)
     max_ops = plan.per_runner_ops or NEVER_NS
@@ -278,7 +279,7 @@ async def _socialite(
             before = timed.count
             ctx.sid = sid
             ctx.intended = intended
-            u = bisect.bisect_left(cumulative, rand())
+            u = bisect_left(cumulative, rand())
             try:
                 await units[u](ctx, socialite)
             finally:

@@ -8,8 +8,9 @@ writes a hot path out in full (as BG's timed connection does) extends them direc
 - `acts`: ACTION_FIELDS ints per action: (action code, OK or ERROR, runner, intended start
   ns, start ns, end ns, session id);
 - `recs`: RECORD_FIELDS ints per log record: (READ/WRITE/WRITE_ABS, item kind, action
-  code, runner, item id, start ns, end ns, value or delta, session id);
-- `live`: each action's response time (end - intended) in ns, for the live view.
+  code, runner, item id, start ns, end ns, value or delta, session id).
+
+The live view takes each action's response time from `acts` when its batch is flushed.
 
 After appending, call `maybe_flush()`: full batches leave for the log and the tallies.
 """
@@ -24,11 +25,10 @@ RECORD_FIELDS = 9  # ints per log record in Recorder.recs
 
 class Recorder(Protocol):
     """One socialite runner's sink for timed calls (the engine's implementation lives in
-    the worker); see the module docstring for the layout of the three lists."""
+    the worker); see the module docstring for the layout of the two lists."""
 
     acts: list[int]
     recs: list[int]
-    live: list[int]
 
     def error(self, action: int, exc: BaseException) -> None:
         """Count a failed call of `action` by the exception's type (a sample kept)."""

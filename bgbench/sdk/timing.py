@@ -69,7 +69,6 @@ class Timer(Generic[C]):
         self.in_call = 0
         rec = self.rec
         rec.acts.extend((code, ERROR, self.thread, intended, start, end, sid))
-        rec.live.append(end - intended)
         rec.error(code, exc)
         self.count += 1
         self.consecutive_errors += 1
@@ -81,7 +80,6 @@ class Timer(Generic[C]):
         self.count += 1
         rec = self.rec
         rec.acts.extend((code, OK, self.thread, intended, start, end, sid))
-        rec.live.append(end - intended)
         return end
 
     def log(

@@ -57,7 +57,6 @@ class TimedConnection(Timer[AsyncBGConnection]):
         th = self.thread
         rec = self.rec
         rec.acts.extend((VP, OK, th, intended, start, end, sid))
-        rec.live.append(end - intended)
         if requester == member:
             pending = -1 if p.pending_count is None else p.pending_count
             rec.recs.extend((
@@ -88,7 +87,6 @@ class TimedConnection(Timer[AsyncBGConnection]):
         th = self.thread
         rec = self.rec
         rec.acts.extend((code, OK, th, intended, start, end, sid))
-        rec.live.append(end - intended)
         rec.recs.extend((READ, item, code, th, item_id, start, end, len(rows), sid))
         rec.maybe_flush()
         return rows
@@ -120,7 +118,6 @@ class TimedConnection(Timer[AsyncBGConnection]):
         self.count += 1
         rec = self.rec
         rec.acts.extend((VTR, OK, self.thread, intended, start, end, sid))
-        rec.live.append(end - intended)
         return rows
 
     # -- writes ------------------------------------------------------------------
@@ -144,7 +141,6 @@ class TimedConnection(Timer[AsyncBGConnection]):
             self.in_call = self.consecutive_errors = 0
             self.count += 1
             self.rec.acts.extend((code, OK, self.thread, intended, start, end, sid))
-            self.rec.live.append(end - intended)
             ok = True
         recs, th = self.rec.recs, self.thread
         for item, item_id, delta in deltas:

@@ -4,9 +4,10 @@ Registered as the entry point `bg` of the group `bgbench.workloads`; its binding
 the group `bgbench.bg_stores`.
 """
 
+import itertools
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from typing import Any
 
@@ -57,16 +58,15 @@ class BGPlayer(Actor):
 
 
 def _drawer(zipf: LocalZipf, seed: Sequence[int]) -> Callable[[], int]:
+    """Draws of members, DRAW_BATCH at a time. The draw is a C iterator's __next__: no
+    Python frame per draw (a closure's was 4% of the null store's action)."""
     np_rng = np.random.default_rng(list(seed))
-    buf: list[int] = []
 
-    def draw() -> int:
-        nonlocal buf
-        if not buf:
-            buf = zipf.draw(np_rng, DRAW_BATCH).tolist()
-        return buf.pop()
+    def batches() -> Iterator[list[int]]:
+        while True:  # each batch last to first, as the draws of a popped list came before
+            yield zipf.draw(np_rng, DRAW_BATCH)[::-1].tolist()
 
-    return draw
+    return itertools.chain.from_iterable(batches()).__next__
 
 
 class BGFragment:

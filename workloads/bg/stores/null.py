@@ -187,7 +187,9 @@ class NullAsyncConnection:
         self.s.friends[friend] -= 1
 
     async def view_top_k_resources(self, requester: int, member: int, k: int) -> list[ResourceRow]:
-        return self.s.rows_of_resources[min(k, self.s.resources[member])]
+        s = self.s
+        n = s.resources[member]
+        return s.rows_of_resources[n if n < k else k]  # no call to min(): half of its actions
 
     async def view_comments(self, requester: int, rid: int) -> list[CommentRow]:
         return [_COMMENT] * self.s.comments[rid]
