@@ -422,9 +422,28 @@ class LocalAgents:
                 p.kill()
                 p.wait(5)
         self.processes.clear()
-        _, left = psutil.wait_procs(children, timeout=CHILD_GRACE_S)
-        for child in left:
+        for child in _outlasting(children, CHILD_GRACE_S):
             _kill(child)
+
+
+def _outlasting(processes: list[psutil.Process], timeout: float) -> list[psutil.Process]:
+    """Those of `processes` still running after `timeout` seconds. One that exited counts as
+    gone at once, though its agent is gone too and it waits as a zombie until the system's
+    init reaps it (psutil.wait_procs waits for that: seconds, where init reaps lazily)."""
+    deadline = time.monotonic() + timeout
+    left = processes
+    while True:
+        left = [p for p in left if _running(p)]
+        if not left or time.monotonic() >= deadline:
+            return left
+        time.sleep(0.02)
+
+
+def _running(process: psutil.Process) -> bool:
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def _descendants(pid: int) -> list[psutil.Process]:
