@@ -42,6 +42,7 @@ log = logging.getLogger("bgbench.agent")
 # Stopping: load processes get this long to exit on their own before SIGKILL, ...
 CLOSE_GRACE_S = 5.0
 SHUTDOWN_GRACE_S = 1.0  # ... less when the agent itself is told to stop (SIGTERM).
+IMPORT_BEAT_S = 0.5  # a load process importing the load engine beats this often
 
 Abandoned = Callable[[], bool]  # True once the caller gave up on the call (cancelled it)
 
@@ -57,8 +58,19 @@ def serve_load(conn: Connection, stop: StopFlag, counters: "SynchronizedArray[An
     arrays, its threads, the engine's modules: a second or more on a busy host, which the
     agent and then the coordinator would wait for); its answers and logs are written by then,
     and the kernel closes its files and connections."""
-    from bgbench.worker import loadproc
+    imported = threading.Event()
 
+    def beat_while_importing() -> None:  # a command sent meanwhile sees progress, not a hang
+        while not imported.wait(IMPORT_BEAT_S):
+            counters[BEATS] += 1
+
+    beating = threading.Thread(target=beat_while_importing, daemon=True)
+    beating.start()
+    try:
+        from bgbench.worker import loadproc
+    finally:
+        imported.set()
+        beating.join()
     loadproc.serve(conn, stop, counters)
     logging.shutdown()
     sys.stdout.flush()
