@@ -17,7 +17,7 @@ threads (`threaded=True`), and none on an event loop, where one task runs at a t
 import random
 import threading
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -25,6 +25,8 @@ import numpy as np
 from bgbench.workloads.bg.generator import CONFIRMED, PENDING, Fragment
 
 if TYPE_CHECKING:
+    from _collections_abc import dict_items, dict_keys, dict_values
+
     from bgbench.workloads.bg.store import FragmentContents
 
 
@@ -267,7 +269,7 @@ class FragmentState:
     def comment_counts(self) -> tuple[np.ndarray, np.ndarray]:
         rids = self._rids.astype(np.int64)
         counts = np.full(len(rids), self._fresh_count, dtype=np.int64)
-        touched = sorted(self.comments)  # the others still hold their fresh comments
+        touched = sorted(dict.keys(self.comments))  # the others hold their fresh comments
         counts[np.searchsorted(rids, touched)] = [len(self.comments[r]) for r in touched]
         return rids, counts
 
@@ -286,6 +288,29 @@ class _Comments(dict[int, list[int]]):
             raise KeyError(rid)
         mids = self[rid] = list(range(self._per))
         return mids
+
+    def _whole(self) -> "_Comments":
+        """Every resource's list made: what iterating the whole picture sees."""
+        if dict.__len__(self) < len(self._known):
+            for rid in self._known:
+                if not dict.__contains__(self, rid):
+                    self[rid] = list(range(self._per))
+        return self
+
+    def __iter__(self) -> Iterator[int]:
+        return dict.__iter__(self._whole())
+
+    def __len__(self) -> int:
+        return dict.__len__(self._whole())
+
+    def keys(self) -> "dict_keys[int, list[int]]":
+        return dict.keys(self._whole())
+
+    def values(self) -> "dict_values[int, list[int]]":
+        return dict.values(self._whole())
+
+    def items(self) -> "dict_items[int, list[int]]":
+        return dict.items(self._whole())
 
 
 def _rows(friendships: list[tuple[int, int, int]]) -> np.ndarray:
