@@ -39,6 +39,9 @@ log = logging.getLogger("bgbench.agent")
 SERVER_GRACE_S = 0.5  # on SIGTERM, in-flight calls get this long to end,
 EXIT_DEADLINE_S = 3.0  # and past this the process exits whatever is still running (the
 # promise is an exit within 5 s of SIGTERM; a busy host delays each step).
+# How soon the main thread sees SIGTERM's flag: a coordinator closing its local agents
+# waits for this, at every run's end.
+SIGNAL_POLL_S = 0.05
 
 
 def _watch_parent(parent: int, stopper: threading.Event) -> None:
@@ -120,7 +123,7 @@ def serve(
     print(f"{READY_LINE}{host}:{port}", flush=True)
     threading.Thread(target=_warm_up, args=(service,), name="warm-up", daemon=True).start()
     try:
-        while not signalled and not stopper.wait(0.2):
+        while not signalled and not stopper.wait(SIGNAL_POLL_S):
             pass
     except KeyboardInterrupt:
         pass

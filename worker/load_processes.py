@@ -6,11 +6,16 @@ Each is driven over a pipe (worker/contracts.py); its shared counters say how fa
 
 import contextlib
 import logging
+import os
+import sys
 import threading
 import time
 from collections.abc import Callable
+from multiprocessing.connection import Connection
 from multiprocessing.connection import wait as wait_any
 from multiprocessing.context import SpawnContext
+from multiprocessing.sharedctypes import SynchronizedArray
+from typing import Any
 
 import psutil
 
@@ -37,6 +42,7 @@ log = logging.getLogger("bgbench.agent")
 # Stopping: load processes get this long to exit on their own before SIGKILL, ...
 CLOSE_GRACE_S = 5.0
 SHUTDOWN_GRACE_S = 1.0  # ... less when the agent itself is told to stop (SIGTERM).
+IMPORT_BEAT_S = 0.5  # a load process importing the load engine beats this often
 
 Abandoned = Callable[[], bool]  # True once the caller gave up on the call (cancelled it)
 
@@ -45,15 +51,38 @@ def _never() -> bool:
     return False
 
 
+def serve_load(conn: Connection, stop: StopFlag, counters: "SynchronizedArray[Any]") -> None:
+    """A load process's entry point. Named here, not in worker/loadproc.py, so that the agent
+    that starts it never imports the load engine (only the child does). Once the agent tells
+    it to exit, or is gone, the process ends without the interpreter's teardown (its numpy
+    arrays, its threads, the engine's modules: a second or more on a busy host, which the
+    agent and then the coordinator would wait for); its answers and logs are written by then,
+    and the kernel closes its files and connections."""
+    imported = threading.Event()
+
+    def beat_while_importing() -> None:  # a command sent meanwhile sees progress, not a hang
+        while not imported.wait(IMPORT_BEAT_S):
+            counters[BEATS] += 1
+
+    beating = threading.Thread(target=beat_while_importing, daemon=True)
+    beating.start()
+    try:
+        from bgbench.worker import loadproc
+    finally:
+        imported.set()
+        beating.join()
+    loadproc.serve(conn, stop, counters)
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
 class LoadProcess:
     """One child process serving one fragment. What it works on, and when its beats last
     grew, are kept here for the Status call."""
 
     def __init__(self, ctx: SpawnContext) -> None:
-        # Here, not at the top: the agent serves before the load engine is imported (the
-        # child imports it anyway; the agent only names its entry point).
-        from bgbench.worker import loadproc
-
         self.conn, child_conn = ctx.Pipe()
         self.counters = ctx.Array("q", COUNTERS, lock=False)
         self.stop = StopFlag(self.counters)
@@ -64,7 +93,7 @@ class LoadProcess:
         self._since = self._beat_at = time.monotonic()
         self._beats = 0
         self.process = ctx.Process(
-            target=loadproc.serve, args=(child_conn, self.stop, self.counters), daemon=True
+            target=serve_load, args=(child_conn, self.stop, self.counters), daemon=True
         )
         self.process.start()
         child_conn.close()

@@ -98,20 +98,21 @@ class AgentService(pb_grpc.WorkerServicer):  # type: ignore[misc]
         self._origins = RunOrigins()  # each run's start, for Validate's phases
 
     def warm_up(self) -> None:
-        """Once the agent serves (called on a thread of its own): import what the load's
-        calls need and start the load processes (each imports the load engine in its own
-        interpreter), so the coordinator's handshake and sizing overlap that start-up
+        """Once the agent serves (called on a thread of its own): start the load processes
+        (each imports the load engine in its own interpreter) and import what the load's
+        calls need, so the coordinator's handshake and sizing overlap that start-up
         rather than wait for it. A Prepare that comes first waits for the processes here
         (its lock), as it would have for those it starts itself."""
+        # The processes first: their interpreters start and import the load engine on the
+        # other cores while this one imports the modules below.
+        if self.load_processes and self._busy.acquire(timeout=BUSY_WAIT_S):
+            try:
+                if not self.processes and not self._stopper.is_set():
+                    self._ensure_processes(self.load_processes)
+            finally:
+                self._busy.release()
         for name in WARM_UP:
             importlib.import_module(name)
-        if not self.load_processes or not self._busy.acquire(timeout=BUSY_WAIT_S):
-            return
-        try:
-            if not self.processes and not self._stopper.is_set():
-                self._ensure_processes(self.load_processes)
-        finally:
-            self._busy.release()
 
     # -- helpers -----------------------------------------------------------------
     def _ensure_processes(self, n: int) -> None:

@@ -36,6 +36,7 @@ MAX_WATCH_S = 86_400.0  # a Watch's longest duration (an experiment's)
 # agents.heartbeat_timeout's default: 5 s named single slow steps (a schema's DDL, a load
 # chunk) as hung loads on a busy two-core host with Cassandra beside it; 15 s does not.
 HEARTBEAT_TIMEOUT_S = 15.0
+ZOMBIE, STOPPED = psutil.STATUS_ZOMBIE, (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP)
 CHILD_GRACE_S = 2.0  # a closed local agent's load processes get this long to end with it
 PREPARE_DOING = {
     pb.PREPARE_SCHEMA_AND_LOAD: "loading",
@@ -411,7 +412,7 @@ class LocalAgents:
         children = [c for p in self.processes for c in _descendants(p.pid)]
         for p in self.processes:
             if p.poll() is None:
-                if _stopped(p.pid):  # SIGTERM would wait for a SIGCONT: kill it now
+                if _status(p.pid) in STOPPED:  # SIGTERM would wait for a SIGCONT: kill it now
                     p.kill()
                 else:
                     p.terminate()
@@ -422,9 +423,17 @@ class LocalAgents:
                 p.kill()
                 p.wait(5)
         self.processes.clear()
-        _, left = psutil.wait_procs(children, timeout=CHILD_GRACE_S)
-        for child in left:
+        for child in _outlasting(children, CHILD_GRACE_S):
             _kill(child)
+
+
+def _outlasting(processes: list[psutil.Process], timeout: float) -> list[psutil.Process]:
+    """Those still running after `timeout` s; one that exited is gone at once, though as a
+    zombie it waits for init to reap it (psutil.wait_procs waits for that: lazy inits)."""
+    deadline, left = time.monotonic() + timeout, processes
+    while (left := [p for p in left if _status(p.pid) != ZOMBIE]) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return left
 
 
 def _descendants(pid: int) -> list[psutil.Process]:
@@ -439,12 +448,11 @@ def _kill(process: psutil.Process) -> None:
         process.kill()
 
 
-def _stopped(pid: int) -> bool:
+def _status(pid: int) -> str:
     try:
-        status = psutil.Process(pid).status()
-    except psutil.Error:
-        return False
-    return status in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP)
+        return str(psutil.Process(pid).status())
+    except psutil.Error:  # gone: as good as a zombie
+        return ZOMBIE
 
 
 def spawn_local_agents(

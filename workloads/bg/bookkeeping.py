@@ -17,8 +17,7 @@ threads (`threaded=True`), and none on an event loop, where one task runs at a t
 import random
 import threading
 from collections import defaultdict
-from collections.abc import Callable
-from itertools import repeat
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -26,6 +25,8 @@ import numpy as np
 from bgbench.workloads.bg.generator import CONFIRMED, PENDING, Fragment
 
 if TYPE_CHECKING:
+    from _collections_abc import dict_items, dict_keys, dict_values
+
     from bgbench.workloads.bg.store import FragmentContents
 
 
@@ -57,40 +58,39 @@ class FragmentState:
         self.exclusive = exclusive
         self._lock: Any = threading.Lock() if threaded else _NoLock()
         self.members = fragment.members
-        self._member_set = set(fragment.members.tolist())
-        self.friends: dict[int, set[int]] = defaultdict(set)
-        self.invited_by: dict[int, set[int]] = defaultdict(set)  # invitee -> inviters
-        self.invited: dict[int, set[int]] = defaultdict(set)  # inviter -> invitees
-        rows = fragment.friendships.tolist() if contents is None else contents.friendships
-        for inviter, invitee, status in rows:
-            if status == CONFIRMED:
-                self.friends[inviter].add(invitee)
-                self.friends[invitee].add(inviter)
-            elif status == PENDING:
-                self.invited_by[invitee].add(inviter)
-                self.invited[inviter].add(invitee)
-        self.wall_resources: dict[int, list[int]] = defaultdict(list)
-        for rid, _creator, wall in fragment.resources.tolist():
-            self.wall_resources[wall].append(rid)
+        # Built a member at a time, not a row at a time: at T=4096 a fragment holds hundreds
+        # of thousands of friendships and resources. Each set and list gets its elements in
+        # the order of the rows, as one add per row would.
+        rows = fragment.friendships if contents is None else _rows(contents.friendships)
+        inviter, invitee, status = rows[:, 0], rows[:, 1], rows[:, 2]
+        confirmed, pending = status == CONFIRMED, status == PENDING
+        a, b = inviter[confirmed], invitee[confirmed]
+        self.friends: dict[int, set[int]] = _grouped(
+            np.column_stack((a, b)).ravel(), np.column_stack((b, a)).ravel(), set
+        )
+        a, b = inviter[pending], invitee[pending]
+        self.invited_by: dict[int, set[int]] = _grouped(b, a, set)  # invitee -> inviters
+        self.invited: dict[int, set[int]] = _grouped(a, b, set)  # inviter -> invitees
+        resources = fragment.resources
+        self.wall_resources: dict[int, list[int]] = _grouped(resources[:, 2], resources[:, 0], list)
         # Manipulation (comments: friends): only the wall's owner and the owner's friends post.
         self.friends_comment = fragment.db.comments == "friends"
-        rows = fragment.resources
         self.wall_of: dict[int, int] = (
-            dict(zip(rows[:, 0].tolist(), rows[:, 2].tolist(), strict=True))
+            dict(zip(resources[:, 0].tolist(), resources[:, 2].tolist(), strict=True))
             if self.friends_comment
             else {}
         )
         per = fragment.db.commentcountperresource
-        rids = fragment.resources[:, 0].tolist()
-        if contents is None:
-            # Fresh: every resource has comments 0 .. per-1, the next is `per` (built at C
-            # speed: a fragment holds hundreds of thousands of resources at T=4096).
-            first = list(range(per))
-            copies = map(list.copy, repeat(first, len(rids)))
-            self.comments: dict[int, list[int]] = dict(zip(rids, copies, strict=True))
-            self.next_mid: dict[int, int] = dict.fromkeys(rids, per)
-        else:
-            self.comments = {rid: [] for rid in rids}
+        rids = resources[:, 0].tolist()
+        self._rids = np.sort(resources[:, 0])
+        self._fresh_count = per
+        self.next_mid: dict[int, int] = dict.fromkeys(rids, per)
+        # Fresh: every resource has comments 0 .. per-1 (its list made when first touched),
+        # the next is `per`.
+        self.comments: dict[int, list[int]] = _Comments(per, self.next_mid)
+        if contents is not None:
+            for rid in rids:
+                self.comments[rid] = []
             for rid, mid in contents.comments:
                 self.comments[rid].append(mid)
             self.next_mid = {
@@ -267,5 +267,65 @@ class FragmentState:
         return np.array([len(self.invited_by[m]) for m in self.members.tolist()], dtype=np.int64)
 
     def comment_counts(self) -> tuple[np.ndarray, np.ndarray]:
-        rids = np.array(sorted(self.comments), dtype=np.int64)
-        return rids, np.array([len(self.comments[r]) for r in rids.tolist()], dtype=np.int64)
+        rids = self._rids.astype(np.int64)
+        counts = np.full(len(rids), self._fresh_count, dtype=np.int64)
+        touched = sorted(dict.keys(self.comments))  # the others hold their fresh comments
+        counts[np.searchsorted(rids, touched)] = [len(self.comments[r]) for r in touched]
+        return rids, counts
+
+
+class _Comments(dict[int, list[int]]):
+    """Comment ids per resource of the fragment; a resource's fresh list (0 .. per-1) is
+    made when first asked for. An id outside the fragment is a KeyError, as before."""
+
+    def __init__(self, per: int, known: dict[int, int]) -> None:
+        super().__init__()
+        self._per = per
+        self._known = known
+
+    def __missing__(self, rid: int) -> list[int]:
+        if rid not in self._known:
+            raise KeyError(rid)
+        mids = self[rid] = list(range(self._per))
+        return mids
+
+    def _whole(self) -> "_Comments":
+        """Every resource's list made: what iterating the whole picture sees."""
+        if dict.__len__(self) < len(self._known):
+            for rid in self._known:
+                if not dict.__contains__(self, rid):
+                    self[rid] = list(range(self._per))
+        return self
+
+    def __iter__(self) -> Iterator[int]:
+        return dict.__iter__(self._whole())
+
+    def __len__(self) -> int:
+        return dict.__len__(self._whole())
+
+    def keys(self) -> "dict_keys[int, list[int]]":
+        return dict.keys(self._whole())
+
+    def values(self) -> "dict_values[int, list[int]]":
+        return dict.values(self._whole())
+
+    def items(self) -> "dict_items[int, list[int]]":
+        return dict.items(self._whole())
+
+
+def _rows(friendships: list[tuple[int, int, int]]) -> np.ndarray:
+    return np.array(friendships, dtype=np.int64).reshape(-1, 3)
+
+
+def _grouped(keys: np.ndarray, values: np.ndarray, kind: type[set[int] | list[int]]) -> Any:
+    """A defaultdict(kind) of each key's values (a set or a list), in the order given."""
+    grouped: defaultdict[int, Any] = defaultdict(kind)
+    if not len(keys):
+        return grouped
+    order = np.argsort(keys, kind="stable")
+    keys, listed = keys[order], values[order].tolist()
+    starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+    bounds = [*starts.tolist(), len(keys)]
+    parts = map(listed.__getitem__, map(slice, bounds[:-1], bounds[1:]))
+    grouped.update(zip(keys[starts].tolist(), map(kind, parts), strict=True))
+    return grouped
