@@ -32,13 +32,66 @@ LAYERS = ("unit", "integration", "e2e")  # each the name of its directory under 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark each test with its directory's layer (tests/unit -> unit, ...), unless it names
-    its layer itself (a test under tests/unit that starts a real server is integration)."""
+    its layer itself (a test under tests/unit that starts a real server is integration).
+    Then put the files in the order of their measured time, longest first."""
     for item in items:
         if any(item.get_closest_marker(layer) for layer in LAYERS):
             continue
         directory = item.path.relative_to(TESTS).parts[0]
         if directory in LAYERS:
             item.add_marker(directory)
+    longest_files_first(items, json.loads(FILE_SECONDS.read_text()))
+
+
+# Seconds each test file took in a whole run (setup, call and teardown of its tests; its
+# module fixtures and the first use of a session fixture included), written by
+# `pytest --file-seconds-out PATH`. pytest-xdist hands files to its workers in collection
+# order (scripts/test turns off its reordering by test count): the longest first, so that
+# no long file starts last and runs alone while the other workers are idle.
+FILE_SECONDS = TESTS / "file_seconds.json"
+
+
+def longest_files_first(items: list[pytest.Item], seconds: dict[str, float]) -> None:
+    """Order `items` by their file's `seconds`, longest first, keeping each file's tests
+    together and in their own order. A file not measured yet comes first: it may be long,
+    and at the start it cannot be the tail."""
+    first_index: dict[str, int] = {}
+    for index, item in enumerate(items):
+        first_index.setdefault(_file_of(item), index)
+
+    def key(item: pytest.Item) -> tuple[float, int]:
+        file = _file_of(item)
+        return -seconds.get(file, float("inf")), first_index[file]
+
+    items.sort(key=key)
+
+
+def _file_of(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--file-seconds-out", metavar="PATH", default=None,
+        help="write each test file's seconds in this run to PATH (as tests/file_seconds.json)",
+    )  # fmt: skip
+
+
+# Each file's seconds so far (the controller of an xdist run gets every worker's reports).
+file_times: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Each phase's seconds, added to its file's (in the controller, from every worker)."""
+    file = report.nodeid.split("::", 1)[0]
+    file_times[file] = file_times.get(file, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    out = session.config.getoption("--file-seconds-out")
+    if out and not hasattr(session.config, "workerinput"):
+        ranked = sorted(file_times.items(), key=lambda pair: -pair[1])
+        Path(out).write_text(json.dumps({f: round(s, 1) for f, s in ranked}, indent=0) + "\n")
 
 
 def _running(kind: str, tmp_path_factory, **options):
