@@ -183,10 +183,14 @@ def frozen_cluster(tmp_path):
                 )
             ],
         )  # fmt: skip
-        cluster = Cluster.connect(agents.addresses, None, heartbeat_timeout=2.0)
+        # Loading and the first run under a generous bound (a busy host's load processes
+        # import for seconds); the tests then judge the frozen agent by the 2 s one.
+        cluster = Cluster.connect(agents.addresses, None, heartbeat_timeout=60.0)
         cluster.prepare(settings)
-        ran = run_experiment(cluster, settings, 2, 1.0, "before-the-freeze")
+        ran = run_experiment(cluster, settings, 2, 1.0, "before-the-freeze", heartbeat_timeout=60.0)
         assert not ran.fault, ran.fault
+        for client in cluster.clients:
+            client.heartbeat_timeout = 2.0
         yield cluster, settings, psutil.Process(agents.processes[0].pid)
     finally:
         for p in agents.processes:
