@@ -1,9 +1,11 @@
 """Helpers shared by the test files: the `bgbench` command run as a user runs it, and
 polling with a deadline."""
 
+import os
 import resource
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -60,3 +62,42 @@ def wait_until(
             shown = "\n" + log.read_text()[-3000:] if log else ""
             raise AssertionError(f"{what} did not happen within {timeout:g} s{shown}")
         time.sleep(poll_s)  # between polls, never as synchronisation
+
+
+def run_with_peak_rss(
+    args: list[str], timeout: float, env: Mapping[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess[str], int]:
+    """Run `args` to the end (killed past `timeout`), its output read as it comes, and
+    return it with its own peak resident size in KiB (os.wait4 of this child alone and the
+    descendants it waited for: RUSAGE_CHILDREN would also count every earlier test's
+    children in this worker, a JVM's included)."""
+    with subprocess.Popen(
+        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    ) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        read: dict[str, str] = {}
+        readers = [
+            threading.Thread(target=lambda k=k, f=f: read.__setitem__(k, f.read()), daemon=True)
+            for k, f in (("out", proc.stdout), ("err", proc.stderr))
+        ]
+        for reader in readers:
+            reader.start()
+        ended: list[tuple[int, int, resource.struct_rusage]] = []
+
+        def reaped() -> bool:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                ended.append((pid, status, usage))
+            return bool(pid)
+
+        try:
+            wait_until(reaped, f"{args[:4]} ending", timeout)
+        except AssertionError:
+            proc.kill()
+            raise
+        _, status, usage = ended[0]
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        for reader in readers:
+            reader.join()
+    done = subprocess.CompletedProcess(args, proc.returncode, read["out"], read["err"])
+    return done, int(usage.ru_maxrss)
