@@ -10,7 +10,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,24 @@ MAIN = str(Path(__file__).with_name("nosql_drivers.py"))
 PROFILE_CQL = (
     "SELECT kind, count(other), attrs, pic, resources FROM {ks}.member WHERE mid = ? GROUP BY kind"
 )
+
+
+def member_loop(
+    duration: float, users: int, view_profile: Callable[[int], Awaitable[Any]]
+) -> Callable[[int], Awaitable[int]]:
+    """A task's loop: View Profile of uniformly drawn members until `duration` passes;
+    returns its count."""
+    stop = time.monotonic() + duration
+
+    async def one(i: int) -> int:
+        rng, done = random.Random(i), 0
+        while time.monotonic() < stop:
+            if not await view_profile(rng.randrange(users)):
+                raise SystemExit("View Profile found no member: load the keyspace first")
+            done += 1
+        return done
+
+    return one
 
 
 async def cassandra_driver_loop(
@@ -52,22 +70,14 @@ async def cassandra_driver_loop(
     def fail(exc: BaseException, fut: asyncio.Future[Any]) -> None:
         post(reject, fut, exc)
 
-    stop = time.monotonic() + duration
-
-    async def one(i: int) -> int:
-        rng, done = random.Random(i), 0
-        while time.monotonic() < stop:
-            rf = session.execute_async(statement, (rng.randrange(users),))
-            fut = loop.create_future()
-            rf.add_callbacks(ok, fail, callback_args=(fut,), errback_args=(fut,))
-            rows = await fut
-            if not rows:
-                raise SystemExit("View Profile found no member: load the keyspace first")
-            done += 1
-        return done
+    async def view_profile(member: int) -> Any:
+        rf = session.execute_async(statement, (member,))
+        fut = loop.create_future()
+        rf.add_callbacks(ok, fail, callback_args=(fut,), errback_args=(fut,))
+        return await fut
 
     try:
-        return await timed_tasks(tasks, duration, one)
+        return await timed_tasks(tasks, duration, member_loop(duration, users, view_profile))
     finally:
         cluster.shutdown()
 
@@ -80,20 +90,13 @@ async def acsylla_loop(
     cluster = acsylla.create_cluster(hosts, port=port, protocol_version=4, request_timeout=30)
     session = await cluster.create_session(keyspace=keyspace)
     prepared = await session.create_prepared(PROFILE_CQL.format(ks=keyspace))
-    stop = time.monotonic() + duration
 
-    async def one(i: int) -> int:
-        rng, done = random.Random(i), 0
-        while time.monotonic() < stop:
-            result = await session.execute(prepared.bind([rng.randrange(users)]))
-            rows = [row.as_tuple() for row in result]
-            if not rows:
-                raise SystemExit("View Profile found no member: load the keyspace first")
-            done += 1
-        return done
+    async def view_profile(member: int) -> list[tuple[Any, ...]]:
+        result = await session.execute(prepared.bind([member]))
+        return [row.as_tuple() for row in result]
 
     try:
-        return await timed_tasks(tasks, duration, one)
+        return await timed_tasks(tasks, duration, member_loop(duration, users, view_profile))
     finally:
         await session.close()
 
