@@ -3,9 +3,9 @@ polling with a deadline."""
 
 import os
 import resource
+import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -64,40 +64,38 @@ def wait_until(
         time.sleep(poll_s)  # between polls, never as synchronisation
 
 
+# Runs a command and writes its peak resident size (KiB, with the descendants it waited
+# for) to a file: a fresh interpreter forks it, since a child's ru_maxrss starts from its
+# parent's size at the fork (Linux keeps the pre-exec high-water mark), and an xdist
+# worker may have grown past a gigabyte in earlier tests.
+PEAK_RSS_WRAPPER = """
+import resource, subprocess, sys
+code = subprocess.call(sys.argv[2:])
+with open(sys.argv[1], "w") as out:
+    out.write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))
+sys.exit(code if code >= 0 else 128 - code)
+"""
+
+
 def run_with_peak_rss(
     args: list[str], timeout: float, env: Mapping[str, str] | None = None
 ) -> tuple[subprocess.CompletedProcess[str], int]:
-    """Run `args` to the end (killed past `timeout`), its output read as it comes, and
-    return it with its own peak resident size in KiB (os.wait4 of this child alone and the
-    descendants it waited for: RUSAGE_CHILDREN would also count every earlier test's
-    children in this worker, a JVM's included)."""
-    with subprocess.Popen(
-        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
-    ) as proc:
-        assert proc.stdout is not None and proc.stderr is not None
-        read: dict[str, str] = {}
-        readers = [
-            threading.Thread(target=lambda k=k, f=f: read.__setitem__(k, f.read()), daemon=True)
-            for k, f in (("out", proc.stdout), ("err", proc.stderr))
-        ]
-        for reader in readers:
-            reader.start()
-        ended: list[tuple[int, int, resource.struct_rusage]] = []
+    """Run `args` to the end (its process group killed past `timeout`) and return it with
+    its own peak resident size in KiB (see PEAK_RSS_WRAPPER)."""
+    import tempfile
 
-        def reaped() -> bool:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                ended.append((pid, status, usage))
-            return bool(pid)
-
-        try:
-            wait_until(reaped, f"{args[:4]} ending", timeout)
-        except AssertionError:
-            proc.kill()
-            raise
-        _, status, usage = ended[0]
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        for reader in readers:
-            reader.join()
-    done = subprocess.CompletedProcess(args, proc.returncode, read["out"], read["err"])
-    return done, int(usage.ru_maxrss)
+    with tempfile.TemporaryDirectory() as scratch:
+        peak_file = Path(scratch) / "peak-rss-kib"
+        wrapped = [sys.executable, "-c", PEAK_RSS_WRAPPER, str(peak_file), *args]
+        with subprocess.Popen(
+            wrapped, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+            start_new_session=True,
+        ) as proc:  # fmt: skip
+            try:
+                out, err = proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.communicate()
+                raise
+        done = subprocess.CompletedProcess(args, proc.returncode, out, err)
+        return done, int(peak_file.read_text())
