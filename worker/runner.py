@@ -113,8 +113,7 @@ def _task_think(flags: Flags) -> Think:
             due = monotonic_ns() + int(seconds * 1e9)
             try:
                 await asyncio.sleep(seconds)
-                # libuv's timers count from the loop's cached clock, in ms: they may fire
-                # early; a think time is never shorter than asked.
+                # libuv's timers (the loop's cached clock, ms) may fire early: wait it out
                 while (left := due - monotonic_ns()) > 0:
                     await asyncio.sleep(left / 1e9)
             except asyncio.CancelledError:
@@ -455,6 +454,7 @@ def _thread_main(
     max_ops = plan.per_runner_ops or NEVER_NS
     tolerant = plan.spec.tolerate_errors
     go.wait()
+    ends_ns = monotonic_ns() + int(plan.spec.duration_s * 1e9)  # `stop` may come late: crowded
     due = 0  # the next unit's intended start when a schedule set it; 0: as soon as free
     sid = t << 40
     try:
@@ -464,6 +464,8 @@ def _thread_main(
                 if not sleep_until(stop, due):
                     break
             intended = due or monotonic_ns()
+            if intended >= ends_ns:
+                break
             socialite = player.acquire()
             if socialite is None:
                 continue  # every drawn socialite is busy: draw again (an arrival waits)
