@@ -57,17 +57,17 @@ def longest_files_first(items: list[pytest.Item], seconds: dict[str, float]) -> 
     and at the start it cannot be the tail."""
     first_index: dict[str, int] = {}
     for index, item in enumerate(items):
-        first_index.setdefault(_file_of(item), index)
+        first_index.setdefault(_file_of(item.nodeid), index)
 
     def key(item: pytest.Item) -> tuple[float, int]:
-        file = _file_of(item)
+        file = _file_of(item.nodeid)
         return -seconds.get(file, float("inf")), first_index[file]
 
     items.sort(key=key)
 
 
-def _file_of(item: pytest.Item) -> str:
-    return item.nodeid.split("::", 1)[0]
+def _file_of(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -83,7 +83,7 @@ file_times: dict[str, float] = {}
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """Each phase's seconds, added to its file's (in the controller, from every worker)."""
-    file = report.nodeid.split("::", 1)[0]
+    file = _file_of(report.nodeid)
     file_times[file] = file_times.get(file, 0.0) + report.duration
 
 

@@ -6,6 +6,7 @@ import resource
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -82,8 +83,6 @@ def run_with_peak_rss(
 ) -> tuple[subprocess.CompletedProcess[str], int]:
     """Run `args` to the end (its process group killed past `timeout`) and return it with
     its own peak resident size in KiB (see PEAK_RSS_WRAPPER)."""
-    import tempfile
-
     with tempfile.TemporaryDirectory() as scratch:
         peak_file = Path(scratch) / "peak-rss-kib"
         wrapped = [sys.executable, "-c", PEAK_RSS_WRAPPER, str(peak_file), *args]
