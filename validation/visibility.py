@@ -101,13 +101,13 @@ def visibility(
         on_absolute = absolute_items[ix.r_item[sel]]
         odd = _items_with_odd_deltas(ix) & ~absolute_items
         in_python = odd[ix.r_item[sel]]
-        fast = np.flatnonzero(~in_python)
-        if len(fast):
-            per_write = _DeltaFacts.of(ix)
-            for part in _chunks(ix, sel[fast]):
+        per_write = _DeltaFacts.of(ix) if (~in_python).any() else None
+        for absolute in (True, False):  # the two kinds' pairs are judged apart
+            fast = np.flatnonzero(~in_python & (on_absolute == absolute))
+            for part in _chunks(ix, sel[fast]) if per_write is not None else ():
                 j = fast[part]
                 _misses(ix, per_write, sel[j], observed[j], init[sel[j]], read_start[j],
-                        on_absolute[j], latest_miss)  # fmt: skip
+                        absolute, latest_miss)  # fmt: skip
         for j in np.flatnonzero(in_python).tolist():
             _misses_in_python(ix, int(sel[j]), int(observed[j]), int(init[sel[j]]),
                               int(read_start[j]), latest_miss)  # fmt: skip
@@ -123,6 +123,9 @@ class _DeltaFacts:
     base: np.ndarray  # sum of the item's writes that ended before it started, plus its own
     pos: np.ndarray  # +1 writes concurrent with it
     neg: np.ndarray  # -1 writes concurrent with it
+    # its item's writes that start within [its start, its end]: [s_pos, e_pos) in start order
+    s_pos: np.ndarray
+    e_pos: np.ndarray
 
     @classmethod
     def of(cls, ix: WriteIndex) -> "_DeltaFacts":
@@ -145,7 +148,8 @@ class _DeltaFacts:
         plus, minus = (d == 1).astype(np.int64), (d == -1).astype(np.int64)
         pos = started_by(plus) - ended_before(plus) - plus
         neg = started_by(minus) - ended_before(minus) - minus
-        return cls(ended_before(d) + d, pos, neg)
+        e_pos = np.searchsorted(ix.start_key, (ix.w_item << ix.bits) | ix.w_e, side="right")
+        return cls(ended_before(d) + d, pos, neg, np.searchsorted(ix.start_key, key), e_pos)
 
 
 def _items_with_odd_deltas(ix: WriteIndex) -> np.ndarray:
@@ -176,9 +180,10 @@ def _chunks(ix: WriteIndex, sel: np.ndarray) -> Iterator[np.ndarray]:
 
 def _misses(
     ix: WriteIndex, facts: _DeltaFacts, sel: np.ndarray, observed: np.ndarray,
-    init: np.ndarray, read_start: np.ndarray, absolute: np.ndarray, latest_miss: np.ndarray,
+    init: np.ndarray, read_start: np.ndarray, absolute: bool, latest_miss: np.ndarray,
 ) -> None:  # fmt: skip
-    """Record, per write, the latest start of the reads of sel that missed it."""
+    """Record, per write, the latest start of the reads of sel (all of absolute items, or
+    all of delta items) that missed it."""
     lo, hi = _candidates(ix, sel)
     k, p = expand(lo, hi)
     if len(k) == 0:
@@ -186,21 +191,21 @@ def _misses(
     b = ix.by_start[p]
     ws, we, v = ix.w_s[b], ix.w_e[b], observed[k]
     seg = np.concatenate([[0], np.cumsum(hi - lo)])
-    # absolute: the latest end among the candidates that wrote the value read
-    latest_end = _segment_max(np.where(ix.w_value[b] == v, we, -1), seg)
-    included = absolute[k] & (ws <= latest_end[k])
-    # delta: the value read lies in b's range (A), or in it with one concurrent +1 or -1
-    # forced in (P, M)
-    low = init[k] + facts.base[b] - facts.neg[b]
-    high = init[k] + facts.base[b] + facts.pos[b]
-    in_a = (v >= low) & (v <= high)
-    latest_a = _segment_max(np.where(in_a, ws, -1), seg)
-    delta = ~absolute[k]
-    included |= delta & (in_a | (we < latest_a[k]))
-    d = ix.w_value[b]
-    for sign, fits in ((1, (v > low) & (v <= high)), (-1, (v >= low) & (v < high))):
-        concurrent = _starts_within(k, ws, we, fits) - fits
-        included |= delta & (d == sign) & (concurrent > 0)
+    if absolute:  # the latest end among the candidates that wrote the value read
+        latest_end = _segment_max(np.where(ix.w_value[b] == v, we, -1), seg)
+        included = ws <= latest_end[k]
+    else:  # the value read lies in b's range (A), or in it with one concurrent +1 or -1
+        # forced in (P, M)
+        low = init[k] + facts.base[b] - facts.neg[b]
+        high = init[k] + facts.base[b] + facts.pos[b]
+        in_a = (v >= low) & (v <= high)
+        latest_a = _segment_max(np.where(in_a, ws, -1), seg)
+        included = in_a | (we < latest_a[k])
+        d = ix.w_value[b]
+        for sign, fits in ((1, (v > low) & (v <= high)), (-1, (v >= low) & (v < high))):
+            asked = np.flatnonzero((d == sign) & ~included)
+            concurrent = _starts_within(k, b, lo, seg, hi, facts, fits, asked) - fits[asked]
+            included[asked] |= concurrent > 0
     missed = ix.known[b] & (we < ix.r_s[sel][k]) & ~included
     np.maximum.at(latest_miss, b[missed], read_start[k[missed]])
 
@@ -214,14 +219,20 @@ def _segment_max(x: np.ndarray, seg: np.ndarray) -> np.ndarray:
     return out
 
 
-def _starts_within(k: np.ndarray, ws: np.ndarray, we: np.ndarray, fits: np.ndarray) -> np.ndarray:
-    """Per pair (k, w): how many pairs of the same read with `fits` start within [w.s, w.e]."""
-    times = np.unique(np.concatenate([ws, we]))
-    tb = max(1, len(times).bit_length())
-    s_rank, e_rank = np.searchsorted(times, ws), np.searchsorted(times, we)
-    keys = np.sort((k[fits] << tb) | s_rank[fits])
-    upto = np.searchsorted(keys, (k << tb) | e_rank, side="right")
-    count: np.ndarray = upto - np.searchsorted(keys, (k << tb) | s_rank)
+def _starts_within(
+    k: np.ndarray, b: np.ndarray, lo: np.ndarray, seg: np.ndarray, hi: np.ndarray,
+    facts: _DeltaFacts, fits: np.ndarray, asked: np.ndarray,
+) -> np.ndarray:  # fmt: skip
+    """Per pair of `asked` (positions into the pairs (k, b)): how many pairs of the same read
+    with `fits` start within [b.s, b.e]. A read's pairs are its item's writes [lo, hi) in
+    start order, so those are the pairs [s_pos, min(e_pos, hi)) of b: a difference of running
+    counts, linear in the pairs (a sort of the pairs was not: a store whose reads are nearly
+    all stale gives every read thousands of pairs)."""
+    counted = np.concatenate([[0], np.cumsum(fits)])
+    k, b = k[asked], b[asked]
+    at = seg[k] - lo[k]  # pair index of read k's write in start position q: at + q
+    last = np.minimum(facts.e_pos[b], hi[k])
+    count: np.ndarray = counted[at + last] - counted[at + facts.s_pos[b]]
     return count
 
 
