@@ -20,6 +20,9 @@ from bgbench.worker.measurement import Recorder
 from bgbench.worker.tally import ActionTally
 
 MAX_CONSECUTIVE_ERRORS = 100
+# ... or nothing but errors for this long: a store whose every call times out (5 s for
+# memcached) would take minutes to reach the count above.
+MAX_FAILING_NS = 30_000_000_000
 # A run that tolerates errors: a socialite whose action failed waits this long before its
 # next, so a dead store is not spun on (refused connections fail in microseconds).
 ERROR_BACKOFF_S = 0.01
@@ -195,11 +198,22 @@ def finish(recorders: list[Recorder]) -> None:
         r.finish()
 
 
-def failing(rec: Recorder, who: str) -> str:
+def gave_up(timed: Timer[Any]) -> bool:
+    """Whether a runner's store is failing: too many errors in a row, or for too long
+    (`failing_since` is left as it was by a success: the hot path does not touch it)."""
+    errors = timed.consecutive_errors
+    return errors >= MAX_CONSECUTIVE_ERRORS or (
+        errors > 0 and monotonic_ns() - timed.failing_since >= MAX_FAILING_NS
+    )
+
+
+def failing(timed: Timer[Any], who: str) -> str:
+    rec: Recorder = timed.rec
     key = next(reversed(rec.error_samples))
+    seconds = (monotonic_ns() - timed.failing_since) / 1e9
     return (
-        f"store failing: {MAX_CONSECUTIVE_ERRORS} errors in a row on {who}, "
-        f"last {key[1]}: {rec.error_samples[key]}"
+        f"store failing: {timed.consecutive_errors} errors in a row over {seconds:.1f} s on "
+        f"{who}, last {key[1]}: {rec.error_samples[key]}"
     )
 
 

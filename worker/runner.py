@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable
 from time import monotonic_ns
-from typing import Any, cast
+from typing import Any
 
 from bgbench.sdk import Player, Think, Timer, UnitContext, run_blocking
 from bgbench.validation.logformat import LogWriter
@@ -37,7 +37,6 @@ from bgbench.worker.plan import (
 )
 from bgbench.worker.plan import (
     ERROR_BACKOFF_S,
-    MAX_CONSECUTIVE_ERRORS,
     NEVER_NS,
     Arrivals,
     Flags,
@@ -49,6 +48,7 @@ from bgbench.worker.plan import (
     error_counts,
     failing,
     finish,
+    gave_up,
     not_stopping,
     sleep_until,
     slice_for,
@@ -292,8 +292,8 @@ async def _socialite(
                     if not await think(ERROR_BACKOFF_S):
                         break
                     slice_end = monotonic_ns() + slice_ns
-                elif timed.consecutive_errors >= MAX_CONSECUTIVE_ERRORS:
-                    flags.aborted.append(failing(cast(Recorder, timed.rec), f"task {t}"))
+                elif gave_up(timed):
+                    flags.aborted.append(failing(timed, f"task {t}"))
                     flags.stop = True
             if timed.count >= max_ops:
                 break
@@ -486,8 +486,8 @@ def _thread_main(
                 if tolerant:  # a dead store is not spun on
                     if stop.wait(ERROR_BACKOFF_S):
                         break
-                elif timed.consecutive_errors >= MAX_CONSECUTIVE_ERRORS:
-                    flags.aborted.append(failing(rec, f"thread {t}"))
+                elif gave_up(timed):
+                    flags.aborted.append(failing(timed, f"thread {t}"))
                     flags.stop = True
                     stop.set()
             if timed.count >= max_ops:

@@ -49,11 +49,12 @@ class Timer(Generic[C]):
     `conn` is the runner's store connection, as the workload's units see it
     (asynchronous, or a blocking one through `sdk.blocking`). `in_call` is when the store
     call in progress began (monotonic ns), 0 between calls; `count` the actions performed;
-    `consecutive_errors` the failures since the last success: the engine reads all three.
+    `consecutive_errors` the failures since the last success and `failing_since` when the
+    first of them began (monotonic ns; stale while there are none): the engine reads them all.
     A workload may subclass it to add its own timed methods.
     """
 
-    __slots__ = ("conn", "consecutive_errors", "count", "in_call", "rec", "thread")
+    __slots__ = ("conn", "consecutive_errors", "count", "failing_since", "in_call", "rec", "thread")
 
     def __init__(self, conn: C, recorder: Recorder, thread: int) -> None:
         self.conn = conn
@@ -62,6 +63,7 @@ class Timer(Generic[C]):
         self.in_call = 0
         self.count = 0
         self.consecutive_errors = 0
+        self.failing_since = 0
 
     def failed(self, code: int, intended: int, start: int, sid: int, exc: Exception) -> None:
         """Record a call that began at `start` and raised."""
@@ -71,6 +73,8 @@ class Timer(Generic[C]):
         rec.acts.extend((code, ERROR, self.thread, intended, start, end, sid))
         rec.error(code, exc)
         self.count += 1
+        if not self.consecutive_errors:
+            self.failing_since = start
         self.consecutive_errors += 1
 
     def done(self, code: int, intended: int, start: int, sid: int) -> int:
