@@ -202,7 +202,7 @@ def _wait_joined(info: dict[str, Any], record: dict[str, Any], deadline: float) 
 
     def serves() -> bool:
         if not running(pid):
-            raise CassandraNodeError(f"{name} exited while starting (log: {record['dir']})")
+            raise CassandraNodeError(f"{name} exited while starting: {_last_error(record)}")
         return sees_peers(record["host"], info["port"], 0)
 
     _wait(serves, f"{name} to answer CQL", deadline)
@@ -213,6 +213,19 @@ def _wait_joined(info: dict[str, Any], record: dict[str, Any], deadline: float) 
             f"{observer['name']} to see {name} up (UN)",
             deadline,
         )
+
+
+def _last_error(record: dict[str, Any]) -> str:
+    """The last ERROR line of a node's log (its tail), with where the log is."""
+    log = Path(record["dir"]) / "cassandra.log"
+    try:
+        with log.open("rb") as f:
+            f.seek(max(0, log.stat().st_size - 65536))
+            tail = f.read().decode(errors="replace").splitlines()
+    except OSError:
+        tail = []
+    said = next((line.strip() for line in reversed(tail) if "ERROR" in line), "no ERROR line")
+    return f"{said[:400]} (log: {log})"
 
 
 def _status(
