@@ -247,7 +247,19 @@ def _configure(
 
 def launch(record: dict[str, Any]) -> int:
     """Start a node with its recorded command line (its log appended to); its pid."""
+    keep_jmx_port_free(record)
     return spawn(record["command"], Path(record["dir"]), "cassandra.log", append=True)
+
+
+def keep_jmx_port_free(record: dict[str, Any]) -> None:
+    """Ports are picked when the cluster starts; a spare node starts minutes later, when any
+    process may hold its JMX port (a client's ephemeral port): the JVM would exit at once.
+    A taken port is replaced, in the record and its command line."""
+    if bindable("127.0.0.1", record["jmx_port"]):
+        return
+    port, flag = free_port(), "-Dcassandra.jmx.local.port="
+    record["command"] = [f"{flag}{port}" if a.startswith(flag) else a for a in record["command"]]
+    record["jmx_port"] = port
 
 
 def pids_of(records: list[dict[str, Any]]) -> list[int]:
