@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,6 +65,12 @@ class Credentials:
     cert: bytes | None = None
     key: bytes | None = None
     server_name: str | None = None
+    # the name to check in the certificate of an agent reached at one of its name's
+    # addresses (coordinator/execution/agent_names.py); server_name comes first
+    server_names: Mapping[str, str] = field(default_factory=dict)
+
+    def name_for(self, address: str) -> str | None:
+        return self.server_name or self.server_names.get(address)
 
 
 class AgentClient:
@@ -82,9 +88,8 @@ class AgentClient:
         self.heartbeat_timeout = heartbeat_timeout
         creds = credentials or Credentials()
         if creds.ca is not None:
-            options = (
-                [("grpc.ssl_target_name_override", creds.server_name)] if creds.server_name else []
-            )
+            name = creds.name_for(address)
+            options = [("grpc.ssl_target_name_override", name)] if name else []
             self.channel = grpc.secure_channel(
                 address,
                 grpc.ssl_channel_credentials(creds.ca, creds.key, creds.cert),

@@ -5,12 +5,13 @@ import os
 import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from bgbench.coordinator.configuration.config import Settings
 from bgbench.coordinator.execution import preflight
+from bgbench.coordinator.execution.agent_names import Expanded, expand
 from bgbench.coordinator.execution.agents import (
     AgentClient,
     Credentials,
@@ -142,9 +143,9 @@ class AgentsTarget:
         """Before an experiment: a listed agent dropped earlier that answers again rejoins
         (the fragments are laid out again over all and reloaded)."""
         assert self.cluster is not None
-        listed = self.settings.agents.addresses
+        listed, _ = listed_agents(self.settings, self.creds)
         present = {c.address for c in self.cluster.clients}
-        missing = [a for a in listed if a not in present]
+        missing = [a for a in listed.addresses if a not in present]
         if missing and any(self._answers(a) for a in missing):
             self.say("an agent answers again: rejoining")
             self.recover()
@@ -162,9 +163,11 @@ class AgentsTarget:
             if respawned:
                 self.say(f"respawned local agents {respawned}")
             addresses = list(self.local.addresses)
-        else:
-            addresses = list(self.settings.agents.addresses)
-        caps = self.settings.agents.capacities or [1.0] * len(addresses)
+            caps = self.settings.agents.capacities or [1.0] * len(addresses)
+        else:  # a name's addresses looked up again: replicas may have come or gone
+            listed, self.creds = listed_agents(self.settings, self.creds)
+            addresses = listed.addresses
+            caps = listed.capacities or [1.0] * len(addresses)
         alive = [(a, c) for a, c in zip(addresses, caps, strict=True) if self._answers(a)]
         if not alive:
             raise SystemFault(f"no agent answers any more ({', '.join(addresses)})")
@@ -246,6 +249,13 @@ def credentials(settings: Settings, local_token: str | None = None) -> Credentia
     )
 
 
+def listed_agents(settings: Settings, creds: Credentials | None) -> tuple[Expanded, Credentials]:
+    """The listed agents, names that stand for many expanded (agent_names.py), and the
+    credentials that check each expanded agent's certificate for its name."""
+    listed = expand(settings.agents.addresses, settings.agents.capacities)
+    return listed, replace(creds or Credentials(), server_names=listed.server_names)
+
+
 def _answers(address: str, creds: Credentials | None, heartbeat_timeout: float) -> bool:
     client = AgentClient(address, creds, heartbeat_timeout)
     try:
@@ -268,10 +278,12 @@ def bring_up(
     a = settings.agents
     processes = a.processes if isinstance(a.processes, int) else 1  # resolved above
     local = LocalAgents()
+    capacities = a.capacities
     if a.addresses:
-        creds = credentials(settings)
-        addresses = list(a.addresses)
-        say(f"connecting to {len(addresses)} agents; store {settings.store.name}")
+        listed, creds = listed_agents(settings, credentials(settings))
+        addresses, capacities = listed.addresses, listed.capacities
+        named = f" ({listed.said()})" if listed.names else ""
+        say(f"connecting to {len(addresses)} agents{named}; store {settings.store.name}")
     else:
         preflight.check_local_memory(settings)
         preflight.check_fit(settings, [processes] * a.local)
@@ -291,11 +303,12 @@ def bring_up(
                 list(settings.resources.monitors), creds, store_watch(settings), a.heartbeat_timeout
             )
         cluster = Cluster.connect(
-            addresses, a.capacities, creds, a.capacity == "measure", a.heartbeat_timeout
+            addresses, capacities, creds, a.capacity == "measure", a.heartbeat_timeout
         )
         if a.capacity == "measure" and not a.capacities:
-            a.capacities = list(cluster.capacities)  # recorded: a resume reuses them
-            say(f"measured agent capacities: {a.capacities}")
+            say(f"measured agent capacities: {list(cluster.capacities)}")
+            if not a.addresses or addresses == a.addresses:  # one weight per listed agent
+                a.capacities = list(cluster.capacities)  # recorded: a resume reuses them
         if a.addresses:
             facts = cluster.facts()
             weights = list(cluster.capacities)
