@@ -65,12 +65,7 @@ class Credentials:
     cert: bytes | None = None
     key: bytes | None = None
     server_name: str | None = None
-    # the name to check in the certificate of an agent reached at one of its name's
-    # addresses (coordinator/execution/agent_names.py); server_name comes first
-    server_names: Mapping[str, str] = field(default_factory=dict)
-
-    def name_for(self, address: str) -> str | None:
-        return self.server_name or self.server_names.get(address)
+    server_names: Mapping[str, str] = field(default_factory=dict)  # agent_names.py's
 
 
 class AgentClient:
@@ -88,7 +83,7 @@ class AgentClient:
         self.heartbeat_timeout = heartbeat_timeout
         creds = credentials or Credentials()
         if creds.ca is not None:
-            name = creds.name_for(address)
+            name = creds.server_name or creds.server_names.get(address)  # else the host
             options = [("grpc.ssl_target_name_override", name)] if name else []
             self.channel = grpc.secure_channel(
                 address,

@@ -6,7 +6,6 @@ real name through /etc/hosts."""
 import ipaddress
 
 from bgbench.coordinator.execution.agent_names import agents_of, expand, resolve
-from bgbench.coordinator.execution.agents import Credentials
 
 TABLE = {
     "agents.svc": ["10.1.0.7", "10.1.0.3", "10.1.0.3", "fd00::7", "10.1.0.12"],
@@ -53,14 +52,6 @@ def test_without_expansion_nothing_changes():
     listed = expand(["10.0.0.1:7100", "10.0.0.1:7100", "one.svc:7100"], None, table)
     assert listed.addresses == ["10.0.0.1:7100", "10.0.0.1:7100", "one.svc:7100"]
     assert listed.capacities is None and listed.server_names == {} and listed.said() == ""
-
-
-def test_the_tls_name_given_in_settings_comes_first():
-    creds = Credentials(server_names={"10.1.0.3:7100": "agents.svc"})
-    assert creds.name_for("10.1.0.3:7100") == "agents.svc"
-    assert creds.name_for("10.5.0.1:7100") is None
-    named = Credentials(server_name="agent.example", server_names={"10.1.0.3:7100": "agents.svc"})
-    assert named.name_for("10.1.0.3:7100") == "agent.example"
 
 
 def test_the_real_resolver_finds_loopback_and_not_an_invalid_name():
