@@ -121,6 +121,7 @@ def test_by_default_the_coordinator_rates_through_the_headless_service(tmp_path)
     settings["agents"].pop("tls")  # its files exist only inside the pod
     parsed = Settings.model_validate(settings)
     assert parsed.agents.on_failure == "retry" and parsed.store.name == "sqlite"
+    assert one(docs, "Job")["metadata"]["name"] == f"{RELEASE}-bgbench-rating-1"  # a revision's
     coordinator = container(docs, "Job")
     assert coordinator["args"][:3] == ["rate", "--config", "/config/rating.yaml"]
     assert coordinator["args"][3:5] == ["--results", "/results"]
