@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from bgbench import extras
 from bgbench.errors import UserError
 
 
@@ -81,6 +82,7 @@ def deck(
 ) -> None:
     """A local web deck: edit and check settings, start, watch, stop and resume ratings,
     browse past ones. Each rating runs as its own bgbench process."""
+    extras.require_extra("deck", "bgbench deck")
     import uvicorn  # here: the web stack costs every other command nothing
 
     from bgbench.coordinator.interfaces.deck_app import DeckConfig, create_app
