@@ -208,5 +208,10 @@ def test_an_agent_without_the_extra_is_named_by_the_coordinator_in_one_line(bare
          "-p", f'agents.addresses=["{bare_agent}"]', "-p", "agents.heartbeat_timeout=60"],
         300, env={**_clean_env(), "BGBENCH_TOKEN": TOKEN},
     )  # fmt: skip
-    line = _one_line_naming(proc, "mongodb")
-    assert f"agent {bare_agent}" in line and "on this agent" in line
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    (line,) = [x for x in proc.stderr.splitlines() if x.startswith("bgbench: error")]
+    assert line == (
+        f"bgbench: error: agent {bare_agent}: store mongodb needs the 'mongodb' extra, not "
+        "installed on this agent (missing: pymongo): pip install 'bgbench[mongodb]'"
+    )
