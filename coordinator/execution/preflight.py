@@ -6,9 +6,9 @@ from collections.abc import Sequence
 
 import psutil
 
+from bgbench import extras
 from bgbench.coordinator.configuration.config import Settings
 from bgbench.coordinator.configuration.plan import AgentSlot, FragmentLayout, layout, split_threads
-from bgbench import extras
 from bgbench.errors import UserError
 from bgbench.sdk import AnyWorkload as Workload
 from bgbench.workloads import registry
