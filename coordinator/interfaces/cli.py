@@ -368,6 +368,7 @@ def validate(
 def stores(workload: WorkloadFlag = None) -> None:
     """List the store bindings installed: one line per workload, or one line per store of
     --workload (and the model store, which simulates any)."""
+    from bgbench import extras
     from bgbench.coordinator.execution import preflight
     from bgbench.coordinator.execution.target_kinds import simulated_store_names
     from bgbench.workloads import registry
@@ -380,6 +381,10 @@ def stores(workload: WorkloadFlag = None) -> None:
         out().print(f"{name}: {' '.join(preflight.store_names(name))}")
     for name in simulated_store_names():
         out().print(f"{name} (simulated, any workload)")
+    lacking = [s for s in extras.STORE_EXTRA if extras.store_problem(s)]
+    if lacking:  # listed, but their drivers come with extras (docs/guide/install.md)
+        wanted = ",".join(sorted({extras.STORE_EXTRA[s] for s in lacking}))
+        print(f"without their extra here: {' '.join(lacking)}; pip install 'bgbench[{wanted}]'")
 
 
 @app.command(

@@ -215,3 +215,14 @@ def test_an_agent_without_the_extra_is_named_by_the_coordinator_in_one_line(bare
         f"bgbench: error: agent {bare_agent}: store mongodb needs the 'mongodb' extra, not "
         "installed on this agent (missing: pymongo): pip install 'bgbench[mongodb]'"
     )
+
+
+def test_stores_lists_every_store_and_names_those_without_their_extra(venv, tmp_path):
+    proc = _bgbench(venv, "stores", cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert any(line.startswith("bg: ") and "cassandra" in line for line in lines)
+    assert lines[-1] == (
+        "without their extra here: postgres casql mongodb cassandra hbase riak mysql; "
+        "pip install 'bgbench[casql,cassandra,hbase,mongodb,mysql,postgres,riak]'"
+    )
