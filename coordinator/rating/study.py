@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from bgbench import extras
 from bgbench.coordinator.configuration.config import Settings
 from bgbench.coordinator.records.events import Say
 from bgbench.coordinator.storage.results import ResultsStore
@@ -68,6 +69,7 @@ def run_study(
     workload = settings.workload.name
     find_study(workload, name)
     registry.make_options(workload, settings.store.name, dict(settings.store.options))  # exit 2
+    extras.require_store(settings.store.name)  # its worker process runs here
     request = {
         "workload": workload, "study": name, "store": settings.store.name,
         "config": json.loads(settings.workload_config.model_dump_json()),

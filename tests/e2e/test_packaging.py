@@ -226,3 +226,13 @@ def test_stores_lists_every_store_and_names_those_without_their_extra(venv, tmp_
         "without their extra here: postgres casql mongodb cassandra hbase riak mysql; "
         "pip install 'bgbench[casql,cassandra,hbase,mongodb,mysql,postgres,riak]'"
     )
+
+
+def test_a_study_of_a_store_without_its_extra_is_one_line_and_records_nothing(venv, tmp_path):
+    proc = _bgbench(
+        venv, "study", "load", "--workload", "sensorlog", "--store", "mongodb",
+        "--results", "results", cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    line = _one_line_naming(proc, "mongodb")
+    assert "store mongodb" in line
+    assert not (tmp_path / "results").exists()
