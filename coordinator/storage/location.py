@@ -8,7 +8,7 @@ accepted, but every place the URL is shown or recorded shows it redacted (`str(u
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from bgbench.coordinator.configuration.redaction import redact_text
 from bgbench.errors import UserError
@@ -35,6 +35,25 @@ class ResultsURL:
 
 
 Location = Path | ResultsURL
+
+
+class NoResultsStore(UserError):
+    """Nothing was recorded where --results points yet."""
+
+
+def for_child(where: Location) -> tuple[str, dict[str, str]]:
+    """The `--results` argument that names `where` to a bgbench subprocess, and the
+    environment it needs beside it: a URL's password goes in PGPASSWORD, never on a
+    command line (which any user of the machine can read)."""
+    if isinstance(where, Path):
+        return str(where), {}
+    parts = urlsplit(where.dsn)
+    if parts.password is None:
+        return where.dsn, {}
+    netloc = parts.netloc.rsplit("@", 1)
+    user = netloc[0].split(":", 1)[0]
+    bare = parts._replace(netloc=f"{user}@{netloc[1]}").geturl()
+    return bare, {"PGPASSWORD": unquote(parts.password)}
 
 
 def is_url(value: str) -> bool:

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from bgbench.coordinator.configuration.redaction import redact_text
-from bgbench.coordinator.storage.location import ResultsURL
+from bgbench.coordinator.storage.location import NoResultsStore, ResultsURL
 from bgbench.coordinator.storage.schema import SCHEMA
 from bgbench.coordinator.storage.store_file import SCHEMA_VERSION, StoreFault, printable
 from bgbench.errors import UserError
@@ -186,5 +186,5 @@ def existing(url: ResultsURL) -> None:
             "the server is up (the password goes in PGPASSWORD or a pgpass file)"
         ) from None
     if version is None:
-        raise UserError(f"no results store in {url}: nothing was recorded there yet")
+        raise NoResultsStore(f"no results store in {url}: nothing was recorded there yet")
     refuse_newer(url, version)

@@ -19,7 +19,7 @@ from typing import Any
 from bgbench.coordinator.configuration.redaction import redact_config, redact_strings, redact_text
 from bgbench.coordinator.storage import pg
 from bgbench.coordinator.storage.evidence import RunFigures, reasons_of
-from bgbench.coordinator.storage.location import Location, ResultsURL
+from bgbench.coordinator.storage.location import Location, NoResultsStore, ResultsURL
 from bgbench.coordinator.storage.schema import (
     DB_NAME,
     EXPERIMENT_COLUMNS,
@@ -113,7 +113,7 @@ class ResultsStore:
             pg.existing(results_dir)
             return cls(Path("results").absolute(), results_dir)
         if not (results_dir / DB_NAME).exists():
-            raise UserError(f"no results store in {results_dir}: give --results the directory "
+            raise NoResultsStore(f"no results store in {results_dir}: give --results the directory "
                             "the rating was recorded in")  # fmt: skip
         return cls(results_dir)
 
