@@ -12,16 +12,13 @@ version kept in bgbench_meta and checked like the SQLite file's user_version.
 import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bgbench.coordinator.configuration.redaction import redact_text
 from bgbench.coordinator.storage.location import NoResultsStore, ResultsURL
 from bgbench.coordinator.storage.schema import SCHEMA
 from bgbench.coordinator.storage.store_file import SCHEMA_VERSION, StoreFault, printable
 from bgbench.errors import UserError
-
-if TYPE_CHECKING:
-    import psycopg
 
 _SCHEMA_LOCK = 0x6267_6265_6E63  # pg_advisory_xact_lock key while the schema is made
 META = "CREATE TABLE IF NOT EXISTS bgbench_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
@@ -52,7 +49,7 @@ def _row_factory(cursor: Any) -> Callable[[Sequence[Any]], Row]:
 class PgDb:
     """One transaction on the store, with sqlite3.Connection's execute and executemany."""
 
-    def __init__(self, conn: "psycopg.Connection[Any]") -> None:
+    def __init__(self, conn: Any) -> None:  # a psycopg.Connection
         self.conn = conn
 
     def execute(self, sql: str, params: Sequence[Any] = (), /) -> Any:
