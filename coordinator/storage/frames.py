@@ -206,9 +206,7 @@ def store_file(path: str | Path | ResultsURL) -> Location:
 def reading(where: Location) -> Iterator[Any]:
     """The store opened read-only (nothing created or changed), its version checked."""
     if isinstance(where, ResultsURL):
-        pg.existing(where)
-        with pg.transaction(where, read_only=True) as pdb:
-            pg.refuse_newer(where, pg.version_of(pdb))
+        with pg.reading(where) as pdb:
             yield pdb
         return
     with read_only(where) as db:

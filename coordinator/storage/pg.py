@@ -26,6 +26,7 @@ PG_SCHEMA = META + re.sub(r" REFERENCES \w+\(\w+\)", "", SCHEMA).replace(
     " REAL", " DOUBLE PRECISION"
 ).replace(" INTEGER", " BIGINT").replace(" TEXT", ' TEXT COLLATE "C"')
 CONNECT_TIMEOUT_S = 10
+UNREACHABLE = "cannot connect"
 
 
 class Row(dict[str, Any]):
@@ -104,7 +105,7 @@ def transaction(url: ResultsURL, *, read_only: bool = False) -> Iterator[PgDb]:
             row_factory=_row_factory,
         )
     except psycopg.Error as exc:
-        raise StoreFault(url, f"cannot connect ({_reason(exc)})") from None
+        raise StoreFault(url, f"{UNREACHABLE} ({_reason(exc)})") from None
     try:
         conn.read_only = read_only
         with conn.transaction():
@@ -174,14 +175,25 @@ def writable(url: ResultsURL) -> None:
 
 def existing(url: ResultsURL) -> None:
     """The store must already hold bgbench's tables (nothing is made looking for one)."""
+    with reading(url):
+        pass
+
+
+@contextmanager
+def reading(url: ResultsURL) -> Iterator[PgDb]:
+    """A read-only transaction on an existing store of this bgbench's schema (or an older
+    one); one line if the server cannot be reached or nothing was recorded there."""
     try:
         with transaction(url, read_only=True) as db:
             version = version_of(db)
+            if version is None:
+                raise NoResultsStore(f"no results store in {url}: nothing was recorded there yet")
+            refuse_newer(url, version)
+            yield db
     except StoreFault as exc:
+        if not exc.reason.startswith(UNREACHABLE):  # it went away mid-way: the machine's
+            raise
         raise UserError(
             f"results store {url} cannot be used ({exc.reason}): check the URL and that "
             "the server is up (the password goes in PGPASSWORD or a pgpass file)"
         ) from None
-    if version is None:
-        raise NoResultsStore(f"no results store in {url}: nothing was recorded there yet")
-    refuse_newer(url, version)
