@@ -450,15 +450,11 @@ def _record_run(
 ) -> None:
     """A run in the results store: a record of objective "run" holding its experiment
     (and any attempt an infrastructure failure ended before it)."""
-    known = {r["id"] for r in store.ratings()}
-    record_id, n = result.experiment_id, 1
-    while record_id in known:  # two runs at the same T in the same second
-        n += 1
-        record_id = f"{result.experiment_id}-{n}"
     config = settings.model_dump_json()
-    store.start_rating(
-        record_id, RUN_OBJECTIVE, settings.store.name, config, str(base_dir.absolute())
-    )
+    record_id = store.start_rating(  # two runs at the same T in the same second: -2, -3, ...
+        result.experiment_id, RUN_OBJECTIVE, settings.store.name, config,
+        str(base_dir.absolute()), renamed=True,
+    )  # fmt: skip
     try:
         store.set_hosts(record_id, hosts, versions)
         for attempt in retried:

@@ -54,6 +54,16 @@ def _make(results_dir: Path, store: Location) -> None:
         raise UserError(f"results store {store} cannot be used: {exc}") from None
 
 
+def _free_id(db: Any, base: str) -> str:
+    """`base`, or base-N for the first N from 2 not yet a rating's id."""
+    taken = {r[0] for r in db.execute("SELECT id FROM ratings WHERE id LIKE ?", (base + "%",))}
+    record_id, n = base, 1
+    while record_id in taken:
+        n += 1
+        record_id = f"{base}-{n}"
+    return record_id
+
+
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")
 
@@ -169,11 +179,24 @@ class ResultsStore:
 
     # -- ratings -----------------------------------------------------------------
     def start_rating(
-        self, rating_id: str, objective: str, store: str, config_json: str, cwd: str = ""
-    ) -> None:
+        self,
+        rating_id: str,
+        objective: str,
+        store: str,
+        config_json: str,
+        cwd: str = "",
+        *,
+        renamed: bool = False,
+    ) -> str:
+        """Record a new rating; its id. With `renamed`, an id already taken (two runs at
+        the same T in the same second, on one coordinator or two) gets -2, -3, ...: the
+        free one is picked and taken in one transaction (under a lock in PostgreSQL)."""
         workload, section = workload_of(config_json)
         config_json = _redacted_config(config_json)
         with self._db() as db:
+            if renamed:
+                self._lock(db, rating_id)
+                rating_id = _free_id(db, rating_id)
             db.execute(
                 "INSERT INTO ratings (id, created, updated, status, objective, store, config_json,"
                 " cwd, workload, workload_config_json)"
@@ -183,6 +206,7 @@ class ResultsStore:
                     workload, section,
                 ),
             )  # fmt: skip
+        return rating_id
 
     def update_config(self, rating_id: str, config_json: str) -> None:
         workload, section = workload_of(config_json)

@@ -214,6 +214,9 @@ def test_a_bad_url_is_one_line_and_exit_2_with_nothing_lost(tmp_path):
     assert not list(kept.iterdir())[1:]
 
 
+RUN = "20261207-000000-T1"  # a run's id: its time to the second and its T
+
+
 def experiment(threads: int) -> ExperimentResult:
     lat = LatencySummary(10, 1.0, 1.0, 1.0, 1.0, 1.0)
     return ExperimentResult(
@@ -226,9 +229,11 @@ def experiment(threads: int) -> ExperimentResult:
 
 def test_coordinators_recording_at_once_do_not_clash(postgres_server, tmp_path):
     """Four coordinators make the schema at once (none has it yet), each records its own
-    rating, and all four record into one rating (R0) at once: every row kept, seq unique."""
+    rating and a run whose id the others' runs take too, and all four record into one
+    rating (R0) at once: every row kept, ids and seq unique."""
     url = url_of(postgres_server)
     errors: list[BaseException] = []
+    ran: list[str] = []  # runs at the same T in the same second, on each coordinator
     started = threading.Barrier(4, timeout=120)
 
     def coordinator(n: int) -> None:
@@ -236,6 +241,7 @@ def test_coordinators_recording_at_once_do_not_clash(postgres_server, tmp_path):
             store = ResultsStore(tmp_path / f"w{n}", url)  # the schema made by whoever is first
             store.start_rating(f"R{n}", "soar", "sqlite", '{"workload": {"name": "bg"}}')
             started.wait()
+            ran.append(store.start_rating(RUN, "run", "sqlite", "{}", renamed=True))
             for t in range(1, 6):
                 store.add_experiment(f"R{n}", "search", experiment(t))
                 store.add_experiment("R0", "final", experiment(t))
@@ -249,7 +255,9 @@ def test_coordinators_recording_at_once_do_not_clash(postgres_server, tmp_path):
         t.join(timeout=180)
     assert not errors, errors
     store = ResultsStore.existing(url)
-    assert sorted(r["id"] for r in store.ratings()) == ["R0", "R1", "R2", "R3"]
+    runs = [RUN, *(f"{RUN}-{n}" for n in (2, 3, 4))]
+    assert sorted(ran) == runs
+    assert sorted(r["id"] for r in store.ratings()) == [*runs, "R0", "R1", "R2", "R3"]
     assert [e["seq"] for e in store.experiments("R0")] == list(range(1, 26))  # 10 + 3 x 5
     assert [e["seq"] for e in store.experiments("R3")] == [1, 2, 3, 4, 5]
     with pg.transaction(url, read_only=True) as db:
