@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from bgbench import extras
 from bgbench.coordinator.configuration.redaction import redact_text
 from bgbench.coordinator.storage.location import NoResultsStore, ResultsURL
 from bgbench.coordinator.storage.schema import SCHEMA
@@ -81,7 +82,8 @@ def _psycopg() -> Any:
         import psycopg
     except ImportError:
         raise UserError(
-            "a postgresql:// results store needs psycopg: pip install 'bgbench[postgres]'"
+            "a postgresql:// results store needs the 'postgres' extra, not installed here "
+            f"(missing: psycopg): {extras.install_hint('postgres')}"
         ) from None
     return psycopg
 

@@ -80,6 +80,6 @@ def test_without_psycopg_a_url_names_the_extra_to_install(tmp_path):
     )
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip().splitlines() == [
-        "bgbench: error: a postgresql:// results store needs psycopg: "
-        "pip install 'bgbench[postgres]'"
+        "bgbench: error: a postgresql:// results store needs the 'postgres' extra, not "
+        "installed here (missing: psycopg): pip install 'bgbench[postgres]'"
     ]
