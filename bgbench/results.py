@@ -2,6 +2,7 @@
 
     from bgbench import results
     r = results.load("results")          # a results directory, or its bgbench.sqlite
+    r = results.load("postgresql://bench@db:5432/bgbench")  # or a shared PostgreSQL store
     r.experiments.plot.scatter("threads", "actions_per_s")
 
 `load` returns a ResultFrames: ratings, experiments, per_agent, per_action, validation,

@@ -13,6 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
+
+# No deadline on a property's examples: a test asserts what is computed, never how fast (a
+# busy CI machine took over hypothesis's default 200 ms on a scipy call and failed).
+settings.register_profile("bgbench", deadline=None)
+settings.load_profile("bgbench")
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -101,10 +101,10 @@ def visibility(
         on_absolute = absolute_items[ix.r_item[sel]]
         odd = _items_with_odd_deltas(ix) & ~absolute_items
         in_python = odd[ix.r_item[sel]]
-        per_write = _DeltaFacts.of(ix) if (~in_python).any() else None
+        per_write = _DeltaFacts.of(ix)
         for absolute in (True, False):  # the two kinds' pairs are judged apart
             fast = np.flatnonzero(~in_python & (on_absolute == absolute))
-            for part in _chunks(ix, sel[fast]) if per_write is not None else ():
+            for part in _chunks(ix, sel[fast]):
                 j = fast[part]
                 _misses(ix, per_write, sel[j], observed[j], init[sel[j]], read_start[j],
                         absolute, latest_miss)  # fmt: skip

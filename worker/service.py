@@ -23,7 +23,7 @@ from typing import Any
 import grpc
 import psutil
 
-from bgbench import __version__
+from bgbench import __version__, extras
 from bgbench.errors import UserError
 from bgbench.protos import PROTOCOL_VERSION
 from bgbench.protos import worker_pb2 as pb
@@ -216,6 +216,9 @@ class AgentService(pb_grpc.WorkerServicer):  # type: ignore[misc]
     def _prepare(self, request: pb.PrepareRequest, abandoned: Abandoned) -> pb.PrepareReply:
         if not request.workload:
             return pb.PrepareReply(error=_error("user", "no workload named", "workload"))
+        missing = extras.store_problem(request.store, "on this agent")
+        if missing:  # the coordinator names this agent's address before it
+            return pb.PrepareReply(error=_error("user", missing, "store.name"))
         fragments = list(request.fragments)
         if request.phase != pb.PREPARE_SCHEMA and len(fragments) != self.load_processes:
             return pb.PrepareReply(

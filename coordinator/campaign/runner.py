@@ -32,6 +32,7 @@ from bgbench.coordinator.records.events import (
     silent,
 )
 from bgbench.coordinator.records.faults import INTERRUPTED
+from bgbench.coordinator.storage.location import Location, ResultsURL
 from bgbench.coordinator.storage.results import ResultsStore
 from bgbench.errors import SystemFault, UserError
 
@@ -40,7 +41,7 @@ from bgbench.errors import SystemFault, UserError
 class CampaignOutcome:
     campaign_id: str
     status: str  # done | failed (stopped by on_failure: stop)
-    results: Path  # the results store's file
+    results: Location  # the results store's file, or its URL
     jobs: list[JobRecord]
 
     @property
@@ -50,7 +51,7 @@ class CampaignOutcome:
 
 def run_campaign(
     campaign: Campaign | None,
-    results_dir: Path,
+    results_dir: Location,
     *,
     resume: str | None = None,
     on_failure: str | None = None,
@@ -60,18 +61,20 @@ def run_campaign(
     """Run `campaign` (or, with `resume`, the unfinished campaign of that id in the results
     store: `campaign` is then None) and return every job's outcome. `events` follows it live
     (coordinator/records/events.py): the campaign's start and end, its ratings' events between;
-    lines for the user go to `say`."""
-    results_dir = api.results_path(results_dir)
+    lines for the user go to `say`. `results_dir` may be a PostgreSQL store's URL: the
+    files beside the store (its servers' directories) then go under ./results."""
+    url = results_dir if isinstance(results_dir, ResultsURL) else None
+    work_dir = api.results_path(results_dir if isinstance(results_dir, Path) else Path("results"))
     if resume is None:
         _check_new(campaign)  # before the results store is made
-    store = ResultsStore(results_dir)
+    store = ResultsStore(work_dir, url)
     if resume is not None:
         campaign_id = resume
         row = records.campaign_row(store, campaign_id)
         if row["status"] in ("done", "failed"):
             raise UserError(
                 f"campaign {campaign_id} is finished ({row['status']}): see bgbench campaign "
-                f"show {campaign_id} --results {results_dir}"
+                f"show {campaign_id} --results {store.shown}"
             )
         campaign = _same_file(row)
         say(f"resuming campaign {campaign_id} ({row['name']})")
@@ -83,7 +86,7 @@ def run_campaign(
     say(f"campaign {campaign_id}: results in {store.path}")
     if events:
         events.emit(CampaignStarted(campaign_id, resume is not None))
-    servers = Servers(results_dir / campaign_id / "servers", say)
+    servers = Servers(work_dir / campaign_id / "servers", say)
     servers.adopt()
     status = "done"
     try:
@@ -188,7 +191,7 @@ def _run_job(
             rating_id = kept or api.new_rating_id()
             records.update_job(store, campaign_id, job.seq, status="running", rating_id=rating_id)
             if job.study:
-                run_study(settings, job.study, rating_id, store.path.parent, say)
+                run_study(settings, job.study, rating_id, store.work_dir, say, store.url)
                 record = api.rating_record(store, rating_id)
             else:
                 write_document(settings, servers.root.parent / f"job-{job.seq}.yaml")

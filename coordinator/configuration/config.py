@@ -335,6 +335,17 @@ class ModelConfig(BaseModel):
     workers: Annotated[int, Field(ge=1, le=1024)] = 2
 
 
+class ResultsConfig(BaseModel):
+    model_config = STRICT
+
+    url: str | None = Field(
+        None,
+        description="record into this PostgreSQL database (postgresql://USER@HOST:PORT/DB, "
+        "the password in PGPASSWORD or a pgpass file) instead of results_dir's SQLite file; "
+        "results_dir still holds each rating's work files",
+    )
+
+
 class WorkloadChoice(BaseModel):
     model_config = STRICT
 
@@ -363,6 +374,7 @@ class Settings(BaseModel):
     )
     nodes: NodesConfig = Field(default_factory=NodesConfig, description="a scenario's nodes")
     results_dir: Path = Field(Path("results"), description="where experiments are recorded")
+    results: ResultsConfig = ResultsConfig()
 
     @property
     def workload_config(self) -> BaseModel:

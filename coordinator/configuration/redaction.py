@@ -168,6 +168,9 @@ def redact_config(config: dict[str, Any]) -> dict[str, Any]:
     store = dict(out.get("store") or {})
     store["options"] = redact_options(store.get("options") or {})
     out["store"] = store
+    results = out.get("results")
+    if isinstance(results, dict) and isinstance(results.get("url"), str):
+        out["results"] = {**results, "url": redact_text(results["url"])}  # a URL's password
     return out
 
 

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import psutil
 
+from bgbench import extras
 from bgbench.coordinator.configuration.config import Settings
 from bgbench.coordinator.configuration.plan import AgentSlot, FragmentLayout, layout, split_threads
 from bgbench.errors import UserError
@@ -41,6 +42,8 @@ def check_store(settings: Settings, other_names: Sequence[str] = ()) -> None:
         )
     options = json.dumps(settings.store.options)
     _check_options(settings.workload.name, settings.store.name, options)
+    if not settings.agents.addresses:  # the agents spawned here run this installation
+        extras.require_store(settings.store.name)
 
 
 # Remembered: a campaign checks each of its jobs, most with the same options. A refusal

@@ -13,7 +13,12 @@ from bgbench.coordinator.interfaces.cli_campaign import campaign_app
 from bgbench.coordinator.interfaces.cli_deck import deck
 from bgbench.coordinator.interfaces.cli_live import EventsOption, MetricsPortOption, live_sink
 from bgbench.coordinator.interfaces.cli_report import report_app
-from bgbench.coordinator.interfaces.cli_results import JsonFlag, ResultsFlag, results_app
+from bgbench.coordinator.interfaces.cli_results import (
+    JsonFlag,
+    ResultsFlag,
+    results_app,
+    results_location,
+)
 from bgbench.coordinator.interfaces.consoles import err, out
 from bgbench.errors import BGBenchError, SystemFault, UserError
 
@@ -85,9 +90,12 @@ def _common_flags(
     processes: int | None,
     mix: str | None,
     users: int | None,
-    results: Path | None,
+    results: str | None,
 ) -> dict[str, Any]:
     from bgbench.coordinator.configuration.config import SCALE_OVERRIDE
+    from bgbench.coordinator.storage.location import ResultsURL, location
+
+    where = location(results) if results else None  # a bad URL: one line, before anything
 
     return {
         "workload.name": workload,
@@ -98,7 +106,8 @@ def _common_flags(
         "agents.processes": processes,
         "mix": mix,  # the workload's own alias for its mix
         SCALE_OVERRIDE: users,
-        "results_dir": str(results) if results else None,
+        "results_dir": str(where) if isinstance(where, Path) else None,
+        "results.url": where.dsn if isinstance(where, ResultsURL) else None,
     }
 
 
@@ -207,7 +216,6 @@ def rate(
     or sweep a list of thread counts (--objective sweep)."""
     from bgbench.coordinator.interfaces.console import ConsoleView, with_bottleneck
     from bgbench.coordinator.rating import api
-    from bgbench.coordinator.rating.api import results_path
     from bgbench.coordinator.reports.report import render_rating
     from bgbench.coordinator.storage.results import ResultsStore
 
@@ -216,7 +224,7 @@ def rate(
     if resume:
         if workload is not None:
             raise UserError("--workload: a resumed rating keeps its recorded workload")
-        store_db = ResultsStore.existing(results_path(results or Path("results")))
+        store_db = ResultsStore.existing(results_location(results))
         settings = api.settings_to_resume(store_db, resume, _overrides(param))
         record = api.rate(settings, store_db, resume=resume, say=view.say, events=sink)
     else:
@@ -241,7 +249,7 @@ def rate(
     if as_json:
         print(json.dumps(record.summary.to_dict(), indent=2))
     else:
-        experiments = ResultsStore.existing(record.results.parent).experiments(record.rating_id)
+        experiments = ResultsStore.reopen(record.results).experiments(record.rating_id)
         shown = render_rating(record.summary, experiments, settings)
         out().print(with_bottleneck(shown, record.summary.bottleneck))
 
@@ -266,7 +274,7 @@ def study(
     """Run one of a workload's own studies (the sensor-log paper's `load` and `queries`),
     record every measurement, print its tables."""
     from bgbench.coordinator.execution.target_kinds import target_kind
-    from bgbench.coordinator.rating.api import new_rating_id, results_path
+    from bgbench.coordinator.rating.api import new_rating_id, results_path, settings_url
     from bgbench.coordinator.rating.study import run_study
     from bgbench.coordinator.reports.report import study_tables
 
@@ -275,7 +283,8 @@ def study(
     if not target_kind(settings).measures_a_store:
         raise UserError("a study measures a real store: choose one with --store (bgbench stores)")
     results_dir = results_path(settings.results_dir)
-    record = run_study(settings, name, new_rating_id(), results_dir, err().print)
+    url = settings_url(settings)
+    record = run_study(settings, name, new_rating_id(), results_dir, err().print, url)
     if as_json:
         print(json.dumps(record.to_dict(), indent=2, default=str))
         return
@@ -293,11 +302,12 @@ def check_config(
     param: ParamOption = None,
 ) -> None:
     """Validate a settings file (and overrides) without generating any load."""
+    from bgbench.coordinator.configuration.redaction import redact_config
     from bgbench.coordinator.execution.checkconfig import check_settings_file
 
     settings = check_settings_file(file, _overrides(param))
     out().print(f"{file}: valid")
-    out().print_json(settings.model_dump_json())
+    out().print_json(json.dumps(redact_config(json.loads(settings.model_dump_json()))))
 
 
 app.command()(deck)
@@ -368,6 +378,7 @@ def validate(
 def stores(workload: WorkloadFlag = None) -> None:
     """List the store bindings installed: one line per workload, or one line per store of
     --workload (and the model store, which simulates any)."""
+    from bgbench import extras
     from bgbench.coordinator.execution import preflight
     from bgbench.coordinator.execution.target_kinds import simulated_store_names
     from bgbench.workloads import registry
@@ -380,6 +391,10 @@ def stores(workload: WorkloadFlag = None) -> None:
         out().print(f"{name}: {' '.join(preflight.store_names(name))}")
     for name in simulated_store_names():
         out().print(f"{name} (simulated, any workload)")
+    lacking = [s for s in extras.STORE_EXTRA if extras.store_problem(s)]
+    if lacking:  # listed, but their drivers come with extras (docs/guide/install.md)
+        wanted = ",".join(sorted({extras.STORE_EXTRA[s] for s in lacking}))
+        print(f"without their extra here: {' '.join(lacking)}; pip install 'bgbench[{wanted}]'")
 
 
 @app.command(

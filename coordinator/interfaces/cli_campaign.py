@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from bgbench.coordinator.interfaces.cli_live import EventsOption, MetricsPortOption, live_sink
+from bgbench.coordinator.interfaces.cli_results import results_location
 from bgbench.coordinator.interfaces.consoles import err, out
 from bgbench.errors import SystemFault, UserError
 
@@ -23,7 +24,10 @@ campaign_app = typer.Typer(
 )
 
 FileArg = Annotated[Path, typer.Argument(help="campaign file (YAML, see examples/campaigns/)")]
-ResultsOption = Annotated[Path | None, typer.Option(help="results directory (default results)")]
+ResultsOption = Annotated[
+    str | None,
+    typer.Option(help="results directory (default results), or a postgresql:// store"),
+]
 JsonOption = Annotated[bool, typer.Option("--json", help="print the outcome as JSON")]
 
 
@@ -75,10 +79,10 @@ def run(
     view = ConsoleView(err())
     sink = live_sink(ctx, events, metrics_port, view)  # closed with the command
     outcome = run_campaign(
-        campaign, results or Path("results"), resume=resume, on_failure=on_failure,
+        campaign, results_location(results), resume=resume, on_failure=on_failure,
         say=view.say, events=sink,
     )  # fmt: skip
-    store = ResultsStore.existing(outcome.results.parent)
+    store = ResultsStore.reopen(outcome.results)
     if as_json:
         print(json.dumps(outcome_json(store, outcome.campaign_id), indent=2))
     else:
@@ -122,8 +126,7 @@ def list_campaigns(results: ResultsOption = None) -> None:
     out().print(table)
 
 
-def _results_store(results: Path | None) -> "ResultsStore":
-    from bgbench.coordinator.rating.api import results_path
+def _results_store(results: str | None) -> "ResultsStore":
     from bgbench.coordinator.storage.results import ResultsStore
 
-    return ResultsStore.existing(results_path(results or Path("results")))
+    return ResultsStore.existing(results_location(results))

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from bgbench import extras
 from bgbench.errors import UserError
 
 
@@ -57,8 +58,12 @@ def deck(
         str, typer.Option(help="address to listen on (beyond loopback only with --token)")
     ] = "127.0.0.1",
     results: Annotated[
-        Path, typer.Option(help="results directory the deck's ratings record into")
-    ] = Path("results"),
+        str,
+        typer.Option(
+            help="results directory the deck's ratings record into, or a postgresql:// store "
+            "(its files then go under ./results)"
+        ),
+    ] = "results",
     settings_dir: Annotated[
         Path | None,
         typer.Option(help="where edited settings files are saved (default RESULTS/deck/settings)"),
@@ -81,26 +86,30 @@ def deck(
 ) -> None:
     """A local web deck: edit and check settings, start, watch, stop and resume ratings,
     browse past ones. Each rating runs as its own bgbench process."""
+    extras.require_extra("deck", "bgbench deck")
     import uvicorn  # here: the web stack costs every other command nothing
 
     from bgbench.coordinator.interfaces.deck_app import DeckConfig, create_app
     from bgbench.coordinator.interfaces.deck_guard import HostRule, check_allow_host
     from bgbench.coordinator.rating.api import results_path
+    from bgbench.coordinator.storage.location import location
 
     check_binding(host, token)
     for name in allow_host or []:
         check_allow_host(name)
-    results = results_path(results)
+    where = location(results)
+    results_dir = results_path(where if isinstance(where, Path) else Path("results"))
     sock = listen(host, port)
     address, bound_port = sock.getsockname()[:2]
     hosts = HostRule.for_binding(host, address, bound_port, allow_host or [])
-    settings = settings_dir or results / "deck" / "settings"
-    config = DeckConfig(results, settings, hosts, token or None)
+    settings = settings_dir or results_dir / "deck" / "settings"
+    url = None if isinstance(where, Path) else where
+    config = DeckConfig(results_dir, settings, hosts, token or None, url)
     server = uvicorn.Server(
         uvicorn.Config(create_app(config), log_level="warning", access_log=False)
     )
     shown = f"[{host}]" if ":" in host else host
-    print(f"bgbench deck on http://{shown}:{sock.getsockname()[1]}/ (results in {results})")
+    print(f"bgbench deck on http://{shown}:{sock.getsockname()[1]}/ (results in {config.where})")
     if token:
         print("every request must carry the token (?token=... in the address)")
     server.run(sockets=[sock])

@@ -16,14 +16,17 @@ if TYPE_CHECKING:
 # other command (run, rate, agent) starts without pandas or matplotlib.
 
 report_app = typer.Typer()
-ResultsFlag = Annotated[Path | None, typer.Option(help="results directory (default results)")]
+ResultsFlag = Annotated[
+    str | None,
+    typer.Option(help="results directory (default results), or a postgresql:// store"),
+]
 
 
-def _frames(results: Path | None) -> "ResultFrames":
-    from bgbench.coordinator.rating.api import results_path
+def _frames(results: str | None) -> "ResultFrames":
+    from bgbench.coordinator.interfaces.cli_results import results_location
     from bgbench.coordinator.storage.frames import load
 
-    return load(results_path(results or Path("results")))
+    return load(results_location(results))
 
 
 @report_app.command()

@@ -12,18 +12,31 @@ from bgbench.errors import UserError
 
 if TYPE_CHECKING:
     from bgbench.coordinator.configuration.config import Settings
+    from bgbench.coordinator.storage.location import Location
     from bgbench.coordinator.storage.results import ResultsStore
 
 results_app = typer.Typer(help="Ratings recorded in the results store.", no_args_is_help=False)
-ResultsFlag = Annotated[Path | None, typer.Option(help="results directory")]
+ResultsFlag = Annotated[
+    str | None,
+    typer.Option(help="results directory, or a postgresql://USER@HOST:PORT/DB store"),
+]
 JsonFlag = Annotated[bool, typer.Option("--json", help="print the result as JSON")]
 
 
-def _results_store(results: Path | None) -> "ResultsStore":
+def results_location(results: str | Path | None) -> "Location":
+    """What --results names: an absolute results directory (default results), or a
+    PostgreSQL store's URL (one line, exit 2, when it is not one)."""
     from bgbench.coordinator.rating.api import results_path
+    from bgbench.coordinator.storage.location import ResultsURL, location
+
+    where = location(results)
+    return where if isinstance(where, ResultsURL) else results_path(where)
+
+
+def _results_store(results: str | None) -> "ResultsStore":
     from bgbench.coordinator.storage.results import ResultsStore
 
-    return ResultsStore.existing(results_path(results or Path("results")))
+    return ResultsStore.existing(results_location(results))
 
 
 @results_app.callback(invoke_without_command=True)

@@ -38,7 +38,7 @@ async def _bad_request(_: Request, exc: Exception) -> JSONResponse:
 
 
 def create_app(config: DeckConfig) -> FastAPI:
-    jobs = Jobs(config.results, config.results / "deck" / "jobs")
+    jobs = Jobs(config.where, config.results / "deck" / "jobs")
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

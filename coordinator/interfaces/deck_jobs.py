@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bgbench.coordinator.storage.location import Location, for_child
 from bgbench.errors import UserError
 
 RUN_ID = re.compile(
@@ -69,8 +70,8 @@ class Job:
 class Jobs:
     """The subprocesses of one deck."""
 
-    def __init__(self, results: Path, work: Path) -> None:
-        self.results = results
+    def __init__(self, results: Location, work: Path) -> None:
+        self.results, self.env = for_child(results)  # a URL's password in the environment
         self.work = work  # events and logs of the jobs
         self.jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
@@ -90,6 +91,7 @@ class Jobs:
                     stdout=out,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,  # its own process group: SIGINT reaches all of it
+                    env={**os.environ, **self.env},
                 )
             job = Job(job_id, kind, argv[len(BGBENCH) :], process.pid, events, log)
             job.process = process
@@ -97,21 +99,21 @@ class Jobs:
         return job
 
     def rate(self, settings_file: Path, metrics_port: int | None = None) -> Job:
-        args = ["rate", "-c", str(settings_file), "--results", str(self.results)]
+        args = ["rate", "-c", str(settings_file), "--results", self.results]
         return self._spawn("rate", args + _metrics(metrics_port))
 
     def resume(self, rating_id: str, metrics_port: int | None = None) -> Job:
         _check_id(rating_id)
-        args = ["rate", "--resume", rating_id, "--results", str(self.results)]
+        args = ["rate", "--resume", rating_id, "--results", self.results]
         return self._spawn("resume", args + _metrics(metrics_port))
 
     def campaign(self, file: Path, metrics_port: int | None = None) -> Job:
-        args = ["campaign", "run", str(file), "--results", str(self.results)]
+        args = ["campaign", "run", str(file), "--results", self.results]
         return self._spawn("campaign", args + _metrics(metrics_port))
 
     def resume_campaign(self, campaign_id: str, metrics_port: int | None = None) -> Job:
         _check_id(campaign_id)
-        args = ["campaign", "run", "--resume", campaign_id, "--results", str(self.results)]
+        args = ["campaign", "run", "--resume", campaign_id, "--results", self.results]
         return self._spawn("campaign-resume", args + _metrics(metrics_port))
 
     def get(self, job_id: str) -> Job:

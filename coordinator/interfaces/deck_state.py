@@ -12,6 +12,7 @@ from fastapi.responses import HTMLResponse
 
 from bgbench.coordinator.interfaces.deck_guard import HostRule
 from bgbench.coordinator.interfaces.deck_jobs import Jobs
+from bgbench.coordinator.storage.location import Location
 from bgbench.errors import UserError
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,80}\.(toml|yaml|yml)")  # whole names only
@@ -24,6 +25,12 @@ class DeckConfig:
     settings_dir: Path  # where edited settings files are saved
     hosts: HostRule  # the Host values it answers (its address, loopback names, --allow-host)
     token: str | None = None
+    store: Location | None = None  # a PostgreSQL store's URL (else the results directory's)
+
+    @property
+    def where(self) -> Location:
+        """The results store the deck reads and its jobs record into."""
+        return self.store if self.store is not None else self.results
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,7 @@ from bgbench.coordinator.records.faults import (
     run_failure,
 )
 from bgbench.coordinator.records.sweep import Limits, SweepTable, clip
+from bgbench.coordinator.storage.location import Location, ResultsURL, results_url
 from bgbench.coordinator.storage.results import ResultsStore
 from bgbench.coordinator.storage.store_file import StoreFault
 from bgbench.errors import BGBenchError, SystemFault, UserError
@@ -76,7 +77,7 @@ class RatingRecord:
     status: str  # done | failed | running
     objective: str
     store: str
-    results: Path  # the results store's file
+    results: Location  # the results store's file, or its URL
     soar: float | None
     soar_threads: int | None
     socialites: int | None
@@ -101,14 +102,16 @@ def results_path(path: Path) -> Path:
     return path
 
 
-def open_results(directory: Path) -> ResultsStore:
-    """The results store of `directory` (created if need be), proven writable before any
-    work starts: a run or a rating whose results could not be recorded must not start.
-    A file is written and synced in the directory (a full disk fails here) and a write is
-    tried in the store itself (a read-only store fails here), both undone."""
+def open_results(directory: Path, url: ResultsURL | None = None) -> ResultsStore:
+    """The results store of `directory` (created if need be; with `url`, that PostgreSQL
+    database, `directory` holding the work files), proven writable before any work
+    starts: a run or a rating whose results could not be recorded must not start. A file
+    is written and synced in the directory (a full disk fails here) and a write is tried
+    in the store itself (a read-only store fails here), both undone."""
     path = results_path(directory)
     try:
-        store = ResultsStore(path)
+        path.mkdir(parents=True, exist_ok=True)  # a PostgreSQL store's work directory too
+        store = ResultsStore(path, url)
         with tempfile.TemporaryFile(dir=path) as probe:
             probe.write(b"\0" * 4096)
             probe.flush()
@@ -116,11 +119,17 @@ def open_results(directory: Path) -> ResultsStore:
         store.try_write()
     except (OSError, sqlite3.Error, StoreFault) as exc:
         reason = _reason(exc)
+        where = f"results store {url}" if url is not None else f"results directory {path}"
         raise UserError(
-            f"results directory {path} cannot be written ({reason}): give --results a "
-            "writable directory"
+            f"{where} cannot be written ({reason}): give --results a writable directory"
+            + (" or database" if url is not None else "")
         ) from None
     return store
+
+
+def settings_url(settings: Settings) -> ResultsURL | None:
+    """The PostgreSQL store settings name in results.url (None: results_dir's file)."""
+    return results_url(settings.results.url, "results.url") if settings.results.url else None
 
 
 def new_rating_id() -> str:
@@ -129,7 +138,7 @@ def new_rating_id() -> str:
 
 def rate(
     settings: Settings | None,
-    results: ResultsStore | Path,
+    results: ResultsStore | Location,
     *,
     resume: str | None = None,
     say: Say = silent,
@@ -153,13 +162,13 @@ def rate(
     else:
         if settings is None:
             raise UserError("a new rating needs its settings")
-        where = results.path.parent if isinstance(results, ResultsStore) else results
+        where, url = _store_of(results, settings)
         settings.results_dir = results_path(where)
         kind = target_kind(settings)
         kind.resolve_layout(settings, None)
         kind.check_before_start(settings)
         check_scenario_before_start(settings, "rate")
-        store = open_results(settings.results_dir)
+        store = open_results(settings.results_dir, url)
         rating_id = rating_id or new_rating_id()
         store.start_rating(
             rating_id,
@@ -179,14 +188,14 @@ def rate(
             raise SystemFault(_unwritable(store, exc)) from None
     except SystemFault as exc:  # recorded and returned: the caller may rate the next one
         try:
-            message = record_failure(store, rating_id, exc, settings.results_dir)
+            message = record_failure(store, rating_id, exc, store.shown)
             if events:
                 events.emit(RatingEnded(rating_id, "failed", message=message))
             return rating_record(store, rating_id)
         except (OSError, sqlite3.Error, StoreFault):  # nor can the store (left resumable)
             raise exc from None
     except (BGBenchError, KeyboardInterrupt) as exc:
-        message = record_failure(store, rating_id, exc, settings.results_dir)
+        message = record_failure(store, rating_id, exc, store.shown)
         if events:
             status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
             events.emit(RatingEnded(rating_id, status, message=message))
@@ -204,6 +213,17 @@ def rate(
             RatingEnded(rating_id, "done", summary.soar, summary.soar_threads, summary.socialites)
         )
     return rating_record(store, rating_id)
+
+
+def _store_of(
+    results: ResultsStore | Location, settings: Settings
+) -> tuple[Path, ResultsURL | None]:
+    """The work directory and the PostgreSQL store (if any) a new rating records into."""
+    if isinstance(results, ResultsStore):
+        return results.work_dir, results.url
+    if isinstance(results, ResultsURL):
+        return settings.results_dir, results
+    return results, settings_url(settings)
 
 
 def _reason(exc: OSError | sqlite3.Error | StoreFault) -> str:
@@ -267,7 +287,7 @@ def sweep_limits(settings: Settings, target: ExperimentTarget) -> Limits:
     )
 
 
-def sweep_table(results: ResultsStore | Path, rating_id: str) -> SweepTable:
+def sweep_table(results: ResultsStore | Location, rating_id: str) -> SweepTable:
     """The table of a finished sweep (`rating.objective = "sweep"`)."""
     store = results if isinstance(results, ResultsStore) else _existing(results)
     row = store.rating(rating_id)
@@ -281,11 +301,11 @@ def sweep_table(results: ResultsStore | Path, rating_id: str) -> SweepTable:
         )
     raise UserError(
         f"sweep {rating_id} has no table yet ({row['status']}): finish it with "
-        f"bgbench rate --resume {rating_id} --results {store.path.parent}"
+        f"bgbench rate --resume {rating_id} --results {store.shown}"
     )
 
 
-def rating_record(results: ResultsStore | Path, rating_id: str) -> RatingRecord:
+def rating_record(results: ResultsStore | Location, rating_id: str) -> RatingRecord:
     """A recorded rating, whatever its status."""
     store = results if isinstance(results, ResultsStore) else _existing(results)
     row = store.rating(rating_id)
@@ -322,17 +342,17 @@ def rating_record(results: ResultsStore | Path, rating_id: str) -> RatingRecord:
 
 
 def settings_to_resume(
-    results: ResultsStore | Path, rating_id: str, overrides: list[tuple[str, Any]]
+    results: ResultsStore | Location, rating_id: str, overrides: list[tuple[str, Any]]
 ) -> Settings:
     """The recorded settings of an unfinished rating, its redacted secrets given again in
     `overrides` (nothing else may change)."""
     store = results if isinstance(results, ResultsStore) else _existing(results)
     row = _unfinished(store, rating_id)
-    return resumed_settings(row, overrides, store.path.parent)
+    return resumed_settings(row, overrides, store.work_dir)
 
 
-def _existing(directory: Path) -> ResultsStore:
-    return ResultsStore.existing(results_path(directory))
+def _existing(where: Location) -> ResultsStore:
+    return ResultsStore.existing(where if isinstance(where, ResultsURL) else results_path(where))
 
 
 def _unfinished(store: ResultsStore, rating_id: str) -> dict[str, Any]:
@@ -349,8 +369,8 @@ def _to_resume(
 ) -> Settings:
     row = _unfinished(store, rating_id)
     if settings is None:
-        settings = resumed_settings(row, [], store.path.parent)
-    settings.results_dir = store.path.parent  # the store it was given, wherever that is now
+        settings = resumed_settings(row, [], store.work_dir)
+    settings.results_dir = store.work_dir  # the store it was given, wherever that is now
     target_kind(settings).resolve_layout(settings, None)  # recorded before "auto" existed
     resolve_at_origin(settings, row, say)
     say(f"resuming rating {rating_id} with its recorded settings")
@@ -377,7 +397,7 @@ def run(
     kind.resolve_layout(settings, threads)
     kind.check_before_start(settings, threads)  # as a rating does: bad input before the store
     check_scenario_before_start(settings, "run")
-    store = open_results(settings.results_dir)
+    store = open_results(settings.results_dir, settings_url(settings))
     experiment_id = new_experiment_id(threads)
     run_dir = settings.results_dir / experiment_id
     duration = settings.run.maxexecutiontime
@@ -430,15 +450,11 @@ def _record_run(
 ) -> None:
     """A run in the results store: a record of objective "run" holding its experiment
     (and any attempt an infrastructure failure ended before it)."""
-    known = {r["id"] for r in store.ratings()}
-    record_id, n = result.experiment_id, 1
-    while record_id in known:  # two runs at the same T in the same second
-        n += 1
-        record_id = f"{result.experiment_id}-{n}"
     config = settings.model_dump_json()
-    store.start_rating(
-        record_id, RUN_OBJECTIVE, settings.store.name, config, str(base_dir.absolute())
-    )
+    record_id = store.start_rating(  # two runs at the same T in the same second: -2, -3, ...
+        result.experiment_id, RUN_OBJECTIVE, settings.store.name, config,
+        str(base_dir.absolute()), renamed=True,
+    )  # fmt: skip
     try:
         store.set_hosts(record_id, hosts, versions)
         for attempt in retried:

@@ -218,9 +218,7 @@ class Rating:
         if self.on_result:
             self.on_result(phase, result)
         if result.fault:
-            raise experiment_fault(
-                result.threads, result.fault, self.rating_id, self.settings.results_dir
-            )
+            raise experiment_fault(result.threads, result.fault, self.rating_id, self.store.shown)
         return result
 
     def _warm_up(self, threads: int, duration: float) -> str:

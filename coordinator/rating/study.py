@@ -18,8 +18,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from bgbench import extras
 from bgbench.coordinator.configuration.config import Settings
 from bgbench.coordinator.records.events import Say
+from bgbench.coordinator.storage.location import ResultsURL
 from bgbench.coordinator.storage.results import ResultsStore
 from bgbench.errors import BGBenchError, SystemFault, UserError
 from bgbench.sdk import AnyStudy as Study
@@ -63,17 +65,24 @@ def tables_of(summary: Mapping[str, Any]) -> list[StudyTable]:
 
 
 def run_study(
-    settings: Settings, name: str, rating_id: str, results_dir: Path, say: Say
+    settings: Settings,
+    name: str,
+    rating_id: str,
+    results_dir: Path,
+    say: Say,
+    url: ResultsURL | None = None,
 ) -> StudyRecord:
+    """Run study `name`, recorded in results_dir's store (or in the database `url`)."""
     workload = settings.workload.name
     find_study(workload, name)
     registry.make_options(workload, settings.store.name, dict(settings.store.options))  # exit 2
+    extras.require_store(settings.store.name)  # its worker process runs here
     request = {
         "workload": workload, "study": name, "store": settings.store.name,
         "config": json.loads(settings.workload_config.model_dump_json()),
         "options": settings.store.options,
     }  # fmt: skip
-    db = ResultsStore(results_dir)
+    db = ResultsStore(results_dir, url)
     db.start_rating(
         rating_id, OBJECTIVE_PREFIX + name, settings.store.name, settings.model_dump_json(),
         str(Path.cwd()),

@@ -113,11 +113,13 @@ def should_retry(on_failure: str, attempt: int, fault: str) -> bool:
     )
 
 
-def resume_hint(rating_id: str, results_dir: Path) -> str:
+def resume_hint(rating_id: str, results_dir: Path | str) -> str:
     return f"bgbench rate --resume {rating_id} --results {results_dir}"
 
 
-def experiment_fault(threads: int, fault: str, rating_id: str, results_dir: Path) -> SystemFault:
+def experiment_fault(
+    threads: int, fault: str, rating_id: str, results_dir: Path | str
+) -> SystemFault:
     """What ends a rating whose experiment at T=`threads` hit `fault` (already recorded)."""
     return SystemFault(
         f"experiment at T={threads} hit an infrastructure failure ({fault}); it is recorded "
@@ -125,7 +127,7 @@ def experiment_fault(threads: int, fault: str, rating_id: str, results_dir: Path
     )
 
 
-def rating_failure(exc: BaseException, rating_id: str, results_dir: Path) -> str:
+def rating_failure(exc: BaseException, rating_id: str, results_dir: Path | str) -> str:
     """The message a failed rating is recorded with (and the line it ends with)."""
     text = str(exc)
     kind = classify(exc)
@@ -159,7 +161,9 @@ class RatingLog(Protocol):
     ) -> None: ...
 
 
-def record_failure(log: RatingLog, rating_id: str, exc: BaseException, results_dir: Path) -> str:
+def record_failure(
+    log: RatingLog, rating_id: str, exc: BaseException, results_dir: Path | str
+) -> str:
     """Record a rating (or run) that `exc` ended as failed, with what it was; the message."""
     message = rating_failure(exc, rating_id, results_dir)
     log.finish_rating(rating_id, "failed", None, None, None, None, message)

@@ -75,8 +75,8 @@ steps, phases
 
 import json
 import math
-import sqlite3
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,6 +87,7 @@ from bgbench.coordinator.configuration.redaction import redact_config
 from bgbench.coordinator.configuration.redaction import redact_strings as redacted
 from bgbench.coordinator.records.stats import mean_interval
 from bgbench.coordinator.records.sweep import CSV_COLUMNS, SweepTable, csv_rows
+from bgbench.coordinator.storage import pg
 from bgbench.coordinator.storage.frames_campaigns import CAMPAIGN_COLUMNS, campaign_row, jobs_frame
 from bgbench.coordinator.storage.frames_resources import (
     BOTTLENECK_COLUMNS,
@@ -104,6 +105,7 @@ from bgbench.coordinator.storage.frames_scenario import (
     scenario_timeline,
     steps_frame,
 )
+from bgbench.coordinator.storage.location import Location, ResultsURL, location
 from bgbench.coordinator.storage.results import DB_NAME, checked_row
 from bgbench.coordinator.storage.store_file import checked as _checked
 from bgbench.coordinator.storage.store_file import json_object as _object
@@ -135,7 +137,7 @@ MEASUREMENT_COLUMNS = ("rating_id", "seq", "name")
 class ResultFrames:
     """A results store as DataFrames (columns: this module's docstring)."""
 
-    path: Path  # the store's file
+    path: Location  # the store's file, or its URL (password redacted when shown)
     ratings: pd.DataFrame
     experiments: pd.DataFrame
     per_agent: pd.DataFrame
@@ -162,7 +164,7 @@ class ResultFrames:
 
     def result(self, rating_id: str, seq: int) -> dict[str, Any]:
         """One experiment's full recorded result (ExperimentResult as JSON)."""
-        with read_only(self.path) as db:
+        with reading(self.path) as db:
             row = db.execute(
                 "SELECT result_json FROM experiments WHERE rating_id = ? AND seq = ?",
                 (rating_id, int(seq)),  # a seq taken from a frame is a numpy integer
@@ -186,9 +188,13 @@ class ResultFrames:
         return _checked(self.path, where, lambda: scenario_timeline(result))
 
 
-def store_file(path: str | Path) -> Path:
-    """The results store a path names: a results directory or its bgbench.sqlite."""
-    p = Path(path).expanduser()
+def store_file(path: str | Path | ResultsURL) -> Location:
+    """The results store a path names: a results directory or its bgbench.sqlite, or a
+    postgresql:// URL."""
+    where = location(path)
+    if isinstance(where, ResultsURL):
+        return where
+    p = where.expanduser()
     if p.is_dir():
         p = p / DB_NAME
     if not p.exists():  # read_only refuses what is not a regular file
@@ -196,25 +202,41 @@ def store_file(path: str | Path) -> Path:
     return p
 
 
-def _table(db: sqlite3.Connection, name: str, order: str) -> list[dict[str, Any]]:
+@contextmanager
+def reading(where: Location) -> Iterator[Any]:
+    """The store opened read-only (nothing created or changed), its version checked."""
+    if isinstance(where, ResultsURL):
+        with pg.reading(where) as pdb:
+            yield pdb
+        return
+    with read_only(where) as db:
+        yield db
+
+
+def _tables(db: Any) -> set[str]:
+    if isinstance(db, pg.PgDb):
+        return db.tables()
+    return {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def _table(db: Any, where: Location, name: str, order: str) -> list[dict[str, Any]]:
     """Every row of a table, or none when the store has no such table."""
-    known = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,))
-    if known.fetchone() is None:
+    if name not in _tables(db):
         return []
-    path = Path(db.execute("PRAGMA database_list").fetchone()[2])
-    rows = db.execute(f"SELECT * FROM {name} ORDER BY {order}")
-    return [checked_row(path, name, dict(r)) for r in rows]
+    rows = db.execute(f"SELECT * FROM {name} ORDER BY {order}").fetchall()
+    return [checked_row(where, name, dict(r)) for r in rows]
 
 
-def load(path: str | Path) -> ResultFrames:
-    """Every rating, experiment, study and campaign of a results store, as DataFrames."""
+def load(path: str | Path | ResultsURL) -> ResultFrames:
+    """Every rating, experiment, study and campaign of a results store (a directory, its
+    bgbench.sqlite, or a postgresql:// URL), as DataFrames."""
     file = store_file(path)
-    with read_only(file) as db:
-        ratings = _table(db, "ratings", "created, id")
-        experiments = _table(db, "experiments", "rating_id, seq")
-        measurements = _table(db, "measurements", "rating_id, seq")
-        campaigns = _table(db, "campaigns", "created, id")
-        jobs = _table(db, "campaign_jobs", "campaign_id, seq")
+    with reading(file) as db:
+        ratings = _table(db, file, "ratings", "created, id")
+        experiments = _table(db, file, "experiments", "rating_id, seq")
+        measurements = _table(db, file, "measurements", "rating_id, seq")
+        campaigns = _table(db, file, "campaigns", "created, id")
+        jobs = _table(db, file, "campaign_jobs", "campaign_id, seq")
     rating_rows = [_checked(file, f"ratings row {r.get('id')!r}", _rating_row, r) for r in ratings]
     confidence = {r["id"]: r["confidence"] for r in rating_rows}
     titles = {r["id"]: _titles(r["workload"]) for r in rating_rows}

@@ -1,4 +1,5 @@
-"""The results store: every rating and every experiment, in one SQLite file.
+"""The results store: every rating and every experiment, in one SQLite file (or in a
+PostgreSQL database a team's coordinators share: pg.py).
 
 `results_dir/bgbench.sqlite` holds the resolved settings, host facts and versions
 of each rating, and each experiment's figures with its full result (per-worker
@@ -16,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from bgbench.coordinator.configuration.redaction import redact_config, redact_strings, redact_text
+from bgbench.coordinator.storage import pg
 from bgbench.coordinator.storage.evidence import RunFigures, reasons_of
+from bgbench.coordinator.storage.location import Location, NoResultsStore, ResultsURL
 from bgbench.coordinator.storage.schema import (
     DB_NAME,
     EXPERIMENT_COLUMNS,
@@ -41,6 +44,26 @@ from bgbench.workloads.registry import DEFAULT_WORKLOAD
 __all__ = ["DB_NAME", "ResultsStore", "checked_row"]
 
 
+def _make(results_dir: Path, store: Location) -> None:
+    """The results directory (a PostgreSQL store's work directory) made if need be."""
+    if results_dir.exists() and not results_dir.is_dir():
+        raise UserError(f"results directory {results_dir} is a file: give a directory")
+    try:
+        results_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"results store {store} cannot be used: {exc}") from None
+
+
+def _free_id(db: Any, base: str) -> str:
+    """`base`, or base-N for the first N from 2 not yet a rating's id."""
+    taken = {r[0] for r in db.execute("SELECT id FROM ratings WHERE id LIKE ?", (base + "%",))}
+    record_id, n = base, 1
+    while record_id in taken:
+        n += 1
+        record_id = f"{base}-{n}"
+    return record_id
+
+
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")
 
@@ -51,40 +74,74 @@ def _redacted_config(config_json: str) -> str:
 
 
 class ResultsStore:
-    def __init__(self, results_dir: Path) -> None:
-        self.path = results_dir / DB_NAME
-        if results_dir.exists() and not results_dir.is_dir():
-            raise UserError(f"results directory {results_dir} is a file: give a directory")
-        try:
-            results_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise UserError(f"results store {self.path} cannot be used: {exc}") from None
-        version = check_before_writing(self.path)  # a newer store is refused untouched
+    """Every rating and experiment, in `results_dir/bgbench.sqlite`, or with `url` in that
+    PostgreSQL database (pg.py; `results_dir` then only holds the files beside the
+    store: each experiment's work directory, logs, servers). `path` names the store in
+    messages: the SQLite file, or the URL (its password redacted)."""
+
+    def __init__(self, results_dir: Path, url: ResultsURL | None = None) -> None:
+        self.work_dir = results_dir
+        self.url = url
+        self.path: Location = url if url is not None else results_dir / DB_NAME
+        if url is not None:
+            pg.create(url)
+            return
+        _make(results_dir, self.path)
+        version = check_before_writing(self.file)  # a newer store is refused untouched
         with self._db() as db:
             db.executescript(SCHEMA)
-            migrate(db, self.path)
+            migrate(db, self.file)
             if version != SCHEMA_VERSION:  # marked once, not rewritten by every reader
                 db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
+    @property
+    def file(self) -> Path:
+        """The SQLite file (the work directory's, for a PostgreSQL store: never made)."""
+        return self.work_dir / DB_NAME
+
+    @property
+    def shown(self) -> str:
+        """What `--results` names this store by again (a URL's password redacted)."""
+        return str(self.url) if self.url is not None else str(self.work_dir)
+
     @classmethod
-    def existing(cls, results_dir: Path) -> "ResultsStore":
+    def at(cls, where: Location, work_dir: Path = Path("results")) -> "ResultsStore":
+        """The store `--results` names (a directory or a URL), made if need be."""
+        if isinstance(where, ResultsURL):
+            return cls(work_dir, where)
+        return cls(where)
+
+    @classmethod
+    def reopen(cls, path: Location) -> "ResultsStore":
+        """The existing store whose `path` (its file, or its URL) this is."""
+        return cls.existing(path if isinstance(path, ResultsURL) else path.parent)
+
+    @classmethod
+    def existing(cls, results_dir: Location) -> "ResultsStore":
         """A results store that must already exist (nothing is created looking for one)."""
+        if isinstance(results_dir, ResultsURL):
+            pg.existing(results_dir)
+            return cls(Path("results").absolute(), results_dir)
         if not (results_dir / DB_NAME).exists():
-            raise UserError(f"no results store in {results_dir}: give --results the directory "
+            raise NoResultsStore(f"no results store in {results_dir}: give --results the directory "
                             "the rating was recorded in")  # fmt: skip
         return cls(results_dir)
 
     @contextmanager
-    def connect(self) -> Iterator[sqlite3.Connection]:
-        """One transaction on the store (rows as sqlite3.Row), for the storage modules that
-        keep tables of their own in it (campaign_rows.py); nothing outside storage/ calls it."""
+    def connect(self) -> Iterator[Any]:
+        """One transaction on the store (rows by name and position, as sqlite3.Row), for
+        the storage modules that keep tables of their own in it (campaign_rows.py);
+        nothing outside storage/ calls it."""
         with self._db() as db:
             yield db
 
     def try_write(self) -> None:
         """A write tried in the store and undone (a read-only store fails here): the
-        sqlite3.Error itself, for the caller to word."""
-        db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        sqlite3.Error (or StoreFault) itself, for the caller to word."""
+        if self.url is not None:
+            pg.writable(self.url)
+            return
+        db = sqlite3.connect(self.file, timeout=30, isolation_level=None)
         try:
             db.execute("BEGIN IMMEDIATE")
             db.execute("CREATE TABLE bgbench_write_probe (x)")
@@ -93,9 +150,13 @@ class ResultsStore:
             db.close()
 
     @contextmanager
-    def _db(self) -> Iterator[sqlite3.Connection]:
-        with guarded(self.path):
-            db = sqlite3.connect(self.path, timeout=30)
+    def _db(self) -> Iterator[Any]:
+        if self.url is not None:
+            with pg.transaction(self.url) as pdb:
+                yield pdb
+            return
+        with guarded(self.file):
+            db = sqlite3.connect(self.file, timeout=30)
             db.row_factory = sqlite3.Row
             try:
                 with db:
@@ -103,7 +164,13 @@ class ResultsStore:
             finally:
                 db.close()
 
-    def _checked(self, table: str, row: sqlite3.Row) -> dict[str, Any]:
+    def _lock(self, db: Any, rating_id: str) -> None:
+        """One writer of a rating's rows at a time across coordinators (PostgreSQL; an
+        SQLite file has one writer at a time anyway)."""
+        if isinstance(db, pg.PgDb):
+            db.lock(rating_id)
+
+    def _checked(self, table: str, row: Any) -> dict[str, Any]:
         out = checked_row(self.path, table, dict(row))
         if table == "ratings":  # records written before redaction held secrets
             out["config_json"] = _redacted_config(out["config_json"])
@@ -112,11 +179,24 @@ class ResultsStore:
 
     # -- ratings -----------------------------------------------------------------
     def start_rating(
-        self, rating_id: str, objective: str, store: str, config_json: str, cwd: str = ""
-    ) -> None:
+        self,
+        rating_id: str,
+        objective: str,
+        store: str,
+        config_json: str,
+        cwd: str = "",
+        *,
+        renamed: bool = False,
+    ) -> str:
+        """Record a new rating; its id. With `renamed`, an id already taken (two runs at
+        the same T in the same second, on one coordinator or two) gets -2, -3, ...: the
+        free one is picked and taken in one transaction (under a lock in PostgreSQL)."""
         workload, section = workload_of(config_json)
         config_json = _redacted_config(config_json)
         with self._db() as db:
+            if renamed:
+                self._lock(db, rating_id)
+                rating_id = _free_id(db, rating_id)
             db.execute(
                 "INSERT INTO ratings (id, created, updated, status, objective, store, config_json,"
                 " cwd, workload, workload_config_json)"
@@ -126,6 +206,7 @@ class ResultsStore:
                     workload, section,
                 ),
             )  # fmt: skip
+        return rating_id
 
     def update_config(self, rating_id: str, config_json: str) -> None:
         workload, section = workload_of(config_json)
@@ -191,6 +272,7 @@ class ResultsStore:
     def add_experiment(self, rating_id: str, phase: str, result: ExperimentResult) -> None:
         status = result.status
         with self._db() as db:
+            self._lock(db, rating_id)
             seq = db.execute(
                 "SELECT coalesce(max(seq), 0) + 1 FROM experiments WHERE rating_id = ?",
                 (rating_id,),
@@ -221,6 +303,7 @@ class ResultsStore:
     # -- a study's measurements ----------------------------------------------------
     def add_measurement(self, rating_id: str, name: str, row: dict[str, Any]) -> None:
         with self._db() as db:
+            self._lock(db, rating_id)
             seq = db.execute(
                 "SELECT coalesce(max(seq), 0) + 1 FROM measurements WHERE rating_id = ?",
                 (rating_id,),

@@ -13,6 +13,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from bgbench.coordinator.storage.location import Location
 from bgbench.coordinator.storage.store_file import bad_row, loads
 from bgbench.workloads.registry import DEFAULT_WORKLOAD
 
@@ -162,7 +163,7 @@ def column_kinds() -> dict[str, dict[str, tuple[tuple[type, ...], bool]]]:
         }
 
 
-def checked_row(path: Path, table: str, row: dict[str, Any]) -> dict[str, Any]:
+def checked_row(path: Location, table: str, row: dict[str, Any]) -> dict[str, Any]:
     """A row of `table`, once each column holds the type bgbench writes and each JSON
     column JSON of the kind it writes; one line naming the store and the row if not."""
     where = f"{table} row {_row_name(row)}"

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from hdrh.codec import HdrCookieException, HdrHistogramSettingsException, HdrLengthException
 
+from bgbench.coordinator.storage.location import Location
 from bgbench.errors import SystemFault, UserError
 from bgbench.inputs import check_regular
 
@@ -39,7 +40,7 @@ class StoreFault(SystemFault):
     """The store could not be written or read for a reason of the machine's (a full disk,
     an I/O error, a lock held too long), not because of what it holds."""
 
-    def __init__(self, path: Path, reason: str) -> None:
+    def __init__(self, path: Location, reason: str) -> None:
         super().__init__(f"results store {path}: {reason}")
         self.reason = reason
 
@@ -98,7 +99,7 @@ def check_before_writing(path: Path) -> int | None:
         return refuse_newer(path, db)
 
 
-def loads(text: str | bytes | None, path: Path, where: str, default: Any = None) -> Any:
+def loads(text: str | bytes | None, path: Location, where: str, default: Any = None) -> Any:
     """A JSON column of a row; one line naming the store and the row when it is not JSON."""
     if text is None or text == "":
         return default
@@ -108,7 +109,7 @@ def loads(text: str | bytes | None, path: Path, where: str, default: Any = None)
         raise bad_row(path, where, f"is not JSON ({exc})") from None
 
 
-def bad_row(path: Path, where: str, what: str) -> UserError:
+def bad_row(path: Location, where: str, what: str) -> UserError:
     return UserError(
         f"results store {path}: {printable(where)} {printable(what)}: the row is damaged"
     )
@@ -120,7 +121,7 @@ def printable(text: str, limit: int = 300) -> str:
     return shown + ("..." if len(text) > limit else "")
 
 
-def checked(path: Path, where: str, build: Callable[..., T], *args: Any) -> T:
+def checked(path: Location, where: str, build: Callable[..., T], *args: Any) -> T:
     """build(*args) from rows of the store, or one line naming the store and the row."""
     try:
         return build(*args)

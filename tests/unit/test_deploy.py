@@ -1,5 +1,6 @@
-"""The deployment files agree with the schemas and with the agent they start; the local
-server starter leaves the modes of the directories above a server's alone."""
+"""The systemd files agree with the agent they start (the Helm chart is checked by
+test_helm_chart.py); the local server starter leaves the modes of the directories above a
+server's alone."""
 
 import configparser
 import json
@@ -7,44 +8,14 @@ import re
 import shutil
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
-import kubernetes_validate
 import psycopg
 import pytest
-import yaml
 
-from bgbench.coordinator.configuration.config import Settings
 from tests.conftest import servers
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
-K8S_VERSION = "1.30.0"
-
-
-def manifests():
-    for path in sorted((DEPLOY / "k8s").glob("*.yaml")):
-        for doc in yaml.safe_load_all(path.read_text()):
-            if doc:
-                yield pytest.param(doc, id=f"{path.name}:{doc['kind']}")
-
-
-@pytest.mark.parametrize("doc", list(manifests()))
-def test_kubernetes_manifests_are_valid(doc):
-    kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
-
-
-def test_the_manifests_hold_what_a_run_needs():
-    kinds = {doc.values[0]["kind"] for doc in manifests()}
-    assert {"Namespace", "Secret", "Service", "StatefulSet", "Job", "ConfigMap"} <= kinds
-
-
-def test_the_coordinator_configmap_is_a_valid_rating():
-    config = next(p.values[0] for p in manifests() if p.values[0]["kind"] == "ConfigMap")
-    data = tomllib.loads(config["data"]["rating.toml"])
-    data["agents"].pop("tls")  # its files exist only inside the pod
-    settings = Settings.model_validate(data)
-    assert len(settings.agents.addresses) == 3 and settings.agents.on_failure == "retry"
 
 
 def agent_help() -> str:
