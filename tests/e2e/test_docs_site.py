@@ -16,12 +16,11 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
+from tests.browser import headless_chromium, installed
+
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
 
 
 def build(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
@@ -66,21 +65,10 @@ def test_a_broken_link_fails_the_build(link, complaint, tmp_path):
 
 @pytest.fixture
 def browser(tmp_path):
-    if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
+    if not installed():
         pytest.skip("Debian's chromium and chromedriver are not installed (scripts/test does)")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--no-first-run", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--window-size=1200,1000",
-                f"--user-data-dir={tmp_path / 'chromium-profile'}"):  # fmt: skip
-        options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    try:
+    with headless_chromium(tmp_path / "chromium-profile") as driver:
         yield driver
-    finally:
-        driver.quit()  # ends Chromium and the chromedriver process it started
 
 
 class Quiet(SimpleHTTPRequestHandler):

@@ -11,37 +11,24 @@ from pathlib import Path
 
 import pytest
 from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
+from tests.browser import headless_chromium, installed
 from tests.helpers import BGBENCH, bgbench
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
 RATING_CHARTS = ["throughput", "within", "latency", "unpredictable", "latency-histogram",
                  "agents", "actions"]  # fmt: skip
 
 pytestmark = pytest.mark.skipif(
-    not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()),
+    not installed(),
     reason="Debian's chromium and chromedriver are not installed (scripts/test installs them)",
 )
 
 
 @pytest.fixture
 def browser(tmp_path):
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--no-first-run", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--window-size=1200,1000",
-                f"--user-data-dir={tmp_path / 'chromium-profile'}"):  # fmt: skip
-        options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    try:
+    with headless_chromium(tmp_path / "chromium-profile") as driver:
         yield driver
-    finally:
-        driver.quit()  # ends Chromium and the chromedriver process it started
 
 
 def open_report(driver: webdriver.Chrome, page: Path, shot: Path) -> dict[str, int]:
