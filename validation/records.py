@@ -62,7 +62,9 @@ def check_records(records: np.ndarray, path: Path, offset: int, first: int = 0) 
     backwards = end < start
     unended = is_read & (end == NEVER)
     never_started = start == NEVER
-    out_of_time = (np.abs(start) > TIME_LIMIT) | ((np.abs(end) > TIME_LIMIT) & (end != NEVER))
+    # compared both ways, never through np.abs: abs of int64's lowest value is itself
+    out_of_time = (start > TIME_LIMIT) | (start < -TIME_LIMIT)
+    out_of_time |= ((end > TIME_LIMIT) | (end < -TIME_LIMIT)) & (end != NEVER)
     implausible = (value > VALUE_LIMIT) | (value < -VALUE_LIMIT)
     bad = unknown | backwards | unended | never_started | out_of_time | implausible
     if not bad.any():
